@@ -1,0 +1,164 @@
+#include "engine/config.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/errors.h"
+
+namespace ordo {
+
+using nlohmann::json;
+
+namespace {
+
+// Sizes beyond this are not models but mistakes (and would overflow int products of two sizes
+// only well past it); they are rejected before anything is sized from them.
+constexpr int64_t kMaxSize = 1 << 24;
+
+struct Reader {
+  const json& j;
+  const std::string& where;
+
+  bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
+
+  int size(const char* key, bool required, int fallback) const {
+    if (!has(key)) {
+      if (required) throw InputError(where, std::string("missing required key \"") + key + "\"");
+      return fallback;
+    }
+    const json& v = j[key];
+    if (!v.is_number_integer())
+      throw InputError(where, std::string("key \"") + key + "\" must be a positive integer, got " + v.dump());
+    const int64_t n = v.get<int64_t>();
+    if (n <= 0) throw InputError(where, std::string("key \"") + key + "\" must be positive, got " + v.dump());
+    if (n > kMaxSize)
+      throw InputError(where, std::string("key \"") + key + "\" is " + v.dump() + ", above the limit of " +
+                                  std::to_string(kMaxSize));
+    return static_cast<int>(n);
+  }
+
+  bool flag(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_boolean())
+      throw InputError(where, std::string("key \"") + key + "\" must be true or false, got " + j[key].dump());
+    return j[key].get<bool>();
+  }
+
+  double positive(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j[key];
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      throw InputError(where, std::string("key \"") + key + "\" must be a positive number, got " + v.dump());
+    return v.get<double>();
+  }
+
+  std::string choice(const char* key, std::initializer_list<const char*> allowed, const char* fallback,
+                     bool required = false) const {
+    std::string options;
+    for (const char* a : allowed) options += std::string(options.empty() ? "" : " | ") + "\"" + a + "\"";
+    if (!has(key)) {
+      if (required) throw InputError(where, std::string("missing required key \"") + key + "\" (" + options + ")");
+      return fallback;
+    }
+    const json& v = j[key];
+    if (v.is_string())
+      for (const char* a : allowed)
+        if (v.get<std::string>() == a) return a;
+    throw InputError(where, std::string("key \"") + key + "\" must be " + options + ", got " + v.dump());
+  }
+};
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    std::string m = e.what();
+    auto close = m.find("] ");
+    throw InputError(where, "not valid JSON: " + (close == std::string::npos ? m : m.substr(close + 2)));
+  }
+  if (!j.is_object()) throw InputError(where, "must hold a JSON object");
+  Reader r{j, where};
+
+  Config c;
+  c.vocab_size = r.size("vocab_size", true, 0);
+  c.d_model = r.size("d_model", true, 0);
+  c.n_heads = r.size("n_heads", true, 0);
+  c.d_ff = r.size("d_ff", true, 0);
+  c.n_layers = r.size("n_layers", true, 0);
+  if (c.d_model % c.n_heads != 0)
+    throw InputError(where, "key \"d_model\" (" + std::to_string(c.d_model) + ") must be divisible by \"n_heads\" (" +
+                                std::to_string(c.n_heads) + ")");
+
+  c.activation = r.choice("activation", {"relu", "gelu"}, "relu") == std::string("gelu") ? Activation::GELU
+                                                                                           : Activation::ReLU;
+  c.norm_first = r.flag("norm_first", false);
+  c.final_norm = r.flag("final_norm", false);
+  c.layer_norm_eps = r.positive("layer_norm_eps", 1e-5);
+
+  const std::string pe = r.choice("positional_encoding", {"sinusoidal", "learned", "none"}, "", true);
+  c.positional_encoding = pe == "sinusoidal" ? PositionalEncoding::Sinusoidal
+                          : pe == "learned"  ? PositionalEncoding::Learned
+                                             : PositionalEncoding::None;
+  c.pe_layout = r.choice("pe_layout", {"interleaved", "split"}, "interleaved") == std::string("split")
+                    ? PeLayout::Split
+                    : PeLayout::Interleaved;
+  c.pe_base = r.positive("pe_base", 10000.0);
+  c.max_positions = r.size("max_positions", c.positional_encoding == PositionalEncoding::Learned, 0);
+  c.scale_embedding = r.flag("scale_embedding", true);
+
+  if (r.has("tokenizer")) {
+    const json& t = j["tokenizer"];
+    if (!t.is_string() || t.get<std::string>().empty())
+      throw InputError(where, "key \"tokenizer\" must be a file name, got " + t.dump());
+    c.tokenizer = t.get<std::string>();
+    if (c.tokenizer.find('/') != std::string::npos || c.tokenizer == "." || c.tokenizer == "..")
+      throw InputError(where, "key \"tokenizer\" must name a file inside the model directory, got " + t.dump());
+  }
+  c.add_bos = r.flag("add_bos", false);
+  c.add_eos = r.flag("add_eos", false);
+  return c;
+}
+
+Config load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot open (a model directory holds config.json, model.safetensors and tokenizer.model)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(path, "cannot read");
+  return parse_config(text.str(), path);
+}
+
+const char* to_string(Activation a) { return a == Activation::GELU ? "gelu" : "relu"; }
+const char* to_string(PositionalEncoding p) {
+  return p == PositionalEncoding::Sinusoidal ? "sinusoidal" : p == PositionalEncoding::Learned ? "learned" : "none";
+}
+const char* to_string(PeLayout l) { return l == PeLayout::Split ? "split" : "interleaved"; }
+
+std::string config_to_json(const Config& c) {
+  json j = json::object();
+  j["vocab_size"] = c.vocab_size;
+  j["d_model"] = c.d_model;
+  j["n_heads"] = c.n_heads;
+  j["d_ff"] = c.d_ff;
+  j["n_layers"] = c.n_layers;
+  j["activation"] = to_string(c.activation);
+  j["norm_first"] = c.norm_first;
+  j["final_norm"] = c.final_norm;
+  j["layer_norm_eps"] = c.layer_norm_eps;
+  j["positional_encoding"] = to_string(c.positional_encoding);
+  j["pe_layout"] = to_string(c.pe_layout);
+  j["pe_base"] = c.pe_base;
+  if (c.positional_encoding == PositionalEncoding::Learned) j["max_positions"] = c.max_positions;
+  j["scale_embedding"] = c.scale_embedding;
+  j["tokenizer"] = c.tokenizer;
+  j["add_bos"] = c.add_bos;
+  j["add_eos"] = c.add_eos;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ordo

@@ -1,0 +1,49 @@
+// ordo: a model's config.json — the sizes and the choices PyTorch does not record.
+#pragma once
+
+#include <string>
+
+namespace ordo {
+
+enum class Activation { ReLU, GELU };                     // GELU is the exact erf form
+enum class PositionalEncoding { Sinusoidal, Learned, None };
+enum class PeLayout { Interleaved, Split };               // paper: sin at 2i, cos at 2i+1
+
+struct Config {
+  // Sizes (required). Letters used throughout: V vocab, d model width, h heads, F feed-forward.
+  int vocab_size = 0;  // V
+  int d_model = 0;     // d
+  int n_heads = 0;     // h; head size dh = d / h
+  int d_ff = 0;        // F
+  int n_layers = 0;
+
+  Activation activation = Activation::ReLU;
+  bool norm_first = false;  // false: post-LN (the paper's); true: pre-LN
+  bool final_norm = false;  // a LayerNorm after the last layer
+  double layer_norm_eps = 1e-5;
+
+  PositionalEncoding positional_encoding = PositionalEncoding::Sinusoidal;  // required
+  PeLayout pe_layout = PeLayout::Interleaved;
+  double pe_base = 10000.0;
+  int max_positions = 0;  // learned positions only
+  bool scale_embedding = true;  // multiply token embeddings by √d
+
+  std::string tokenizer = "tokenizer.model";
+  bool add_bos = false;
+  bool add_eos = false;
+
+  int head_dim() const { return d_model / n_heads; }
+};
+
+// Parses config.json text; `where` (the file name) prefixes every error, which names the key.
+Config parse_config(const std::string& text, const std::string& where);
+Config load_config(const std::string& path);
+
+// The JSON form of a config (every key written), as `ordo init` stores it.
+std::string config_to_json(const Config& c);
+
+const char* to_string(Activation a);
+const char* to_string(PositionalEncoding p);
+const char* to_string(PeLayout l);
+
+}  // namespace ordo

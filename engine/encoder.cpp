@@ -1,0 +1,208 @@
+#include "engine/encoder.h"
+
+#include <cblas.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/errors.h"
+#include "engine/ops.h"
+
+namespace ordo {
+
+namespace {
+
+// x += y
+void add_into(float* x, const float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+  if (n > 0) openblas_set_num_threads(n);
+}
+
+uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S) const {
+  const Config& c = model_.config();
+  const uint64_t T = B * S, d = c.d_model, F = c.d_ff;
+  // x, normed, context, sub, the result: 5·T·d; qkv: 3·T·d; ff: T·F; probs: S²; pe: S·d
+  return sizeof(float) * (8 * T * d + T * F + S * S + S * d);
+}
+
+Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options) {
+  const Config& c = model_.config();
+  const int d = c.d_model;
+  Hidden out;
+  out.B = static_cast<int>(ids.size());
+  out.d = d;
+  for (const auto& seq : ids) {
+    out.lengths.push_back(static_cast<int>(seq.size()));
+    out.S = std::max(out.S, out.lengths.back());
+    for (int32_t id : seq)
+      if (id < 0 || id >= c.vocab_size)
+        throw InputError("input", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                      std::to_string(c.vocab_size) + ")");
+    if (c.positional_encoding == PositionalEncoding::Learned && int(seq.size()) > c.max_positions)
+      throw InputError("input", "a text of " + std::to_string(seq.size()) +
+                                    " tokens is longer than the model's learned positions (max_positions = " +
+                                    std::to_string(c.max_positions) + ")");
+  }
+  const int B = out.B, S = out.S;
+  const uint64_t need = activation_bytes(B, S), limit = physical_memory_bytes() / 2;
+  if (need > limit)
+    throw InputError("input", "a batch of " + std::to_string(B) + " x " + std::to_string(S) + " tokens needs " +
+                                  std::to_string(need >> 20) + " MiB of working memory, more than half of this machine's " +
+                                  std::to_string((2 * limit) >> 20) + " MiB; split the input or lower --max-tokens");
+
+  const size_t T = size_t(B) * S;
+  s_.x.assign(T * d, 0.0f);
+  s_.normed.resize(c.norm_first ? T * d : 0);
+  s_.qkv.resize(T * 3 * d);
+  s_.context.resize(T * d);
+  s_.sub.resize(T * d);
+  s_.ff.resize(T * c.d_ff);
+  s_.probs.resize(size_t(S) * S);
+
+  embed(ids, S, options);
+  for (int l = 0; l < c.n_layers; ++l) encoder_layer(l, B, S, out.lengths, options);
+  if (c.final_norm) {
+    layer_norm(s_.x.data(), s_.x.data(), model_.weights().norm_weight, model_.weights().norm_bias, int(T), d,
+               float(c.layer_norm_eps));
+    if (options.observe && B > 0)
+      options.observe({"final norm", "x = LayerNorm(x)", -1, -1, s_.x.data(), out.lengths[0], d, d});
+  }
+
+  out.data.assign(T * d, 0.0f);
+  for (int b = 0; b < B; ++b)
+    std::copy_n(s_.x.data() + size_t(b) * S * d, size_t(out.lengths[b]) * d, out.data.data() + size_t(b) * S * d);
+  return out;
+}
+
+// x_t = E[id_t] · √d + PE(t)         (or + P[t] for learned positions; nothing for "none")
+void Encoder::embed(const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options) {
+  const Config& c = model_.config();
+  const Weights& w = model_.weights();
+  const int d = c.d_model;
+  const float scale = c.scale_embedding ? static_cast<float>(std::sqrt(double(d))) : 1.0f;
+  const bool sinusoidal = options.positions && c.positional_encoding == PositionalEncoding::Sinusoidal;
+  const bool learned = options.positions && c.positional_encoding == PositionalEncoding::Learned;
+
+  const int cached = static_cast<int>(s_.pe.size() / std::max(d, 1));
+  if (sinusoidal && cached < S) {  // the table only grows; earlier rows never change
+    s_.pe.resize(size_t(S) * d);
+    sinusoidal_positions(s_.pe.data() + size_t(cached) * d, S - cached, d, c.pe_layout, c.pe_base, cached);
+  }
+  const float* positions = sinusoidal ? s_.pe.data() : learned ? w.position_embedding : nullptr;
+
+  for (size_t b = 0; b < ids.size(); ++b)
+    for (size_t t = 0; t < ids[b].size(); ++t) {
+      const float* e = w.embedding + size_t(ids[b][t]) * d;
+      float* x = s_.x.data() + (b * S + t) * d;
+      for (int j = 0; j < d; ++j) x[j] = e[j] * scale + (positions ? positions[t * d + j] : 0.0f);
+    }
+
+  if (options.observe && !ids.empty()) {
+    const int L = static_cast<int>(ids[0].size());
+    if (positions)
+      options.observe({sinusoidal ? "positional encoding" : "learned positions",
+                       sinusoidal ? "PE(t,2i) = sin(t / base^(2i/d)), PE(t,2i+1) = cos(t / base^(2i/d))" : "P[t]", -1,
+                       -1, positions, L, d, d});
+    options.observe({"input", std::string("x_t = E[id_t]") + (c.scale_embedding ? " * sqrt(d)" : "") +
+                                  (positions ? " + PE(t)" : ""),
+                     -1, -1, s_.x.data(), L, d, d});
+  }
+}
+
+// post-LN (the paper's):  x = norm1(x + SelfAttention(x));  x = norm2(x + FFN(x))
+// pre-LN:                 x = x + SelfAttention(norm1(x));  x = x + FFN(norm2(x))
+// FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2
+void Encoder::encoder_layer(int l, int B, int S, const std::vector<int>& lengths, const EncodeOptions& options) {
+  const Config& c = model_.config();
+  const LayerWeights& w = model_.weights().layers[l];
+  const int d = c.d_model, F = c.d_ff, T = B * S;
+  const float eps = static_cast<float>(c.layer_norm_eps);
+  float* x = s_.x.data();
+  const int L0 = B > 0 ? lengths[0] : 0;
+  auto observe = [&](const char* name, const char* equation, const float* data, int cols) {
+    if (options.observe) options.observe({name, equation, l, -1, data, L0, cols, cols});
+  };
+
+  const float* in = x;
+  if (c.norm_first) {
+    layer_norm(s_.normed.data(), x, w.norm1_weight, w.norm1_bias, T, d, eps);
+    in = s_.normed.data();
+  }
+  self_attention(w, in, l, B, S, lengths, options);
+  add_into(x, s_.sub.data(), size_t(T) * d);
+  if (!c.norm_first) layer_norm(x, x, w.norm1_weight, w.norm1_bias, T, d, eps);
+  observe(c.norm_first ? "attention + residual" : "attention + residual, norm1",
+          c.norm_first ? "x = x + SelfAttention(norm1(x))" : "x = norm1(x + SelfAttention(x))", x, d);
+
+  in = x;
+  if (c.norm_first) {
+    layer_norm(s_.normed.data(), x, w.norm2_weight, w.norm2_bias, T, d, eps);
+    in = s_.normed.data();
+  }
+  linear(s_.ff.data(), in, w.linear1_weight, w.linear1_bias, T, d, F);
+  activate(s_.ff.data(), size_t(T) * F, c.activation);
+  observe("feed-forward hidden", c.activation == Activation::GELU ? "f = GELU(x W1^T + b1)" : "f = ReLU(x W1^T + b1)",
+          s_.ff.data(), F);
+  linear(s_.sub.data(), s_.ff.data(), w.linear2_weight, w.linear2_bias, T, F, d);
+  add_into(x, s_.sub.data(), size_t(T) * d);
+  if (!c.norm_first) layer_norm(x, x, w.norm2_weight, w.norm2_bias, T, d, eps);
+  observe(c.norm_first ? "feed-forward + residual" : "feed-forward + residual, norm2",
+          c.norm_first ? "x = x + (f W2^T + b2)" : "x = norm2(x + (f W2^T + b2))", x, d);
+}
+
+// MultiHead(x) = Concat(head_1..head_h)·Woᵀ + bo,  head_i = Attention(x·Wqᵢᵀ, x·Wkᵢᵀ, x·Wvᵢᵀ)   [§3.2.2]
+// One GEMM makes q | k | v for every token; each head then reads its dh columns in place.
+void Encoder::self_attention(const LayerWeights& w, const float* in, int layer, int B, int S,
+                             const std::vector<int>& lengths, const EncodeOptions& options) {
+  const Config& c = model_.config();
+  const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), T = B * S;
+  linear(s_.qkv.data(), in, w.in_proj_weight, w.in_proj_bias, T, d, 3 * d);
+  if (options.observe && B > 0)
+    options.observe({"q | k | v", "[q k v] = x W_in^T + b_in", layer, -1, s_.qkv.data(), lengths[0], 3 * d, 3 * d});
+
+  for (int b = 0; b < B; ++b) {
+    const int L = lengths[b];  // keys past L are padding: never attended to
+    for (int head = 0; head < h; ++head) {
+      const float* q = s_.qkv.data() + size_t(b) * S * 3 * d + size_t(head) * dh;
+      float* out = s_.context.data() + size_t(b) * S * d + size_t(head) * dh;
+      attention_head(out, q, q + d, q + 2 * d, s_.probs.data(), L, dh, 3 * d, d);
+      if (options.observe && b == 0)
+        options.observe({"attention weights", "A = softmax(q k^T / sqrt(dh))", layer, head, s_.probs.data(), L, L, L});
+    }
+    std::fill(s_.context.data() + (size_t(b) * S + L) * d, s_.context.data() + size_t(b + 1) * S * d, 0.0f);
+  }
+  if (options.observe && B > 0)
+    options.observe({"heads concatenated", "concat_i(A_i v_i)", layer, -1, s_.context.data(), lengths[0], d, d});
+  linear(s_.sub.data(), s_.context.data(), w.out_proj_weight, w.out_proj_bias, T, d, d);
+  if (options.observe && B > 0)
+    options.observe({"output projection", "a = concat W_o^T + b_o", layer, -1, s_.sub.data(), lengths[0], d, d});
+}
+
+std::vector<float> pool(const Hidden& h, int b, Pooling pooling) {
+  const int L = h.lengths[b];
+  std::vector<float> v(size_t(pooling == Pooling::None ? L : 1) * h.d, 0.0f);
+  if (pooling == Pooling::None) {
+    std::copy_n(h.row(b, 0), size_t(L) * h.d, v.data());
+  } else if (pooling == Pooling::First) {
+    if (L > 0) std::copy_n(h.row(b, 0), h.d, v.data());
+  } else if (L > 0) {
+    std::vector<double> sum(h.d, 0.0);
+    for (int t = 0; t < L; ++t)
+      for (int j = 0; j < h.d; ++j) sum[j] += h.row(b, t)[j];
+    for (int j = 0; j < h.d; ++j) v[j] = static_cast<float>(sum[j] / L);
+  }
+  return v;
+}
+
+}  // namespace ordo

@@ -1,0 +1,80 @@
+// ordo: token ids in, hidden states out — nn.TransformerEncoder(batch_first=True) in eval mode.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace ordo {
+
+// A view of one intermediate result, handed to EncodeOptions::observe (used by `ordo trace`).
+struct Stage {
+  std::string name;       // "embedding", "layer 0 attention", ...
+  std::string equation;   // what was applied
+  int layer = -1;         // -1 outside the layer stack
+  int head = -1;          // -1 unless per head
+  const float* data;      // (rows, cols), row stride `stride`
+  int rows, cols, stride;
+};
+
+struct EncodeOptions {
+  bool positions = true;  // false: skip the positional encoding (the ablation behind `ordo compare`)
+  // Called after each step with a view of the first sequence of the batch. Leave empty for speed.
+  std::function<void(const Stage&)> observe;
+};
+
+// Hidden states of a padded batch: (B, S, d), S the longest length. Rows at and past a
+// sequence's length are zero.
+struct Hidden {
+  int B = 0, S = 0, d = 0;
+  std::vector<int> lengths;  // (B)
+  std::vector<float> data;   // (B, S, d)
+  const float* row(int b, int t) const { return data.data() + (size_t(b) * S + t) * d; }
+};
+
+enum class Pooling { Mean, First, None };
+
+// mean: average of the sequence's rows (padding skipped); first: its row 0. A sequence of no
+// tokens pools to zeros.
+std::vector<float> pool(const Hidden& h, int b, Pooling pooling);
+
+// Activations for one (B, S), allocated once and reused while shapes do not grow.
+struct RunState {
+  std::vector<float> x;       // (T, d)   the residual stream
+  std::vector<float> normed;  // (T, d)   a sublayer's normalised input (pre-LN)
+  std::vector<float> qkv;     // (T, 3d)  queries | keys | values, heads side by side
+  std::vector<float> context; // (T, d)   attention output, heads concatenated
+  std::vector<float> sub;     // (T, d)   a sublayer's output, before the residual add
+  std::vector<float> ff;      // (T, F)   feed-forward hidden layer
+  std::vector<float> probs;   // (S, S)   attention weights of one head
+  std::vector<float> pe;      // (S, d)   positional encodings, kept between calls
+};
+
+class Encoder {
+ public:
+  explicit Encoder(const Model& model) : model_(model) {}
+
+  // ids: B sequences of token ids in [0, V). Throws InputError for an id out of range, a
+  // sequence past a learned position table, or a batch too large for memory.
+  Hidden forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options = {});
+
+  // Bytes of activations forward() needs for a B × S batch.
+  uint64_t activation_bytes(uint64_t B, uint64_t S) const;
+
+ private:
+  void embed(const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options);
+  void encoder_layer(int l, int B, int S, const std::vector<int>& lengths, const EncodeOptions& options);
+  void self_attention(const LayerWeights& w, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
+                      const EncodeOptions& options);
+
+  const Model& model_;
+  RunState s_;
+};
+
+// Threads for the matrix work (OpenBLAS). 0 leaves the library's default.
+void set_num_threads(int n);
+
+}  // namespace ordo

@@ -1,0 +1,126 @@
+#include "engine/model.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/errors.h"
+
+namespace ordo {
+
+namespace {
+std::string shape_string(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+}  // namespace
+
+std::vector<TensorSpec> expected_tensors(const Config& c) {
+  const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
+  std::vector<TensorSpec> specs = {{"embedding.weight", {V, d}}};
+  if (c.positional_encoding == PositionalEncoding::Learned)
+    specs.push_back({"position_embedding.weight", {uint64_t(c.max_positions), d}});
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    specs.push_back({p + "self_attn.in_proj_weight", {3 * d, d}});
+    specs.push_back({p + "self_attn.in_proj_bias", {3 * d}});
+    specs.push_back({p + "self_attn.out_proj.weight", {d, d}});
+    specs.push_back({p + "self_attn.out_proj.bias", {d}});
+    specs.push_back({p + "linear1.weight", {F, d}});
+    specs.push_back({p + "linear1.bias", {F}});
+    specs.push_back({p + "linear2.weight", {d, F}});
+    specs.push_back({p + "linear2.bias", {d}});
+    specs.push_back({p + "norm1.weight", {d}});
+    specs.push_back({p + "norm1.bias", {d}});
+    specs.push_back({p + "norm2.weight", {d}});
+    specs.push_back({p + "norm2.bias", {d}});
+  }
+  if (c.final_norm) {
+    specs.push_back({"norm.weight", {d}});
+    specs.push_back({"norm.bias", {d}});
+  }
+  return specs;
+}
+
+Model Model::load(const std::string& dir) {
+  Model m(load_config(dir + "/config.json"), dir + "/model.safetensors");
+  m.dir = dir;
+  return m;
+}
+
+Model::Model(Config config, const std::string& weights_path) : config_(std::move(config)), file_(weights_path) {
+  const std::string& where = file_.path();
+  for (const TensorSpec& spec : expected_tensors(config_)) {
+    const TensorInfo* t = file_.find(spec.name);
+    if (!t) throw InputError(where, "missing tensor " + spec.name + " " + shape_string(spec.shape));
+    if (t->shape != spec.shape)
+      throw InputError(where, "tensor " + spec.name + " has shape " + shape_string(t->shape) + ", config wants " +
+                                  shape_string(spec.shape));
+    const float* values = nullptr;
+    const size_t n = t->elements;
+    if (t->dtype == "F32" && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
+      values = reinterpret_cast<const float*>(t->data);  // in place, straight from the mapped file
+    } else if (t->dtype == "F32" || t->dtype == "F16" || t->dtype == "BF16") {
+      std::vector<float> wide(n);
+      for (size_t i = 0; i < n; ++i) {
+        if (t->dtype == "F32") {
+          std::memcpy(&wide[i], t->data + 4 * i, 4);
+        } else {
+          uint16_t h;
+          std::memcpy(&h, t->data + 2 * i, 2);
+          wide[i] = t->dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
+        }
+      }
+      widened_.push_back(std::move(wide));
+      values = widened_.back().data();
+    } else {
+      throw InputError(where, "tensor " + spec.name + " has dtype " + t->dtype + "; ordo loads F32, F16 and BF16");
+    }
+    parameters_ += n;
+    named_.emplace_back(spec.name, values);
+  }
+
+  // Hand the pointers out under their PyTorch names, in the order expected_tensors lists them.
+  size_t next = 0;
+  auto take = [&]() { return named_[next++].second; };
+  weights_.embedding = take();
+  if (config_.positional_encoding == PositionalEncoding::Learned) weights_.position_embedding = take();
+  weights_.layers.resize(config_.n_layers);
+  for (LayerWeights& l : weights_.layers) {
+    l.in_proj_weight = take();
+    l.in_proj_bias = take();
+    l.out_proj_weight = take();
+    l.out_proj_bias = take();
+    l.linear1_weight = take();
+    l.linear1_bias = take();
+    l.linear2_weight = take();
+    l.linear2_bias = take();
+    l.norm1_weight = take();
+    l.norm1_bias = take();
+    l.norm2_weight = take();
+    l.norm2_bias = take();
+  }
+  if (config_.final_norm) {
+    weights_.norm_weight = take();
+    weights_.norm_bias = take();
+  }
+}
+
+std::vector<std::string> Model::non_finite_tensors() const {
+  std::vector<std::string> bad;
+  const auto specs = expected_tensors(config_);
+  for (size_t i = 0; i < named_.size(); ++i) {
+    uint64_t n = 1;
+    for (uint64_t s : specs[i].shape) n *= s;
+    const float* v = named_[i].second;
+    for (uint64_t j = 0; j < n; ++j)
+      if (!std::isfinite(v[j])) {
+        bad.push_back(named_[i].first);
+        break;
+      }
+  }
+  return bad;
+}
+
+}  // namespace ordo

@@ -1,0 +1,70 @@
+// ordo: a model's weights, mapped from model.safetensors and checked against its config.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/config.h"
+#include "engine/safetensors.h"
+
+namespace ordo {
+
+// One nn.TransformerEncoderLayer, under PyTorch's names.
+struct LayerWeights {
+  const float* in_proj_weight = nullptr;   // (3d, d)  rows [0,d) Wq, [d,2d) Wk, [2d,3d) Wv
+  const float* in_proj_bias = nullptr;     // (3d)
+  const float* out_proj_weight = nullptr;  // (d, d)
+  const float* out_proj_bias = nullptr;    // (d)
+  const float* linear1_weight = nullptr;   // (F, d)
+  const float* linear1_bias = nullptr;     // (F)
+  const float* linear2_weight = nullptr;   // (d, F)
+  const float* linear2_bias = nullptr;     // (d)
+  const float* norm1_weight = nullptr;     // (d)
+  const float* norm1_bias = nullptr;       // (d)
+  const float* norm2_weight = nullptr;     // (d)
+  const float* norm2_bias = nullptr;       // (d)
+};
+
+struct Weights {
+  const float* embedding = nullptr;           // (V, d)
+  const float* position_embedding = nullptr;  // (max_positions, d), learned positions only
+  std::vector<LayerWeights> layers;           // n_layers
+  const float* norm_weight = nullptr;         // (d), final_norm only
+  const float* norm_bias = nullptr;           // (d)
+};
+
+// The tensor names and shapes a config asks for, in file order.
+struct TensorSpec {
+  std::string name;
+  std::vector<uint64_t> shape;
+};
+std::vector<TensorSpec> expected_tensors(const Config& c);
+
+class Model {
+ public:
+  // Reads dir/config.json and dir/model.safetensors. F32 tensors stay in the mapped file
+  // (copied only if the file misaligns them); F16 and BF16 are widened to F32 once, here.
+  static Model load(const std::string& dir);
+  // The same from a config already in hand and a weights file.
+  Model(Config config, const std::string& weights_path);
+
+  const Config& config() const { return config_; }
+  const Weights& weights() const { return weights_; }
+  const SafeTensors& file() const { return file_; }
+  uint64_t parameter_count() const { return parameters_; }
+  std::string dir;  // where it was loaded from ("" if not from a directory)
+
+  // Names every tensor holding a NaN or an infinity (empty: all finite).
+  std::vector<std::string> non_finite_tensors() const;
+
+ private:
+  Config config_;
+  SafeTensors file_;
+  Weights weights_;
+  uint64_t parameters_ = 0;
+  std::vector<std::vector<float>> widened_;  // storage for converted or realigned tensors
+  std::vector<std::pair<std::string, const float*>> named_;  // every tensor in use, by name
+};
+
+}  // namespace ordo

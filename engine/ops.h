@@ -1,0 +1,49 @@
+// ordo: the math of a transformer encoder, one function per step.
+//
+// Dimension letters, fixed everywhere:
+//   B batch, S sequence length (padded), T = B·S rows, d model width, h heads, dh = d/h head size,
+//   F feed-forward width, V vocabulary.
+// Matrices are row-major float arrays; a shape comment says (rows, cols). Weights keep PyTorch's
+// layout, so a Linear weight W is (out, in) and y = x·Wᵀ + b.
+// Each fast function has a plain `_reference` twin beside it; the tests hold one to the other.
+#pragma once
+
+#include <cstddef>
+
+#include "engine/config.h"
+
+namespace ordo {
+
+// PE(t, 2i) = sin(t / base^(2i/d)),  PE(t, 2i+1) = cos(t / base^(2i/d))      [Vaswani et al. 2017, §3.5]
+// i is the pair index; "split" puts the same sines in dims [0, ⌈d/2⌉) and the cosines after them.
+// Rows are positions first_position .. first_position+S-1. Computed in double, stored as float.
+void sinusoidal_positions(float* pe /* (S, d) */, int S, int d, PeLayout layout, double base, int first_position = 0);
+
+// y = x·Wᵀ + b                                                                 (nn.Linear)
+void linear(float* y /* (M, N) */, const float* x /* (M, K) */, const float* w /* (N, K) */,
+            const float* b /* (N) or null */, int M, int K, int N);
+void linear_reference(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+
+// softmax(z)_j = exp(z_j − max z) / Σ_k exp(z_k − max z)
+// over the first `valid` columns of each row; the rest (masked keys) become 0. valid = 0 gives a
+// row of zeros rather than 0/0.
+void softmax_rows(float* z /* (rows, cols) */, int rows, int cols, int valid);
+
+// LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
+// out may equal x.
+void layer_norm(float* out /* (M, d) */, const float* x /* (M, d) */, const float* gamma /* (d) */,
+                const float* beta /* (d) */, int M, int d, float eps);
+
+// ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form, not the tanh one)
+void activate(float* x, size_t n, Activation act);
+
+// Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V                                   [§3.2.1]
+// for one (sequence, head) of L valid tokens. q, k, v are (L, dh) views with row stride ld_qkv
+// (the heads are read in place inside the fused qkv buffer); out is (L, dh) with row stride ld_out.
+// probs receives the (L, L) attention weights.
+void attention_head(float* out, const float* q, const float* k, const float* v, float* probs /* (L, L) */, int L,
+                    int dh, int ld_qkv, int ld_out);
+void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L,
+                              int dh, int ld_qkv, int ld_out);
+
+}  // namespace ordo

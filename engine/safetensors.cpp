@@ -1,0 +1,337 @@
+#include "engine/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/errors.h"
+
+namespace ordo {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// MappedFile
+
+MappedFile::MappedFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InputError(path, "not a regular file");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      throw InputError(path, std::string("cannot map: ") + std::strerror(errno));
+    }
+    data_ = static_cast<const unsigned char*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+size_t dtype_size(const std::string& dtype) {
+  static const std::map<std::string, size_t> sizes = {
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},     {"I16", 2},
+      {"I8", 1},  {"U64", 8}, {"U32", 4}, {"U16", 2},  {"U8", 1},  {"BOOL", 1},    {"F8_E4M3", 1},
+      {"F8_E5M2", 1}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+namespace {
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; keep what follows.
+std::string json_message(const std::exception& e) {
+  std::string m = e.what();
+  if (!m.empty() && m[0] == '[') {
+    auto close = m.find("] ");
+    if (close != std::string::npos) m = m.substr(close + 2);
+  }
+  return m;
+}
+
+std::string shape_string(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// JSON allows an object to repeat a key and nlohmann keeps the last; safetensors does not.
+json parse_rejecting_duplicates(const char* begin, const char* end, const std::string& where) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        open_objects.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        if (!open_objects.empty()) open_objects.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second &&
+            duplicate.empty())
+          duplicate = parsed.get<std::string>();
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(begin, end, callback);
+  } catch (const json::exception& e) {
+    throw InputError(where, "header is not valid JSON: " + json_message(e));
+  }
+  if (!duplicate.empty()) throw InputError(where, "header repeats the key \"" + duplicate + "\"");
+  return header;
+}
+
+uint64_t read_u64_le(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace
+
+std::vector<TensorInfo> parse_safetensors(const unsigned char* bytes, size_t size, const std::string& where,
+                                          std::map<std::string, std::string>* metadata) {
+  static const char lfs[] = "version https://git-lfs";
+  if (size >= sizeof(lfs) - 1 && std::memcmp(bytes, lfs, sizeof(lfs) - 1) == 0)
+    throw InputError(where, "is a Git LFS pointer file, not the weights (fetch them with `git lfs pull`)");
+  if (size < 8)
+    throw InputError(where, "file is " + std::to_string(size) + " bytes, too short for a safetensors header");
+
+  const uint64_t header_len = read_u64_le(bytes);
+  const uint64_t max_header = 100000000;
+  if (header_len > max_header)
+    throw InputError(where, "header length " + std::to_string(header_len) + " exceeds the safetensors limit of " +
+                                std::to_string(max_header) + " bytes");
+  if (header_len > size - 8)
+    throw InputError(where, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+                                std::to_string(size) + " bytes)");
+  if (header_len < 2) throw InputError(where, "header length " + std::to_string(header_len) + " is too short for a JSON object");
+
+  const char* text = reinterpret_cast<const char*>(bytes + 8);
+  json header = parse_rejecting_duplicates(text, text + header_len, where);
+  if (!header.is_object()) throw InputError(where, "header is JSON but not an object");
+
+  const unsigned char* data = bytes + 8 + header_len;
+  const uint64_t data_size = size - 8 - header_len;
+
+  std::vector<TensorInfo> tensors;
+  for (auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw InputError(where, "__metadata__ must be an object of strings");
+      for (auto& [k, v] : entry.items()) {
+        if (!v.is_string()) throw InputError(where, "__metadata__ value for \"" + k + "\" is not a string");
+        if (metadata) (*metadata)[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    const std::string at = "tensor " + name;
+    if (!entry.is_object()) throw InputError(where, at + ": entry is not an object");
+    for (const char* key : {"dtype", "shape", "data_offsets"})
+      if (!entry.contains(key)) throw InputError(where, at + ": missing \"" + key + "\"");
+
+    TensorInfo t;
+    t.name = name;
+    if (!entry["dtype"].is_string()) throw InputError(where, at + ": dtype is not a string");
+    t.dtype = entry["dtype"].get<std::string>();
+    const size_t esize = dtype_size(t.dtype);
+    if (esize == 0) throw InputError(where, at + ": unknown dtype \"" + t.dtype + "\"");
+
+    const json& shape = entry["shape"];
+    if (!shape.is_array()) throw InputError(where, at + ": shape is not an array");
+    t.elements = 1;
+    for (const json& dim : shape) {
+      if (!dim.is_number_unsigned()) throw InputError(where, at + ": shape holds " + dim.dump() + ", not a size");
+      t.shape.push_back(dim.get<uint64_t>());
+      t.elements = checked_mul(t.elements, t.shape.back(), where, at + ": shape " + shape.dump() + " element count");
+    }
+    const uint64_t nbytes = checked_mul(t.elements, esize, where, at + ": byte count");
+
+    const json& offsets = entry["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned())
+      throw InputError(where, at + ": data_offsets must be two byte offsets [begin, end]");
+    t.begin = offsets[0].get<uint64_t>();
+    t.end = offsets[1].get<uint64_t>();
+    if (t.begin > t.end)
+      throw InputError(where, at + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                                  ") end before they begin");
+    if (t.end > data_size)
+      throw InputError(where, at + ": data_offsets end at byte " + std::to_string(t.end) +
+                                  " past the end of the data (" + std::to_string(data_size) + " bytes)");
+    if (t.end - t.begin != nbytes)
+      throw InputError(where, at + ": data_offsets hold " + std::to_string(t.end - t.begin) + " bytes but " +
+                                  t.dtype + " " + shape_string(t.shape) + " needs " + std::to_string(nbytes));
+    t.data = data + t.begin;
+    tensors.push_back(std::move(t));
+  }
+
+  // Contiguous, non-overlapping, covering the buffer exactly.
+  std::vector<const TensorInfo*> order;
+  for (const auto& t : tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t expected = 0;
+  for (const TensorInfo* t : order) {
+    if (t->begin != expected)
+      throw InputError(where, "tensor " + t->name + " starts at data offset " + std::to_string(t->begin) +
+                                  " but the previous tensor ends at " + std::to_string(expected) +
+                                  (t->begin < expected ? " (overlap)" : " (gap)"));
+    expected = t->end;
+  }
+  if (expected != data_size)
+    throw InputError(where, "tensors cover " + std::to_string(expected) + " bytes of a " + std::to_string(data_size) +
+                                "-byte data buffer");
+  return tensors;
+}
+
+SafeTensors::SafeTensors(const std::string& path) : path_(path), file_(path) {
+  tensors_ = parse_safetensors(file_.data(), file_.size(), path, &metadata_);
+}
+
+const TensorInfo* SafeTensors::find(const std::string& name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+TensorBytes f32_tensor(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& values) {
+  TensorBytes t{name, "F32", std::move(shape), {}};
+  t.bytes.resize(values.size() * sizeof(float));
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());  // x86-64 and aarch64 are little-endian
+  return t;
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorBytes>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - (8 + text.size()) % 8) % 8, ' ');
+
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(tmp, "cannot create");
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
+    out.write(reinterpret_cast<const char*>(len), 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const auto& t : tensors)
+      out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw InputError(tmp, "write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Half precision
+
+namespace {
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: mant · 2^-24
+    const float f = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -f : f;
+  }
+  if (exp == 31) return bits_float(sign | 0x7f800000u | (mant << 13));  // inf, nan
+  return bits_float(sign | ((exp + 112) << 23) | (mant << 13));       // rebias 15 → 127
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x = float_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) return sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u);  // inf, nan
+  if (x >= 0x477ff000u) return sign | 0x7c00u;  // ≥ 65520 rounds past the largest half
+  if (x < 0x38800000u) {                        // below 2^-14: a half subnormal (or zero)
+    const float scaled = bits_float(x) * 16777216.0f;  // · 2^24, exact
+    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
+  }
+  x += 0xfffu + ((x >> 13) & 1u);  // round to nearest, ties to even
+  return sign | static_cast<uint16_t>((x - 0x38000000u) >> 13);
+}
+
+float bf16_to_float(uint16_t h) { return bits_float(uint32_t(h) << 16); }
+
+uint16_t float_to_bf16(float f) {
+  uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+}  // namespace ordo

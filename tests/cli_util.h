@@ -1,0 +1,56 @@
+// Runs the built `ordo` binary and captures what it prints.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ordo::test {
+
+struct Run {
+  int status;       // exit code
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+inline std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// `args` is pasted into a shell command line after the binary; quote texts with quote().
+inline Run run_ordo(const std::string& args, const std::string& stdin_text = "") {
+  const std::string base = ::testing::TempDir() + "ordo-run-" + std::to_string(::getpid());
+  {
+    std::ofstream in(base + ".in");
+    in << stdin_text;
+  }
+  const std::string cmd = std::string(ORDO_BINARY) + " " + args + " <" + base + ".in 2>" + base + ".err";
+  Run r{-1, "", ""};
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  std::ifstream err(base + ".err");
+  std::stringstream ss;
+  ss << err.rdbuf();
+  r.err = ss.str();
+  std::remove((base + ".in").c_str());
+  std::remove((base + ".err").c_str());
+  return r;
+}
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace ordo::test

@@ -1,0 +1,271 @@
+// The encoder: against a plain float64 forward written from the equations, the word-order
+// properties, batching, and the seeded initialiser.
+#include "engine/encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "engine/errors.h"
+#include "engine/init.h"
+#include "engine/ops.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using test::max_abs_diff;
+
+Config small_config() {
+  Config c;
+  c.vocab_size = 50;
+  c.d_model = 12;
+  c.n_heads = 3;
+  c.d_ff = 20;
+  c.n_layers = 2;
+  return c;
+}
+
+// A model whose every tensor is random, biases and LayerNorm parameters included, so that a
+// wrong wire shows.
+Model random_model(const Config& c, const std::string& dir, uint64_t seed = 1) {
+  std::vector<TensorBytes> tensors;
+  uint64_t s = seed;
+  for (const TensorSpec& spec : expected_tensors(c)) {
+    uint64_t n = 1;
+    for (uint64_t k : spec.shape) n *= k;
+    auto v = test::random_floats(n, ++s * 7919, 0.5f);
+    if (spec.name.find("norm") != std::string::npos && spec.name.find(".weight") != std::string::npos)
+      for (float& x : v) x += 1.0f;
+    tensors.push_back(f32_tensor(spec.name, spec.shape, v));
+  }
+  write_safetensors(dir + "/model.safetensors", tensors);
+  return Model(c, dir + "/model.safetensors");
+}
+
+// ----- a plain forward pass in double, one sequence, written straight from the equations -----
+using Mat = std::vector<std::vector<double>>;  // (rows, cols)
+
+Mat lin(const Mat& x, const float* w, const float* b, int in, int out) {
+  Mat y(x.size(), std::vector<double>(out));
+  for (size_t t = 0; t < x.size(); ++t)
+    for (int o = 0; o < out; ++o) {
+      double acc = b[o];
+      for (int i = 0; i < in; ++i) acc += x[t][i] * w[size_t(o) * in + i];
+      y[t][o] = acc;
+    }
+  return y;
+}
+
+Mat norm(const Mat& x, const float* g, const float* b, double eps) {
+  Mat y = x;
+  for (auto& row : y) {
+    const double n = double(row.size());
+    double mean = 0, var = 0;
+    for (double v : row) mean += v / n;
+    for (double v : row) var += (v - mean) * (v - mean) / n;
+    for (size_t j = 0; j < row.size(); ++j) row[j] = (row[j] - mean) / std::sqrt(var + eps) * g[j] + b[j];
+  }
+  return y;
+}
+
+Mat add(Mat a, const Mat& b) {
+  for (size_t t = 0; t < a.size(); ++t)
+    for (size_t j = 0; j < a[t].size(); ++j) a[t][j] += b[t][j];
+  return a;
+}
+
+Mat reference_forward(const Model& m, const std::vector<int32_t>& ids, bool positions = true) {
+  const Config& c = m.config();
+  const Weights& w = m.weights();
+  const int d = c.d_model, h = c.n_heads, dh = d / h, L = int(ids.size());
+  Mat x(L, std::vector<double>(d));
+  for (int t = 0; t < L; ++t)
+    for (int j = 0; j < d; ++j) {
+      double v = w.embedding[size_t(ids[t]) * d + j] * (c.scale_embedding ? std::sqrt(double(d)) : 1.0);
+      if (positions && c.positional_encoding == PositionalEncoding::Sinusoidal) {
+        const int pairs = (d + 1) / 2;
+        const bool split = c.pe_layout == PeLayout::Split;
+        const int i = split ? (j < pairs ? j : j - pairs) : j / 2;
+        const bool is_sin = split ? j < pairs : j % 2 == 0;
+        const double angle = t / std::pow(c.pe_base, 2.0 * i / d);
+        v += is_sin ? std::sin(angle) : std::cos(angle);
+      }
+      if (positions && c.positional_encoding == PositionalEncoding::Learned) v += w.position_embedding[size_t(t) * d + j];
+      x[t][j] = v;
+    }
+  for (const LayerWeights& lw : w.layers) {
+    auto attention = [&](const Mat& in) {
+      const Mat qkv = lin(in, lw.in_proj_weight, lw.in_proj_bias, d, 3 * d);
+      Mat ctx(L, std::vector<double>(d, 0.0));
+      for (int hh = 0; hh < h; ++hh)
+        for (int i = 0; i < L; ++i) {
+          std::vector<double> s(L);
+          for (int j = 0; j < L; ++j) {
+            for (int k = 0; k < dh; ++k) s[j] += qkv[i][hh * dh + k] * qkv[j][d + hh * dh + k];
+            s[j] /= std::sqrt(double(dh));
+          }
+          const double mx = *std::max_element(s.begin(), s.end());
+          double sum = 0;
+          for (double& v : s) sum += (v = std::exp(v - mx));
+          for (int j = 0; j < L; ++j)
+            for (int k = 0; k < dh; ++k) ctx[i][hh * dh + k] += s[j] / sum * qkv[j][2 * d + hh * dh + k];
+        }
+      return lin(ctx, lw.out_proj_weight, lw.out_proj_bias, d, d);
+    };
+    auto ffn = [&](const Mat& in) {
+      Mat f = lin(in, lw.linear1_weight, lw.linear1_bias, d, c.d_ff);
+      for (auto& row : f)
+        for (double& v : row) v = c.activation == Activation::ReLU ? std::max(v, 0.0) : 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      return lin(f, lw.linear2_weight, lw.linear2_bias, c.d_ff, d);
+    };
+    const double eps = c.layer_norm_eps;
+    if (c.norm_first) {
+      x = add(x, attention(norm(x, lw.norm1_weight, lw.norm1_bias, eps)));
+      x = add(x, ffn(norm(x, lw.norm2_weight, lw.norm2_bias, eps)));
+    } else {
+      x = norm(add(x, attention(x)), lw.norm1_weight, lw.norm1_bias, eps);
+      x = norm(add(x, ffn(x)), lw.norm2_weight, lw.norm2_bias, eps);
+    }
+  }
+  if (c.final_norm) x = norm(x, w.norm_weight, w.norm_bias, c.layer_norm_eps);
+  return x;
+}
+
+double diff_to_reference(const Hidden& h, int b, const Mat& ref) {
+  double worst = 0;
+  for (size_t t = 0; t < ref.size(); ++t)
+    for (int j = 0; j < h.d; ++j) worst = std::max(worst, std::fabs(h.row(b, int(t))[j] - ref[t][j]));
+  return worst;
+}
+
+struct Variant {
+  const char* name;
+  void (*apply)(Config&);
+};
+
+TEST(Encoder, MatchesPlainForwardInDouble) {
+  const Variant variants[] = {
+      {"post-LN relu", [](Config&) {}},
+      {"pre-LN gelu final norm", [](Config& c) { c.norm_first = true, c.activation = Activation::GELU, c.final_norm = true; }},
+      {"split layout, no scaling", [](Config& c) { c.pe_layout = PeLayout::Split, c.scale_embedding = false; }},
+      {"learned positions", [](Config& c) { c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 40; }},
+      {"no positions", [](Config& c) { c.positional_encoding = PositionalEncoding::None; }},
+      {"odd width, head size 5", [](Config& c) { c.d_model = 15, c.n_heads = 3, c.pe_layout = PeLayout::Split; }},
+  };
+  for (const Variant& v : variants) {
+    Config c = small_config();
+    v.apply(c);
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    const std::vector<std::vector<int32_t>> ids = {{1, 4, 9, 16, 25, 36, 49}, {2}, {7, 7, 3}};
+    const Hidden h = enc.forward(ids);
+    for (int b = 0; b < 3; ++b) {
+      const double diff = diff_to_reference(h, b, reference_forward(m, ids[b]));
+      EXPECT_LT(diff, 2e-5) << v.name << ", sequence " << b << ": max |ordo - reference| = " << diff;
+    }
+  }
+}
+
+TEST(Encoder, WithoutPositionsPermutingTokensPermutesOutputs) {
+  test::TempDir dir;
+  const Model m = random_model(small_config(), dir.path);
+  Encoder enc(m);
+  const std::vector<int32_t> a = {3, 10, 20, 30, 3, 40};   // "the cat sat on the mat"
+  const std::vector<int32_t> b = {3, 40, 20, 30, 3, 10};   // "the mat sat on the cat"
+  const int perm[] = {0, 5, 2, 3, 4, 1};                    // b[i] = a[perm[i]]
+  EncodeOptions no_pe;
+  no_pe.positions = false;
+  const Hidden h = enc.forward({a, b}, no_pe);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_LT(max_abs_diff(h.row(1, i), h.row(0, perm[i]), h.d), 1e-5) << "token " << i;
+  const auto pa = pool(h, 0, Pooling::Mean), pb = pool(h, 1, Pooling::Mean);
+  EXPECT_LT(max_abs_diff(pa.data(), pb.data(), pa.size()), 1e-5);
+
+  // With positions the same pair differs.
+  const Hidden hp = enc.forward({a, b});
+  const auto qa = pool(hp, 0, Pooling::Mean), qb = pool(hp, 1, Pooling::Mean);
+  EXPECT_GT(max_abs_diff(qa.data(), qb.data(), qa.size()), 1e-2);
+}
+
+TEST(Encoder, BatchEqualsEachTextAlone) {
+  for (bool norm_first : {false, true}) {
+    Config c = small_config();
+    c.norm_first = norm_first;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    const std::vector<std::vector<int32_t>> ids = {{5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15, 16}, {1}};
+    const Hidden batch = enc.forward(ids);
+    for (int b = 0; b < 3; ++b) {
+      const Hidden alone = enc.forward({ids[b]});
+      EXPECT_LT(max_abs_diff(batch.row(b, 0), alone.row(0, 0), size_t(alone.lengths[0]) * alone.d), 1e-5) << b;
+      for (int t = batch.lengths[b]; t < batch.S; ++t)
+        for (int j = 0; j < batch.d; ++j) ASSERT_EQ(batch.row(b, t)[j], 0.0f) << "padding row " << t;
+    }
+  }
+}
+
+TEST(Encoder, PoolingSkipsPaddingAndHandlesEmptyTexts) {
+  test::TempDir dir;
+  const Model m = random_model(small_config(), dir.path);
+  Encoder enc(m);
+  const Hidden h = enc.forward({{1, 2, 3}, {}, {4}});
+  const auto mean = pool(h, 0, Pooling::Mean), first = pool(h, 0, Pooling::First);
+  for (int j = 0; j < h.d; ++j) {
+    EXPECT_NEAR(mean[j], (h.row(0, 0)[j] + h.row(0, 1)[j] + h.row(0, 2)[j]) / 3.0, 1e-6);
+    EXPECT_EQ(first[j], h.row(0, 0)[j]);
+  }
+  for (float v : pool(h, 1, Pooling::Mean)) EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(pool(h, 1, Pooling::None).size(), 0u);
+}
+
+TEST(Encoder, RejectsBadIdsAndTooLongForLearnedPositions) {
+  Config c = small_config();
+  c.positional_encoding = PositionalEncoding::Learned;
+  c.max_positions = 4;
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  EXPECT_THROW(enc.forward({{1, 50}}), InputError);
+  EXPECT_THROW(enc.forward({{-1}}), InputError);
+  EXPECT_THROW(enc.forward({{1, 2, 3, 4, 5}}), InputError);
+  EXPECT_NO_THROW(enc.forward({{1, 2, 3, 4}}));
+}
+
+TEST(Init, SameSeedSameBytesAndNaturalScales) {
+  Config c = small_config();
+  c.vocab_size = 2000;
+  c.d_model = 64;
+  c.n_heads = 4;
+  const auto a = random_weights(c, 42), b = random_weights(c, 42), other = random_weights(c, 43);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].bytes, b[i].bytes) << a[i].name;
+  EXPECT_NE(a[0].bytes, other[0].bytes);
+
+  // embedding ~ N(0, 1/d): sample standard deviation within 3% of 1/8
+  const float* e = reinterpret_cast<const float*>(a[0].bytes.data());
+  const size_t n = a[0].bytes.size() / 4;
+  double sq = 0;
+  for (size_t i = 0; i < n; ++i) sq += double(e[i]) * e[i];
+  EXPECT_NEAR(std::sqrt(sq / n), 1.0 / 8.0, 0.03 / 8.0);
+  // in_proj ~ U(−a, a), a = √(6 / (3d + d))
+  const float* w = reinterpret_cast<const float*>(a[1].bytes.data());
+  const double bound = std::sqrt(6.0 / (4.0 * 64));
+  double maxabs = 0;
+  for (size_t i = 0; i < a[1].bytes.size() / 4; ++i) maxabs = std::max(maxabs, double(std::fabs(w[i])));
+  EXPECT_LE(maxabs, bound);
+  EXPECT_GT(maxabs, 0.99 * bound);
+}
+
+TEST(Init, RngStreamIsFixed) {
+  // SplitMix64 from seed 0: the published first outputs.
+  Rng rng(0);
+  EXPECT_EQ(rng.next(), 0xe220a8397b1dcdafull);
+  EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
+}
+
+}  // namespace
+}  // namespace ordo

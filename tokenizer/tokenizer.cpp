@@ -1,0 +1,84 @@
+#include "tokenizer/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sys/stat.h>
+
+#include "engine/errors.h"
+
+namespace ordo {
+
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::load(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw InputError(path, "cannot open: no such file");
+  if (!S_ISREG(st.st_mode)) throw InputError(path, "not a regular file");
+  Tokenizer t;
+  t.path_ = path;
+  t.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = t.sp_->Load(path);
+  if (!status.ok()) throw InputError(path, "not a sentencepiece model (" + status.ToString() + ")");
+  if (t.sp_->GetPieceSize() <= 0) throw InputError(path, "sentencepiece model has no pieces");
+  return t;
+}
+
+Tokenization Tokenizer::encode(std::string_view text, const std::string& where) const {
+  size_t bad = 0;
+  if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
+  Tokenization out;
+  sentencepiece::ImmutableSentencePieceText spt;
+  const auto status = sp_->Encode(absl::string_view(text.data(), text.size()), spt.mutable_proto());
+  if (!status.ok()) throw InputError(where, "cannot tokenize: " + status.ToString());
+  for (const auto& p : spt.pieces()) {
+    out.pieces.push_back(p.piece());
+    out.ids.push_back(static_cast<int32_t>(p.id()));
+  }
+  return out;
+}
+
+int Tokenizer::size() const { return sp_->GetPieceSize(); }
+int Tokenizer::bos_id() const { return sp_->bos_id(); }
+int Tokenizer::eos_id() const { return sp_->eos_id(); }
+std::string Tokenizer::piece(int id) const {
+  return id >= 0 && id < size() ? sp_->IdToPiece(id) : std::string("<?>");
+}
+
+bool valid_utf8(std::string_view s, size_t* bad_offset) {
+  size_t i = 0;
+  const size_t n = s.size();
+  auto fail = [&]() {
+    if (bad_offset) *bad_offset = i;
+    return false;
+  };
+  while (i < n) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      len = 2, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return fail();
+    }
+    if (i + len > n) return fail();
+    for (int k = 1; k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return fail();
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return fail();
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace ordo

@@ -1,0 +1,51 @@
+// ordo: text to pieces and ids, through a sentencepiece model. Knows no matrices.
+//
+//   ordo::Tokenizer tok = ordo::Tokenizer::load("models/default/tokenizer.model");
+//   ordo::Tokenization t = tok.encode("the cat sat on the mat");
+//   // t.pieces = {"▁the", "▁cat", ...}, t.ids = {...}
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace ordo {
+
+struct Tokenization {
+  std::vector<std::string> pieces;
+  std::vector<int32_t> ids;
+};
+
+class Tokenizer {
+ public:
+  // Throws InputError naming the file if it is missing or not a sentencepiece model.
+  static Tokenizer load(const std::string& path);
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // Invalid UTF-8 is an InputError ("<where>: ...") rather than silently replaced.
+  Tokenization encode(std::string_view text, const std::string& where = "input") const;
+
+  int size() const;    // number of pieces
+  int bos_id() const;  // -1 when the model has none
+  int eos_id() const;
+  std::string piece(int id) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  Tokenizer() = default;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::string path_;
+};
+
+// True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
+
+}  // namespace ordo

@@ -1,0 +1,144 @@
+// ordo pe, ordo init, ordo info.
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "engine/errors.h"
+#include "engine/init.h"
+#include "engine/ops.h"
+#include "tools/cli.h"
+#include "tools/ordo.h"
+
+namespace ordo::cli {
+
+int cmd_pe(int argc, char** argv) {
+  cxxopts::Options o("ordo pe", "The sinusoidal positional encodings of \"Attention Is All You Need\" (section 3.5): "
+                                "PE(t, 2i) = sin(t / base^(2i/d)), PE(t, 2i+1) = cos(t / base^(2i/d)).");
+  o.add_options()("positions", "number of positions N (rows 0 .. N-1)", cxxopts::value<int>()->default_value("8"))(
+      "dim", "model width d", cxxopts::value<int>()->default_value("16"))(
+      "layout", "interleaved (sin, cos, sin, cos, ...) | split (all sines, then all cosines)",
+      cxxopts::value<std::string>()->default_value("interleaved"))(
+      "base", "the base of the wavelengths", cxxopts::value<double>()->default_value("10000"))(
+      "columns", "dimensions to print (the CSV always holds all)", cxxopts::value<int>()->default_value("8"))(
+      "csv", "write the whole N x d table to FILE", cxxopts::value<std::string>());
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  const int N = args["positions"].as<int>(), d = args["dim"].as<int>();
+  const double base = args["base"].as<double>();
+  if (N <= 0 || N > (1 << 24)) throw UsageError("--positions must be in 1 .. 16777216");
+  if (d <= 0 || d > 65536) throw UsageError("--dim must be in 1 .. 65536");
+  if (!(base > 0) || !std::isfinite(base)) throw UsageError("--base must be a positive number");
+  if (uint64_t(N) * uint64_t(d) > (uint64_t(1) << 28)) throw UsageError("--positions x --dim is too large (max 2^28 values)");
+  const std::string layout_name = args["layout"].as<std::string>();
+  if (layout_name != "interleaved" && layout_name != "split") throw UsageError("--layout must be interleaved or split");
+  const PeLayout layout = layout_name == "split" ? PeLayout::Split : PeLayout::Interleaved;
+
+  std::vector<float> pe(size_t(N) * d);
+  sinusoidal_positions(pe.data(), N, d, layout, base);
+
+  if (args.count("csv")) {
+    const std::string path = args["csv"].as<std::string>(), tmp = path + ".partial";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      if (!out) throw InputError(path, "cannot create");
+      out << "position";
+      for (int j = 0; j < d; ++j) out << ",d" << j;
+      out << "\n";
+      char buf[32];
+      for (int t = 0; t < N; ++t) {
+        out << t;
+        for (int j = 0; j < d; ++j) {
+          std::snprintf(buf, sizeof buf, ",%.9g", pe[size_t(t) * d + j]);
+          out << buf;
+        }
+        out << "\n";
+      }
+      if (!out) throw InputError(path, "write failed");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path, "cannot write");
+  }
+
+  const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
+  std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d, layout_name.c_str(), base);
+  std::printf(cols < d ? " (first %d dims shown)\n" : "\n", cols);
+  std::printf("%8s", "t \\ dim");
+  for (int j = 0; j < cols; ++j) std::printf(" %8d", j);
+  std::printf("\n");
+  for (int t = 0; t < N; ++t) {
+    std::printf("%8d", t);
+    for (int j = 0; j < cols; ++j) std::printf(" %8.4f", pe[size_t(t) * d + j]);
+    std::printf("\n");
+  }
+  if (args.count("csv")) std::printf("wrote %s (%d x %d)\n", args["csv"].as<std::string>().c_str(), N, d);
+  return 0;
+}
+
+int cmd_init(int argc, char** argv) {
+  cxxopts::Options o("ordo init", "Write a model with deterministic random weights: the same config and seed give "
+                                  "the same bytes on any machine.");
+  o.add_options()("config", "config.json to read", cxxopts::value<std::string>())(
+      "seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))(
+      "out", "model directory to write", cxxopts::value<std::string>())(
+      "tokenizer", "sentencepiece model to copy into the directory", cxxopts::value<std::string>());
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  if (!args.count("config") || !args.count("out")) throw UsageError("needs --config FILE and --out DIR");
+  const Config c = load_config(args["config"].as<std::string>());
+  const std::string out = args["out"].as<std::string>();
+  if (args.count("tokenizer")) {
+    const std::string src = args["tokenizer"].as<std::string>();
+    const Tokenizer tok = Tokenizer::load(src);  // checks it before anything is written
+    if (tok.size() > c.vocab_size)
+      throw InputError(src, "has " + std::to_string(tok.size()) + " pieces but vocab_size is " + std::to_string(c.vocab_size));
+  }
+  write_random_model(c, args["seed"].as<uint64_t>(), out);
+  if (args.count("tokenizer")) {
+    const std::string src = args["tokenizer"].as<std::string>(), dst = out + "/" + c.tokenizer;
+    std::ifstream in(src, std::ios::binary);
+    std::ofstream copy(dst + ".partial", std::ios::binary | std::ios::trunc);
+    copy << in.rdbuf();
+    if (!copy.flush() || std::rename((dst + ".partial").c_str(), dst.c_str()) != 0) throw InputError(dst, "cannot write");
+  }
+  std::printf("wrote %s: d_model %d, %d heads, d_ff %d, %d layers, vocab %d, seed %llu\n", out.c_str(), c.d_model,
+              c.n_heads, c.d_ff, c.n_layers, c.vocab_size, (unsigned long long)args["seed"].as<uint64_t>());
+  return 0;
+}
+
+int cmd_info(int argc, char** argv) {
+  cxxopts::Options o("ordo info", "Describe a model: its config, parameter count, bytes and tokenizer.");
+  o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
+      "check", "also scan every weight for NaN and infinity");
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  Pipeline pipeline(model_dir(args));
+  const Model& m = pipeline.model();
+  const Config& c = m.config();
+  struct stat st {};
+  ::stat(m.file().path().c_str(), &st);
+  std::printf("model       %s\n", m.dir.c_str());
+  std::printf("sizes       d_model %d, n_heads %d (head size %d), d_ff %d, n_layers %d, vocab_size %d\n", c.d_model,
+              c.n_heads, c.head_dim(), c.d_ff, c.n_layers, c.vocab_size);
+  std::printf("layers      %s, %s%s, layer_norm_eps %g\n", c.norm_first ? "pre-LN" : "post-LN", to_string(c.activation),
+              c.final_norm ? ", final LayerNorm" : "", c.layer_norm_eps);
+  std::printf("positions   %s", to_string(c.positional_encoding));
+  if (c.positional_encoding == PositionalEncoding::Sinusoidal)
+    std::printf(", %s layout, base %g", to_string(c.pe_layout), c.pe_base);
+  if (c.positional_encoding == PositionalEncoding::Learned) std::printf(", max_positions %d", c.max_positions);
+  std::printf("; embeddings %s sqrt(d)\n", c.scale_embedding ? "scaled by" : "not scaled by");
+  std::printf("parameters  %llu (%.2f MB as float32); file %lld bytes\n", (unsigned long long)m.parameter_count(),
+              m.parameter_count() * 4.0 / 1e6, (long long)st.st_size);
+  std::printf("tokenizer   %s: %d pieces%s%s\n", pipeline.tokenizer().path().c_str(), pipeline.tokenizer().size(),
+              c.add_bos ? ", adds BOS" : "", c.add_eos ? ", adds EOS" : "");
+  if (args.count("check")) {
+    const auto bad = m.non_finite_tensors();
+    if (!bad.empty()) throw InputError(m.file().path(), "tensor " + bad.front() + " holds NaN or infinity" +
+                                                            (bad.size() > 1 ? " (and " + std::to_string(bad.size() - 1) + " more tensors)" : ""));
+    std::printf("check       every weight is finite\n");
+  }
+  return 0;
+}
+
+}  // namespace ordo::cli

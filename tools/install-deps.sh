@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what ordo needs to build and test, from Debian 12's packages.
+set -euo pipefail
+packages=(
+  cmake g++ make pkg-config            # build
+  libopenblas-dev                      # matrix work (cblas_sgemm)
+  libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train_tokenizer.sh)
+  libcxxopts-dev nlohmann-json3-dev    # command line, JSON
+  libgtest-dev googletest              # tests
+  python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
+)
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${packages[@]}"

@@ -1,0 +1,66 @@
+// ordo — a small transformer encoder you can read. The command line.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "engine/errors.h"
+#include "tools/cli.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"encode", ordo::cli::cmd_encode, "texts -> vectors (pooled or per token), human-readable or JSON"},
+    {"compare", ordo::cli::cmd_compare, "the word-order report: two texts with and without positional encoding"},
+    {"pe", ordo::cli::cmd_pe, "the sinusoidal positional-encoding table"},
+    {"init", ordo::cli::cmd_init, "write a random model from a config and a seed"},
+    {"info", ordo::cli::cmd_info, "a model's config, parameter count and tokenizer"},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: ordo <command> [options]   (ordo <command> --help for each)\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const ordo::InputError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 2;
+    } catch (const ordo::cli::UsageError& e) {
+      std::cerr << "error: ordo " << name << ": " << e.what() << "\n";
+      return 2;
+    } catch (const cxxopts::exceptions::exception& e) {
+      std::cerr << "error: ordo " << name << ": " << e.what() << "\n";
+      return 2;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: ordo " << name << ": out of memory\n";
+      return 1;
+    } catch (const std::exception& e) {
+      std::cerr << "error: ordo " << name << ": internal failure: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "error: ordo: unknown command \"" << name << "\" (try ordo --help)\n";
+  return 2;
+}
