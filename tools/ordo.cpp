@@ -8,10 +8,6 @@
 
 #include "engine/errors.h"
 
-#ifndef ORDO_INSTALLED_MODEL_DIR
-#define ORDO_INSTALLED_MODEL_DIR ""
-#endif
-
 namespace ordo {
 
 namespace {
@@ -36,12 +32,12 @@ Model load_model_dir(const std::string& dir) {
 
 }  // namespace
 
-std::string default_model_dir() {
+std::string default_model_dir(const std::string& installed) {
   if (const char* env = std::getenv("ORDO_MODEL"); env && *env) return env;
   const std::string exe = executable_dir();
   for (const std::string& dir : {exe + "/models/default", exe + "/../share/ordo/models/default"})
     if (!exe.empty() && is_dir(dir)) return dir;
-  return ORDO_INSTALLED_MODEL_DIR;
+  return installed;
 }
 
 Pipeline::Pipeline(const std::string& model_dir)

@@ -16,8 +16,12 @@
 namespace ordo {
 
 // The model used when none is named: $ORDO_MODEL; else models/default beside the running
-// binary (a build tree); else <prefix>/share/ordo/models/default (an installed ordo).
-std::string default_model_dir();
+// binary (a build tree); else ../share/ordo/models/default from it (an installed `ordo`); else
+// `installed`, which a program built against an installed ordo gets from find_package(ordo).
+#ifndef ORDO_INSTALLED_MODEL_DIR
+#define ORDO_INSTALLED_MODEL_DIR ""
+#endif
+std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODEL_DIR);
 
 struct Encoded {
   Tokenization tokens;
