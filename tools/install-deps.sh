@@ -7,6 +7,7 @@ packages=(
   libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train_tokenizer.sh)
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
   libgtest-dev googletest              # tests
+  wordnet-base                         # the corpus of tools/train_tokenizer.sh (its test retrains it)
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
 )
 sudo=""
