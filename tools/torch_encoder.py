@@ -32,7 +32,9 @@ def sinusoidal(S, d, layout="interleaved", base=10000.0):
 class TorchModel:
     """Embedding, optional learned positions and nn.TransformerEncoder for an ordo config (a dict)."""
 
-    def __init__(self, config, seed):
+    def __init__(self, config, seed, pytorch_init=False):
+        """pytorch_init: keep PyTorch's own initialisation (N(0, 1) embeddings, zero biases, LayerNorm
+        (1, 0)) instead of the varied one below."""
         c = self.config = dict(config)
         g = torch.Generator().manual_seed(seed)
         torch.manual_seed(seed)
@@ -46,7 +48,17 @@ class TorchModel:
         self.embedding = nn.Embedding(c["vocab_size"], d)
         self.position_embedding = (nn.Embedding(c["max_positions"], d)
                                    if c["positional_encoding"] == "learned" else None)
-        # PyTorch starts biases at 0 and LayerNorms at (1, 0); random values make every one of them count.
+        if not pytorch_init:
+            self._vary(g)
+        for m in (self.encoder, self.embedding, self.position_embedding):
+            if m is not None:
+                m.eval()
+
+    def _vary(self, g):
+        """PyTorch starts biases at 0, LayerNorms at (1, 0) and every layer of an nn.TransformerEncoder
+        as a copy of the same one; random values everywhere make each tensor count."""
+        c = self.config
+        d = c["d_model"]
         with torch.no_grad():
             emb_std = 1.0 / math.sqrt(d) if c.get("scale_embedding", True) else 1.0
             self.embedding.weight.copy_(torch.randn(self.embedding.weight.shape, generator=g) * emb_std)
@@ -57,9 +69,9 @@ class TorchModel:
                     p.copy_(torch.randn(p.shape, generator=g) * 0.1)
                 elif "norm" in name:
                     p.copy_(1.0 + torch.randn(p.shape, generator=g) * 0.2)
-        for m in (self.encoder, self.embedding, self.position_embedding):
-            if m is not None:
-                m.eval()
+                else:  # Xavier-uniform, as PyTorch's own in_proj initialisation
+                    bound = math.sqrt(6.0 / (p.shape[0] + p.shape[1]))
+                    p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * bound)
 
     def inputs(self, ids):
         """x (B, S, d) float32 for a list of B id lists, zero past each sequence's end, and the padding mask."""
