@@ -216,12 +216,13 @@ def _check_tensors(tensors, settings):
     """Infers the sizes from the tensor shapes and checks every tensor against them."""
     if "embedding.weight" not in tensors:
         raise ExportError("no token embedding (embedding.weight)")
-    V, d = tensors["embedding.weight"].shape
     n_layers = 0
     while f"layers.{n_layers}.self_attn.in_proj_weight" in tensors:
         n_layers += 1
     if n_layers == 0:
         raise ExportError("no encoder layers (layers.0.self_attn.in_proj_weight is missing)")
+    V = tensors["embedding.weight"].shape[0]
+    d = tensors["layers.0.self_attn.in_proj_weight"].shape[-1]  # the encoder sets the width
     if "layers.0.linear1.weight" not in tensors:
         raise ExportError("tensor layers.0.linear1.weight is missing")
     F = tensors["layers.0.linear1.weight"].shape[0]
