@@ -106,6 +106,14 @@ class Writes(unittest.TestCase):
         np.testing.assert_array_equal(tensors["layers.1.norm2.bias"], np.zeros(d, np.float32))
         np.testing.assert_array_equal(tensors["position_embedding.weight"], pos.weight.detach().numpy())
 
+    def test_a_single_layer_is_an_encoder_of_one_layer(self):
+        layer = nn.TransformerEncoderLayer(d, h, dim_feedforward=FF, activation=F.gelu, batch_first=True).eval()
+        export(layer, nn.Embedding(V, d), self.out, tokenizer=TOKENIZER)
+        config = read_json(os.path.join(self.out, "config.json"))
+        self.assertEqual((config["n_layers"], config["activation"], config["final_norm"]), (1, "gelu", False))
+        tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
+        np.testing.assert_array_equal(tensors["layers.0.linear1.weight"], layer.linear1.weight.detach().numpy())
+
     def test_state_dict_export_takes_the_settings_given(self):
         enc = encoder(norm=nn.LayerNorm(d), norm_first=True)
         export(enc.state_dict(), nn.Embedding(V, d).weight, self.out, tokenizer=TOKENIZER, n_heads=h,
@@ -179,6 +187,8 @@ class Refuses(unittest.TestCase):
         self.refuse(r"layers.1.linear1.weight has shape \[25,16\], expected \[24,16\]", state, n_heads=h)
         self.refuse("positive divisor", encoder().state_dict(), n_heads=5)
         self.refuse("not recorded in a state_dict", encoder().state_dict())
+        nested = {f"model.encoder.{k}": v for k, v in encoder().state_dict().items()}
+        self.refuse("under the prefix 'model.encoder.'", nested, n_heads=h)
 
     def test_positions_and_embeddings(self):
         self.refuse("no position embedding", encoder(), positional_encoding="learned")

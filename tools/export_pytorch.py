@@ -125,6 +125,8 @@ def _from_module(encoder, settings):
     import torch
     from torch import nn
 
+    if type(encoder) is nn.TransformerEncoderLayer:  # one layer alone: an encoder of one layer
+        encoder = nn.TransformerEncoder(encoder, 1, enable_nested_tensor=False)
     if type(encoder).forward is not nn.TransformerEncoder.forward:
         raise ExportError(f"encoder is a {type(encoder).__name__}, not an nn.TransformerEncoder; "
                           "pass its state_dict() if its forward pass is that of nn.TransformerEncoder")
@@ -220,7 +222,10 @@ def _check_tensors(tensors, settings):
     while f"layers.{n_layers}.self_attn.in_proj_weight" in tensors:
         n_layers += 1
     if n_layers == 0:
-        raise ExportError("no encoder layers (layers.0.self_attn.in_proj_weight is missing)")
+        first = "layers.0.self_attn.in_proj_weight"
+        prefixes = [name[: -len(first)] for name in tensors if name.endswith(first)]
+        hint = f"; the encoder seems to sit under the prefix {prefixes[0]!r} (--prefix)" if prefixes else ""
+        raise ExportError(f"no encoder layers ({first} is missing){hint}")
     V = tensors["embedding.weight"].shape[0]
     d = tensors["layers.0.self_attn.in_proj_weight"].shape[-1]  # the encoder sets the width
     if "layers.0.linear1.weight" not in tensors:
@@ -294,7 +299,8 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
            pe_base=10000.0, add_bos=False, add_eos=False, layer_norm_eps=None, n_heads=None):
     """Writes out_dir/{config.json, model.safetensors, tokenizer.model}.
 
-    encoder: an nn.TransformerEncoder, or its state_dict (names layers.i.*, norm.*).
+    encoder: an nn.TransformerEncoder (or a single nn.TransformerEncoderLayer), or its state_dict
+      (names layers.i.*, norm.*).
     embedding, position_embedding: nn.Embedding or [rows, d] tensors.
     tokenizer: path of the sentencepiece model whose ids index `embedding`; None writes no tokenizer
       (the directory then serves only the engine, which takes ids: ordo's reference tests).
