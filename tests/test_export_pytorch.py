@@ -223,7 +223,8 @@ class CommandLine(unittest.TestCase):
         enc = encoder(norm=nn.LayerNorm(d))
         emb = nn.Embedding(V, d)
         path = os.path.join(self.tmp.name, "model.pt")
-        torch.save({"tok.weight": emb.weight, **{f"enc.{k}": v for k, v in enc.state_dict().items()}}, path)
+        state = {"tok.weight": emb.weight, **{f"enc.{k}": v for k, v in enc.state_dict().items()}}
+        torch.save({"model": state, "optimizer": {"lr": 0.1}, "epoch": 3}, path)  # a training checkpoint
         r = self.run_tool(path, "--out", self.out, "--tokenizer", TOKENIZER, "--n-heads", str(h), "--prefix", "enc.",
                           "--embedding", "tok.weight", "--activation", "gelu", "--scale-embedding", "false")
         self.assertEqual(r.returncode, 0, r.stderr)

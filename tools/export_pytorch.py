@@ -424,14 +424,22 @@ def main(argv=None):
     where = a.state_dict
     try:
         import torch
+    except ImportError:
+        print("error: reading a torch.save file needs PyTorch (Debian: apt-get install python3-torch)", file=sys.stderr)
+        return 1
+    try:
         try:
             state = torch.load(a.state_dict, map_location="cpu")
         except Exception as e:  # torch raises many kinds for a file that is not its own
             raise ExportError(f"cannot be read by torch.load ({type(e).__name__}: {e})".split("\n")[0])
         if hasattr(state, "state_dict") and not isinstance(state, dict):
             state = state.state_dict()
+        for key in ("state_dict", "model_state_dict", "model"):  # a training checkpoint around the weights
+            if isinstance(state, dict) and isinstance(state.get(key), dict):
+                state = state[key]
+                break
         if not isinstance(state, dict) or not all(hasattr(t, "shape") for t in state.values()):
-            raise ExportError(f"does not hold a state_dict (a dict of tensors)")
+            raise ExportError("does not hold a state_dict (a dict of tensors)")
         if a.embedding not in state:
             raise ExportError(f"no tensor {a.embedding} (the token embedding; see --embedding)")
         embedding = state[a.embedding]
