@@ -165,5 +165,16 @@ TEST(Cli, PeTableAndCsv) {
   EXPECT_EQ(row1, "1,0.841470957,0.540302277,0.00999983307,0.999949992");
 }
 
+// cxxopts splits a vector value at commas by default; a text with a comma must stay one text.
+TEST(Cli, TextWithCommasIsOneText) {
+  const auto r = run_ordo("encode --json" + kModel + quote("Hello there, this is one text, not three") + " " +
+                          quote("a, b"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["text"], "Hello there, this is one text, not three");
+  EXPECT_EQ(lines[1]["text"], "a, b");
+}
+
 }  // namespace
 }  // namespace ordo

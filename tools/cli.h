@@ -1,6 +1,8 @@
 // ordo command line: shared helpers of the subcommands.
 #pragma once
 
+// A text is one whole argument: by default cxxopts splits a vector<string> value at commas.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 #include <string>
 #include <vector>
