@@ -8,6 +8,7 @@ packages=(
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
   libgtest-dev googletest              # tests
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
+  libpng-dev                           # ordo pe --png, ordo attention --png
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
