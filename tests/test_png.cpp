@@ -42,7 +42,8 @@ TEST(Png, WrittenHeatmapReadsBackCellByCell) {
   const auto png = read_png(path);
   ASSERT_EQ(png.width, image.width);
   ASSERT_EQ(png.height, image.height);
-  EXPECT_EQ(png.width, 24 + 3 * 16 + 16 + 20 + 12);  // margin, cells, gap, colour bar, right margin
+  // Left margin, cells, gap, colour bar, its numbers ("-1" is 11 px wide in the 5 x 7 font) and margins.
+  EXPECT_EQ(png.width, 24 + 3 * 16 + 16 + 20 + 10 + 11 + 8);
   auto cell = [&](int r, int c) { return png.at(24 + c * 16 + 7, 24 + r * 16 + 7); };
   EXPECT_EQ(cell(0, 0), (Colour{5, 48, 97}));
   EXPECT_EQ(cell(0, 1), (Colour{247, 247, 247}));
@@ -51,6 +52,7 @@ TEST(Png, WrittenHeatmapReadsBackCellByCell) {
   EXPECT_EQ(cell(1, 1), (Colour{67, 147, 195}));
   EXPECT_EQ(png.at(24 + 15, 24 + 7), (Colour{255, 255, 255}));  // the 1-px white line between 16-px cells
   EXPECT_EQ(png.at(2, 2), (Colour{255, 255, 255}));             // margin
+  EXPECT_EQ(png.at(24 - 6, 24), (Colour{40, 40, 40}));          // the tick at row 0
   // The colour bar: dark red at its top, dark blue at its bottom.
   const int bar_x = 24 + 3 * 16 + 16 + 10;
   EXPECT_EQ(png.at(bar_x, 24), rgb(teach::diverging(1 - 1.0 / 64)));
@@ -70,6 +72,28 @@ TEST(Png, UnwritablePathIsAnInputErrorAndLeavesNothing) {
   EXPECT_EQ(r.err.rfind("error: " + path + ":", 0), 0u) << r.err;
 }
 
+TEST(Png, LabelsAreAscii) {
+  EXPECT_EQ(teach::label_text("\xE2\x96\x81the"), "_the");
+  EXPECT_EQ(teach::label_text("caf\xC3\xA9"), "caf?");
+  EXPECT_EQ(teach::label_text("abcdefghijklmn"), "abcdefghi.");
+}
+
+TEST(Png, AttentionHeatmapHasTheTableAndTheTokens) {
+  test::TempDir dir;
+  const std::string path = dir.path + "/a.png";
+  const auto r = run_ordo("attention --layer 0 --head 0 --png " + path + " " + test::quote("a cat"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto png = read_png(path);
+  ASSERT_GT(png.width, 0);
+  // Two tokens: 48-px cells. The labels ("_a", "_cat") push the table right of and below 24 px.
+  int dark = 0;
+  for (int y = 0; y < 24; ++y)
+    for (int x = 0; x < png.width; ++x) dark += png.at(x, y) == Colour{40, 40, 40};
+  EXPECT_GT(dark, 20) << "no column labels drawn";
+  EXPECT_NE(r.out.find("each cell 48 x 48 px"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("white = 0,"), std::string::npos) << r.out;
+}
+
 TEST(Png, PeHeatmapFromTheCommandLine) {
   test::TempDir dir;
   const std::string path = dir.path + "/pe.png";
@@ -80,7 +104,7 @@ TEST(Png, PeHeatmapFromTheCommandLine) {
   ASSERT_GT(png.width, 0);
   // 16 dims across 640 px: 40-px cells; 20 rows: 32-px cells (choose_cells aims at 640 px).
   EXPECT_NE(r.out.find("each cell 40 x 32 px"), std::string::npos) << r.out;
-  EXPECT_EQ(png.width, 24 + 16 * 40 + 16 + 20 + 12);
+  EXPECT_EQ(png.width, 24 + 16 * 40 + 16 + 20 + 10 + 11 + 8);
   EXPECT_EQ(png.height, 24 + 20 * 32 + 12);
   auto cell = [&](int t, int j) { return png.at(24 + j * 40 + 10, 24 + t * 32 + 10); };
   EXPECT_EQ(cell(0, 0), rgb(teach::diverging(0)));  // sin 0

@@ -221,6 +221,7 @@ int cmd_attention(int argc, char** argv) {
     for (float v : A) top = std::max(top, double(v));
     top = std::min(1.0, std::ceil(top * 20.0) / 20.0);  // the scale's top: the largest weight, up to a multiple of 0.05
     teach::Heatmap hm{S, S, std::vector<double>(A.begin(), A.end()), 0.0, top, teach::ColourMap::Sequential, 0, 0};
+    hm.row_labels = hm.col_labels = tok.pieces;
     teach::choose_cells(S, S, true, &hm.cell_w, &hm.cell_h, 480);
     const auto image = teach::render(hm);
     const std::string path = args["png"].as<std::string>();

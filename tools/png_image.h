@@ -27,17 +27,23 @@ Rgb sequential(double v);
 
 enum class ColourMap { Diverging, Sequential };
 
-// A (rows, cols) table as cells of cell_w × cell_h pixels, row 0 at the top, with a margin, tick
-// marks every 10 cells (longer every 50) on the top and left edges, and a colour bar on the right
-// (`hi` at its top, `lo` at its bottom). Cells of 12 px or more are separated by 1 px white lines.
+// A (rows, cols) table as cells of cell_w × cell_h pixels, row 0 at the top, labelled on the left
+// and top edges, with a colour bar on the right (`hi` at its top, `lo` at its bottom, each end and
+// the middle numbered). Cells of 12 px or more are separated by 1 px white lines.
 struct Heatmap {
   int rows, cols;
   std::vector<double> values;  // (rows, cols)
   double lo, hi;               // the values the colour map's ends stand for
   ColourMap map;
   int cell_w, cell_h;
+  // Names drawn beside each row and above each column (token pieces); without them the edges get
+  // a tick every 10 cells and numbers where they fit.
+  std::vector<std::string> row_labels = {}, col_labels = {};
 };
 Image render(const Heatmap& h);
+// A label in the picture's font: sentencepiece's "▁" as '_', other non-ASCII characters as '?',
+// at most 10 characters.
+std::string label_text(const std::string& piece);
 // Cell sizes that make the table about `target` pixels across its longer side, each within
 // [1, 48] px; `square` keeps cells square (for token × token and position × position tables).
 void choose_cells(int rows, int cols, bool square, int* cell_w, int* cell_h, int target = 640);
