@@ -121,8 +121,9 @@ TEST(Png, SimilarityHasOnesOnTheDiagonal) {
   const auto png = read_png(path);
   ASSERT_GT(png.width, 0);
   // d = 8: the cosine of two positions is (cos k + cos 0.1k + cos 0.01k + cos 0.001k) / 4 > 0 for k < 10, so
-  // the picture uses the sequential map up to 1 (dark blue). 10 positions: 48-px cells (640 / 10, capped at 48).
-  EXPECT_NE(r.out.find("dark blue = 1;"), std::string::npos) << r.out;
+  // the picture uses the sequential map from 0 (white) to 1 (dark blue). 10 positions: 48-px cells (640 / 10, capped at
+  // 48).
+  EXPECT_NE(r.out.find("white = 0, mid blue = 0.5, dark blue = 1;"), std::string::npos) << r.out;
   for (int t = 0; t < 10; ++t) EXPECT_EQ(png.at(24 + t * 48 + 20, 24 + t * 48 + 20), (Colour{8, 48, 107})) << t;
   // Symmetric: cell (2, 7) has the colour of cell (7, 2).
   EXPECT_EQ(png.at(24 + 7 * 48 + 20, 24 + 2 * 48 + 20), png.at(24 + 2 * 48 + 20, 24 + 7 * 48 + 20));

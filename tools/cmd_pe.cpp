@@ -227,10 +227,13 @@ int cmd_pe(int argc, char** argv) {
         for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
         h.values[size_t(s) * N + t] = dot * scale;
       }
-    // All positive (the usual case: many slow dims keep every pair alike)? Spread the colours over
-    // [lowest, 1] with the sequential map, so the fall-off with distance is visible.
-    const double lowest = *std::min_element(h.values.begin(), h.values.end());
-    if (lowest >= 0) h.lo = std::floor(lowest * 10) / 10, h.map = teach::ColourMap::Sequential;
+    // All positive (the usual case: the slow dims keep every pair alike)? Then [0, 1] on the
+    // sequential map, the same scale for every N and d, so two pictures compare at a glance.
+    size_t low = 0;
+    for (size_t n = 1; n < h.values.size(); ++n)
+      if (h.values[n] < h.values[low]) low = n;
+    if (h.values[low] >= 0) h.lo = 0, h.map = teach::ColourMap::Sequential;
+    std::printf("\nleast alike: positions %d and %d, cosine %.4f\n", int(low / N), int(low % N), h.values[low]);
     teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
     const auto image = teach::render(h);
     const std::string path = args["similarity-png"].as<std::string>();
