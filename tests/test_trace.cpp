@@ -145,3 +145,26 @@ TEST(Attention, BadLayerOrHeadIsAUsageError) {
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+TEST(Attention, ACommaStaysInsideTheText) {
+  const auto r = test::run_ordo("attention " + test::quote("a cat, a mat"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(S, S) = (5, 5)"), std::string::npos) << r.out;  // ▁a ▁cat , ▁a ▁mat
+  EXPECT_EQ(test::run_ordo("attention a b").status, 2);                  // two texts: a usage error
+}
+
+TEST(Attention, AnUnwritablePictureStopsBeforePrinting) {
+  test::TempDir dir;
+  for (const std::string cmd : {"attention a --png ", "pe --png "}) {
+    const auto r = test::run_ordo(cmd + dir.path + "/missing/x.png");
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ordo

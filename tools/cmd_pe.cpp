@@ -189,6 +189,45 @@ int cmd_pe(int argc, char** argv) {
   const PeLayout layout = teach::layout_of(variant);
   if (args.count("csv")) write_csv(args["csv"].as<std::string>(), pe, N, d);
 
+  // Files first: a path that cannot be written stops the command before it prints anything.
+  std::string pictures;  // what to print about each picture
+  if (args.count("png")) {
+    teach::Heatmap h{N, d, std::vector<double>(pe.begin(), pe.end()), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+    teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
+    const auto image = teach::render(h);
+    const std::string path = args["png"].as<std::string>();
+    teach::write_png(path, image);
+    pictures += "\n" + teach::describe(h, image, path, "positions t = 0 .. " + std::to_string(N - 1),
+                                       "dimensions 0 .. " + std::to_string(d - 1), "PE(t, dim)");
+  }
+  if (args.count("similarity-png")) {
+    // S[s][t] = <P_s, P_t> / (d/2): every row has |P|² = d/2 (d even), so this is the cosine of the two positions.
+    teach::Heatmap h{N, N, std::vector<double>(size_t(N) * N), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+    const double scale = 2.0 / d;
+    for (int s = 0; s < N; ++s)
+      for (int t = 0; t < N; ++t) {
+        double dot = 0;
+        for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
+        h.values[size_t(s) * N + t] = dot * scale;
+      }
+    // All positive (the usual case: the slow dims keep every pair alike)? Then [0, 1] on the
+    // sequential map, the same scale for every N and d, so two pictures compare at a glance.
+    size_t low = 0;
+    for (size_t n = 1; n < h.values.size(); ++n)
+      if (h.values[n] < h.values[low]) low = n;
+    if (h.values[low] >= 0) h.lo = 0, h.map = teach::ColourMap::Sequential;
+    char least[96];
+    std::snprintf(least, sizeof least, "\nleast alike: positions %d and %d, cosine %.4f\n", int(low / N), int(low % N),
+                  h.values[low]);
+    pictures += least;
+    teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
+    const auto image = teach::render(h);
+    const std::string path = args["similarity-png"].as<std::string>();
+    teach::write_png(path, image);
+    pictures += "\n" + teach::describe(h, image, path, "positions s = 0 .. " + std::to_string(N - 1),
+                                       "positions t = 0 .. " + std::to_string(N - 1),
+                                       "<P_s, P_t> / (d/2), the cosine between the two positions");
+  }
   const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
   std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d,
               layout == PeLayout::Split ? "split" : "interleaved", base);
@@ -207,42 +246,7 @@ int cmd_pe(int argc, char** argv) {
   if (!args.count("no-properties")) print_properties(pe, N, d, variant, base);
   if (!variant_name.empty()) print_variants(N, d, base);
 
-  if (args.count("png")) {
-    teach::Heatmap h{N, d, std::vector<double>(pe.begin(), pe.end()), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
-    teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
-    const auto image = teach::render(h);
-    const std::string path = args["png"].as<std::string>();
-    teach::write_png(path, image);
-    std::printf("\n%s", teach::describe(h, image, path, "positions t = 0 .. " + std::to_string(N - 1),
-                                        "dimensions 0 .. " + std::to_string(d - 1), "PE(t, dim)")
-                            .c_str());
-  }
-  if (args.count("similarity-png")) {
-    // S[s][t] = <P_s, P_t> / (d/2): every row has |P|² = d/2 (d even), so this is the cosine of the two positions.
-    teach::Heatmap h{N, N, std::vector<double>(size_t(N) * N), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
-    const double scale = 2.0 / d;
-    for (int s = 0; s < N; ++s)
-      for (int t = 0; t < N; ++t) {
-        double dot = 0;
-        for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
-        h.values[size_t(s) * N + t] = dot * scale;
-      }
-    // All positive (the usual case: the slow dims keep every pair alike)? Then [0, 1] on the
-    // sequential map, the same scale for every N and d, so two pictures compare at a glance.
-    size_t low = 0;
-    for (size_t n = 1; n < h.values.size(); ++n)
-      if (h.values[n] < h.values[low]) low = n;
-    if (h.values[low] >= 0) h.lo = 0, h.map = teach::ColourMap::Sequential;
-    std::printf("\nleast alike: positions %d and %d, cosine %.4f\n", int(low / N), int(low % N), h.values[low]);
-    teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
-    const auto image = teach::render(h);
-    const std::string path = args["similarity-png"].as<std::string>();
-    teach::write_png(path, image);
-    std::printf("\n%s", teach::describe(h, image, path, "positions s = 0 .. " + std::to_string(N - 1),
-                                        "positions t = 0 .. " + std::to_string(N - 1),
-                                        "<P_s, P_t> / (d/2), the cosine between the two positions")
-                            .c_str());
-  }
+  std::printf("%s", pictures.c_str());
   return 0;
 }
 

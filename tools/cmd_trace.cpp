@@ -75,16 +75,17 @@ std::string shape(const Stage& s, const Config& c) {
 
 void add_common_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
-      "no-pe", "skip the positional encoding (ablation)")("text", "the text",
-                                                          cxxopts::value<std::vector<std::string>>());
+      "no-pe", "skip the positional encoding (ablation)")("text", "the text (one argument: quote it)",
+                                                          cxxopts::value<std::string>());
   o.parse_positional({"text"});
   o.positional_help("TEXT");
 }
 
+// One text: a plain string option, not a list, so that commas stay inside the text.
 std::string the_text(const cxxopts::ParseResult& args, const char* command) {
-  if (!args.count("text") || args["text"].as<std::vector<std::string>>().size() != 1)
+  if (!args.count("text") || !args.unmatched().empty())
     throw UsageError(std::string("needs one text, e.g. ordo ") + command + " \"the cat sat on the mat\"");
-  return args["text"].as<std::vector<std::string>>()[0];
+  return args["text"].as<std::string>();
 }
 
 }  // namespace
@@ -211,27 +212,31 @@ int cmd_attention(int argc, char** argv) {
   };
   pipeline.encoder().forward({tok.ids}, options);
 
-  std::printf("attention weights, layer %d, head %d%s: A = softmax(q k^T / sqrt(dh)), (S, S) = (%d, %d)\n", layer, head,
-              options.positions ? "" : " (no positional encoding)", S, S);
-  std::printf("row = query token, column = key token; each row sums to 1\n");
-  print_attention(A.data(), S, S, tok.pieces);
-
+  std::string picture;  // written before anything is printed, so a bad path prints nothing else
   if (args.count("png")) {
     double top = 0;
     for (float v : A) top = std::max(top, double(v));
     top = std::min(1.0, std::ceil(top * 20.0) / 20.0);  // the scale's top: the largest weight, up to a multiple of 0.05
     teach::Heatmap hm{S, S, std::vector<double>(A.begin(), A.end()), 0.0, top, teach::ColourMap::Sequential, 0, 0};
     hm.row_labels = hm.col_labels = tok.pieces;
-    teach::choose_cells(S, S, true, &hm.cell_w, &hm.cell_h, 480);
+    teach::choose_cells(S, S, true, &hm.cell_w, &hm.cell_h, S <= 10 ? 480 : 720);
     const auto image = teach::render(hm);
     const std::string path = args["png"].as<std::string>();
     teach::write_png(path, image);
-    std::string order;
-    for (int t = 0; t < S; ++t) order += (t ? " " : "") + tok.pieces[t];
-    std::printf("\n%s",
-                teach::describe(hm, image, path, "query tokens " + order, "key tokens, same order", "attention weight")
-                    .c_str());
+    std::string order = "0 .. " + std::to_string(S - 1) + ", the pieces of the table above";
+    if (S <= 12) {
+      order.clear();
+      for (int t = 0; t < S; ++t) order += (t ? " " : "") + tok.pieces[t];
+    }
+    picture =
+        "\n" + teach::describe(hm, image, path, "query tokens " + order, "key tokens, same order", "attention weight");
   }
+  std::printf("attention weights, layer %d, head %d%s: A = softmax(q k^T / sqrt(dh)), (S, S) = (%d, %d)\n", layer, head,
+              options.positions ? "" : " (no positional encoding)", S, S);
+  std::printf("row = query token, column = key token; each row sums to 1\n");
+  print_attention(A.data(), S, S, tok.pieces);
+
+  std::printf("%s", picture.c_str());
   return 0;
 }
 

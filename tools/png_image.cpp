@@ -181,13 +181,18 @@ std::string label_text(const std::string& piece) {
 }
 
 Image render(const Heatmap& h) {
-  const bool named_rows = !h.row_labels.empty(), named_cols = !h.col_labels.empty();
+  // Names at twice the font size when the cells are tall enough, at its size when they are not,
+  // and numbers instead when even that would overlap.
+  auto name_scale = [](int cell) { return cell >= 16 ? 2 : cell >= 8 ? 1 : 0; };
+  const int row_scale = h.row_labels.empty() ? 0 : name_scale(h.cell_h);
+  const int col_scale = h.col_labels.empty() ? 0 : name_scale(h.cell_w);
+  const bool named_rows = row_scale > 0, named_cols = col_scale > 0;
   int widest_row = text_width(std::to_string(h.rows), 1), tallest_col = 7;
   if (named_rows)
-    for (const auto& l : h.row_labels) widest_row = std::max(widest_row, text_width(label_text(l), 2));
+    for (const auto& l : h.row_labels) widest_row = std::max(widest_row, text_width(label_text(l), row_scale));
   if (named_cols) {
     tallest_col = 0;
-    for (const auto& l : h.col_labels) tallest_col = std::max(tallest_col, text_width(label_text(l), 2));
+    for (const auto& l : h.col_labels) tallest_col = std::max(tallest_col, text_width(label_text(l), col_scale));
   }
   const int left = std::max(kMargin, widest_row + 12), top = std::max(kMargin, tallest_col + 12);
   const std::string hi = short_number(h.hi), mid = short_number((h.lo + h.hi) / 2), lo = short_number(h.lo);
@@ -209,7 +214,8 @@ Image render(const Heatmap& h) {
   if (named_rows) {
     for (int r = 0; r < h.rows; ++r) {
       const std::string l = label_text(h.row_labels[r]);
-      draw_text(img, left - 6 - text_width(l, 2), top + r * h.cell_h + (h.cell_h - gap - 14) / 2, l, 2);
+      draw_text(img, left - 6 - text_width(l, row_scale), top + r * h.cell_h + (h.cell_h - gap - 7 * row_scale) / 2, l,
+                row_scale);
     }
   } else {
     const int every = number_step(h.rows, h.cell_h, 9);
@@ -222,7 +228,8 @@ Image render(const Heatmap& h) {
   // Columns: a name standing above each column, or ticks and numbers as for rows.
   if (named_cols) {
     for (int c = 0; c < h.cols; ++c)
-      draw_text(img, left + c * h.cell_w + (h.cell_w - gap - 14) / 2, top - 6, label_text(h.col_labels[c]), 2, true);
+      draw_text(img, left + c * h.cell_w + (h.cell_w - gap - 7 * col_scale) / 2, top - 6, label_text(h.col_labels[c]),
+                col_scale, true);
   } else {
     const int every = number_step(h.cols, h.cell_w, text_width(std::to_string(h.cols), 1));
     for (int c = 0; c <= h.cols; c += 10) {
