@@ -131,3 +131,22 @@ TEST(Png, SimilarityHasOnesOnTheDiagonal) {
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+// The smallest sizes: the sample columns and positions of --variant must exist in the table.
+TEST(PeCommand, TinySizesWork) {
+  for (const char* args :
+       {"--positions 1 --dim 2 --variant all", "--positions 2 --dim 2 --variant tensor2tensor",
+        "--positions 1 --dim 4 --variant doubled-exponent", "--positions 2 --dim 3 --layout split"}) {
+    const auto r = test::run_ordo(std::string("pe ") + args);
+    EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  }
+  const auto r = test::run_ordo("pe --positions 1 --dim 2 --variant all");
+  EXPECT_NE(r.out.find("(0,2)"), std::string::npos) << r.out;  // d = 512 part: position 0 only
+  EXPECT_EQ(r.out.find("(1,"), std::string::npos) << r.out;    // no position 1 when N = 1
+}
+
+}  // namespace
+}  // namespace ordo

@@ -114,10 +114,15 @@ void print_variants(int N, int d, double base) {
                 layout == PeLayout::Interleaved ? "interleaved" : "[sin | cos]", frequency_rule(v), stored, paired,
                 wavelength, flat);
   }
-  // A few values as each variant stores them.
-  const int cols[] = {2, 3, d / 2, d / 2 + 1, d - 2};
-  std::printf("\n  sample values P(t, dim)      ");
+  // A few values as each variant stores them: positions 1 and N-1, dims 2, 3, d/2, d/2+1, d-2
+  // (those that exist, each once).
+  std::vector<int> ts, cols;
   for (int t : {1, last})
+    if (t < N && std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
+  for (int j : {2, 3, d / 2, d / 2 + 1, d - 2})
+    if (j < d && std::find(cols.begin(), cols.end(), j) == cols.end()) cols.push_back(j);
+  std::printf("\n  sample values P(t, dim)      ");
+  for (int t : ts)
     for (int j : cols) {
       char head[32];
       std::snprintf(head, sizeof head, "(%d,%d)", t, j);
@@ -127,7 +132,7 @@ void print_variants(int N, int d, double base) {
   for (PeVariant v : teach::all_variants()) {
     const auto table = teach::pe_table(v, N, d, base);
     std::printf("  %-28s", teach::to_string(v));
-    for (int t : {1, last})
+    for (int t : ts)
       for (int j : cols) std::printf(" %9.5f", table[size_t(t) * d + j]);
     std::printf("\n");
   }
