@@ -11,8 +11,11 @@
 namespace ordo {
 
 // A view of one intermediate result, handed to EncodeOptions::observe (used by `ordo trace`).
+// In order: "positional encoding" (S, d), "input" (S, d); per layer "q | k | v" (S, 3d), per head
+// "attention weights" (S, S), "heads concatenated" (S, d), "output projection" (S, d), the residual
+// and norm1 (S, d), "feed-forward hidden" (S, F), the residual and norm2 (S, d); "final norm" (S, d).
 struct Stage {
-  std::string name;       // "embedding", "layer 0 attention", ...
+  std::string name;       // one of the names above
   std::string equation;   // what was applied
   int layer = -1;         // -1 outside the layer stack
   int head = -1;          // -1 unless per head
@@ -37,8 +40,8 @@ struct Hidden {
 
 enum class Pooling { Mean, First, None };
 
-// mean: average of the sequence's rows (padding skipped); first: its row 0. A sequence of no
-// tokens pools to zeros.
+// mean: v = (1/L)·Σ_t h_t over the sequence's L rows (padding skipped); first: v = h_0. A sequence
+// of no tokens pools to zeros. Returns (d), or (L, d) for None.
 std::vector<float> pool(const Hidden& h, int b, Pooling pooling);
 
 // Activations for one (B, S), allocated once and reused while shapes do not grow.
@@ -65,8 +68,13 @@ class Encoder {
   uint64_t activation_bytes(uint64_t B, uint64_t S) const;
 
  private:
+  // x_t = E[id_t]·√d + PE(t)  into s_.x (T, d)
   void embed(const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options);
+  // post-LN: x = norm1(x + SelfAttention(x)); x = norm2(x + FFN(x)), FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2
+  // pre-LN:  x = x + SelfAttention(norm1(x)); x = x + FFN(norm2(x))          on s_.x (T, d), in place
   void encoder_layer(int l, int B, int S, const std::vector<int>& lengths, const EncodeOptions& options);
+  // MultiHead(in) = Concat(head_1 .. head_h)·W_oᵀ + b_o, head_i = softmax(q_i·k_iᵀ/√dh)·v_i
+  // in (T, d) -> s_.sub (T, d), through s_.qkv (T, 3d), s_.probs (S, S) and s_.context (T, d)
   void self_attention(const LayerWeights& w, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
                       const EncodeOptions& options);
 

@@ -35,12 +35,13 @@ void layer_norm(float* out /* (M, d) */, const float* x /* (M, d) */, const floa
                 const float* beta /* (d) */, int M, int d, float eps);
 
 // ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form, not the tanh one)
+// x: n values, e.g. the (T, F) feed-forward hidden layer, changed in place.
 void activate(float* x, size_t n, Activation act);
 
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V                                   [§3.2.1]
 // for one (sequence, head) of L valid tokens. q, k, v are (L, dh) views with row stride ld_qkv
 // (the heads are read in place inside the fused qkv buffer); out is (L, dh) with row stride ld_out.
-// probs receives the (L, L) attention weights.
+// probs receives the (L, L) attention weights: row i is query i's distribution over the L keys.
 void attention_head(float* out, const float* q, const float* k, const float* v, float* probs /* (L, L) */, int L,
                     int dh, int ld_qkv, int ld_out);
 void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L,

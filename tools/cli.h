@@ -32,5 +32,7 @@ int cmd_compare(int argc, char** argv);
 int cmd_pe(int argc, char** argv);
 int cmd_init(int argc, char** argv);
 int cmd_info(int argc, char** argv);
+int cmd_trace(int argc, char** argv);
+int cmd_attention(int argc, char** argv);
 
 }  // namespace ordo::cli

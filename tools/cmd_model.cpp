@@ -1,4 +1,4 @@
-// ordo pe, ordo init, ordo info.
+// ordo init, ordo info.
 #include <sys/stat.h>
 
 #include <cmath>
@@ -13,68 +13,6 @@
 #include "tools/ordo.h"
 
 namespace ordo::cli {
-
-int cmd_pe(int argc, char** argv) {
-  cxxopts::Options o("ordo pe", "The sinusoidal positional encodings of \"Attention Is All You Need\" (section 3.5): "
-                                "PE(t, 2i) = sin(t / base^(2i/d)), PE(t, 2i+1) = cos(t / base^(2i/d)).");
-  o.add_options()("positions", "number of positions N (rows 0 .. N-1)", cxxopts::value<int>()->default_value("8"))(
-      "dim", "model width d", cxxopts::value<int>()->default_value("16"))(
-      "layout", "interleaved (sin, cos, sin, cos, ...) | split (all sines, then all cosines)",
-      cxxopts::value<std::string>()->default_value("interleaved"))(
-      "base", "the base of the wavelengths", cxxopts::value<double>()->default_value("10000"))(
-      "columns", "dimensions to print (the CSV always holds all)", cxxopts::value<int>()->default_value("8"))(
-      "csv", "write the whole N x d table to FILE", cxxopts::value<std::string>());
-  cxxopts::ParseResult args;
-  if (!parse(o, argc, argv, args)) return 0;
-  const int N = args["positions"].as<int>(), d = args["dim"].as<int>();
-  const double base = args["base"].as<double>();
-  if (N <= 0 || N > (1 << 24)) throw UsageError("--positions must be in 1 .. 16777216");
-  if (d <= 0 || d > 65536) throw UsageError("--dim must be in 1 .. 65536");
-  if (!(base > 0) || !std::isfinite(base)) throw UsageError("--base must be a positive number");
-  if (uint64_t(N) * uint64_t(d) > (uint64_t(1) << 28)) throw UsageError("--positions x --dim is too large (max 2^28 values)");
-  const std::string layout_name = args["layout"].as<std::string>();
-  if (layout_name != "interleaved" && layout_name != "split") throw UsageError("--layout must be interleaved or split");
-  const PeLayout layout = layout_name == "split" ? PeLayout::Split : PeLayout::Interleaved;
-
-  std::vector<float> pe(size_t(N) * d);
-  sinusoidal_positions(pe.data(), N, d, layout, base);
-
-  if (args.count("csv")) {
-    const std::string path = args["csv"].as<std::string>(), tmp = path + ".partial";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      if (!out) throw InputError(path, "cannot create");
-      out << "position";
-      for (int j = 0; j < d; ++j) out << ",d" << j;
-      out << "\n";
-      char buf[32];
-      for (int t = 0; t < N; ++t) {
-        out << t;
-        for (int j = 0; j < d; ++j) {
-          std::snprintf(buf, sizeof buf, ",%.9g", pe[size_t(t) * d + j]);
-          out << buf;
-        }
-        out << "\n";
-      }
-      if (!out) throw InputError(path, "write failed");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path, "cannot write");
-  }
-
-  const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
-  std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d, layout_name.c_str(), base);
-  std::printf(cols < d ? " (first %d dims shown)\n" : "\n", cols);
-  std::printf("%8s", "t \\ dim");
-  for (int j = 0; j < cols; ++j) std::printf(" %8d", j);
-  std::printf("\n");
-  for (int t = 0; t < N; ++t) {
-    std::printf("%8d", t);
-    for (int j = 0; j < cols; ++j) std::printf(" %8.4f", pe[size_t(t) * d + j]);
-    std::printf("\n");
-  }
-  if (args.count("csv")) std::printf("wrote %s (%d x %d)\n", args["csv"].as<std::string>().c_str(), N, d);
-  return 0;
-}
 
 int cmd_init(int argc, char** argv) {
   cxxopts::Options o("ordo init", "Write a model with deterministic random weights: the same config and seed give "

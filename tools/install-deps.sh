@@ -9,6 +9,7 @@ packages=(
   libgtest-dev googletest              # tests
   wordnet-base                         # the corpus of tools/train_tokenizer.sh (its test retrains it)
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
+  libpng-dev                           # ordo pe --png, ordo attention --png
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

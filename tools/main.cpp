@@ -21,6 +21,8 @@ const Command kCommands[] = {
     {"pe", ordo::cli::cmd_pe, "the sinusoidal positional-encoding table"},
     {"init", ordo::cli::cmd_init, "write a random model from a config and a seed"},
     {"info", ordo::cli::cmd_info, "a model's config, parameter count and tokenizer"},
+    {"trace", ordo::cli::cmd_trace, "one text through the encoder, stage by stage, with shapes and equations"},
+    {"attention", ordo::cli::cmd_attention, "one head's attention weights as a token x token table (and PNG)"},
 };
 
 void usage(std::FILE* out) {
