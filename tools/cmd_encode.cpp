@@ -72,6 +72,14 @@ double max_abs_diff(const float* a, const float* b, size_t n) {
   return m;
 }
 
+// `s` padded with spaces to `width` characters on screen: UTF-8 continuation bytes (10xxxxxx) take
+// no column of their own, so "▁the" is 4 wide, not 6.
+std::string pad_right(const std::string& s, size_t width) {
+  size_t shown = 0;
+  for (unsigned char c : s) shown += (c & 0xC0) != 0x80;
+  return s + std::string(width > shown ? width - shown : 0, ' ');
+}
+
 double l2_diff(const float* a, const float* b, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
@@ -249,7 +257,8 @@ int cmd_compare(int argc, char** argv) {
     std::printf("\nper token: how far its output vector moved between A and B (L2 distance)\n");
     std::printf("  %-14s %5s %5s   %15s   %17s\n", "piece", "in A", "in B", "with positions", "without positions");
     for (const Move& m : moves)
-      std::printf("  %-14s %5d %5d   %15.6f   %17.3g\n", a.pieces[m.i].c_str(), m.i, m.j, m.with_pe, m.without_pe);
+      std::printf("  %s %5d %5d   %15.6f   %17.3g\n", pad_right(a.pieces[m.i], 14).c_str(), m.i, m.j, m.with_pe,
+                  m.without_pe);
   }
   std::printf("\n");
   if (!reordered) {
