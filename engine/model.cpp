@@ -54,6 +54,8 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
   const std::string& where = file_.path();
   // Tensor names in a file are distinct, so if the config asks for more tensors than the file
   // holds, one is missing among the first tensors().size() + 1 it asks for.
+  std::vector<std::string> non_finite;
+  std::string first_bad;
   for (const TensorSpec& spec : expected_tensors(config_, file_.tensors().size() + 1)) {
     const TensorInfo* t = file_.find(spec.name);
     if (!t) throw InputError(where, "missing tensor " + spec.name + " " + shape_string(spec.shape));
@@ -80,9 +82,23 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     } else {
       throw InputError(where, "tensor " + spec.name + " has dtype " + t->dtype + "; ordo loads F32, F16 and BF16");
     }
+    // A NaN or an infinity in a weight would reach every output; such a file is refused below.
+    for (size_t i = 0; i < n; ++i)
+      if (!std::isfinite(values[i])) {
+        if (non_finite.empty())
+          first_bad = "tensor " + spec.name + " holds " + (std::isnan(values[i]) ? "NaN" : "infinity") +
+                      " at element " + std::to_string(i);
+        non_finite.push_back(spec.name);
+        break;
+      }
     parameters_ += n;
     named_.emplace_back(spec.name, values);
   }
+
+  if (!non_finite.empty())
+    throw InputError(where, first_bad + (non_finite.size() > 1 ? " (and " + std::to_string(non_finite.size() - 1) +
+                                                                     " more tensors hold NaN or infinity)"
+                                                               : ""));
 
   // Hand the pointers out under their PyTorch names, in the order expected_tensors lists them.
   size_t next = 0;

@@ -1,5 +1,6 @@
 #include "engine/strict_json.h"
 
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -51,6 +52,10 @@ json parse_strict_json(const char* begin, const char* end, const std::string& wh
     }
     return true;
   };
+  // nlohmann stops at a NUL as if the text ended there; JSON has no raw NUL, so refuse it first.
+  if (const void* nul = std::memchr(begin, '\0', size_t(end - begin)))
+    throw InputError(where, (what.empty() ? "" : what + " is ") + "not valid JSON: a NUL byte at byte " +
+                                std::to_string(static_cast<const char*>(nul) - begin));
   try {
     return json::parse(begin, end, callback);
   } catch (const json::exception& e) {

@@ -35,6 +35,9 @@ std::vector<std::string> split_lines(const std::string& all, const std::string& 
   std::vector<std::string> texts;
   size_t start = 0, line = 1;
   if (all.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;  // UTF-8 byte-order mark
+  if (all.compare(0, 2, "\xFF\xFE") == 0 || all.compare(0, 2, "\xFE\xFF") == 0)
+    throw InputError(name,
+                     "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
   while (start < all.size()) {
     size_t end = all.find('\n', start);
     if (end == std::string::npos) end = all.size();
