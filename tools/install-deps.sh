@@ -8,6 +8,7 @@ packages=(
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
   libgtest-dev googletest              # tests
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
+  clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
