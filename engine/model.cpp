@@ -44,6 +44,18 @@ std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit) {
   return specs;
 }
 
+uint64_t expected_parameters(const Config& c, const std::string& where) {
+  const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
+  const auto mul = [&](uint64_t a, uint64_t b) { return checked_mul(a, b, where, "the parameter count"); };
+  const auto add = [&](uint64_t a, uint64_t b) { return checked_add(a, b, where, "the parameter count"); };
+  // per layer: in_proj 3d·d + 3d, out_proj d·d + d, linear1 F·d + F, linear2 d·F + d, two norms 4d
+  const uint64_t layer = add(add(mul(4 * d, d), mul(2 * F, d)), add(F, 9 * d));
+  uint64_t n = add(mul(V, d), mul(layer, uint64_t(c.n_layers)));
+  if (c.positional_encoding == PositionalEncoding::Learned) n = add(n, mul(uint64_t(c.max_positions), d));
+  if (c.final_norm) n = add(n, 2 * d);
+  return n;
+}
+
 Model Model::load(const std::string& dir) {
   Model m(load_config(dir + "/config.json"), dir + "/model.safetensors");
   m.dir = dir;

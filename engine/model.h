@@ -43,6 +43,10 @@ struct TensorSpec {
 };
 std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit = SIZE_MAX);
 
+// Σ elements of expected_tensors(c), computed without listing them; throws InputError(where) on
+// 64-bit overflow.
+uint64_t expected_parameters(const Config& c, const std::string& where);
+
 class Model {
  public:
   // Reads dir/config.json and dir/model.safetensors. F32 tensors stay in the mapped file

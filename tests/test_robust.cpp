@@ -138,3 +138,23 @@ TEST(Pipeline, BatchOfEmptyTextsIsZeros) {
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+TEST(Init, RefusesAConfigTooLargeForMemory) {
+  test::TempDir dir;
+  std::ofstream(dir.path + "/huge.json") << R"({"vocab_size": 16777216, "d_model": 16777216, "n_heads": 1,
+    "d_ff": 1, "n_layers": 16777216, "positional_encoding": "none"})";
+  std::ofstream(dir.path + "/big.json") << R"({"vocab_size": 16777216, "d_model": 65536, "n_heads": 1,
+    "d_ff": 1, "n_layers": 1, "positional_encoding": "none"})";
+  auto r = test::run_ordo("init --config " + dir.path + "/huge.json --out " + dir.path + "/m");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "error: " + dir.path + "/huge.json: the parameter count overflows 64 bits\n");
+  r = test::run_ordo("init --config " + dir.path + "/big.json --out " + dir.path + "/m");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("big.json: asks for 4194304 MiB of weights"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ordo

@@ -72,6 +72,18 @@ size_t utf8_prefix(const std::string& s, size_t n) {
   return n;
 }
 
+// The attention scores alone are S² floats: a text too long for this machine's memory is refused
+// by name here rather than by the encoder (or the out-of-memory killer) later.
+void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& where) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
+  const uint64_t need = pipeline.encoder().activation_bytes(1, t.ids.size());
+  if (need > memory / 2)
+    throw InputError(where, "text of " + std::to_string(t.ids.size()) + " tokens needs " + std::to_string(need >> 20) +
+                                " MiB of working memory, more than half of this machine's " +
+                                std::to_string(memory >> 20) + " MiB (lower --max-tokens, or add --truncate)");
+}
+
 void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "threads", "threads for the matrix work (0: OpenBLAS's default)", cxxopts::value<int>()->default_value("0"));
@@ -153,6 +165,7 @@ int cmd_encode(int argc, char** argv) {
         t.pieces.back() = pipeline.tokenizer().piece(t.ids.back());
       }
     }
+    check_fits(pipeline, t, where[i]);
   }
   EncodeOptions options;
   options.positions = !args.count("no-pe");
@@ -214,6 +227,16 @@ int cmd_compare(int argc, char** argv) {
   const bool has_positions = pipeline.model().config().positional_encoding != PositionalEncoding::None;
 
   const Tokenization a = pipeline.tokenize(texts[0], "argument 1"), b = pipeline.tokenize(texts[1], "argument 2");
+  check_fits(pipeline, a, "argument 1");
+  check_fits(pipeline, b, "argument 2");
+  if (pipeline.model().config().positional_encoding == PositionalEncoding::Learned) {
+    const int max_positions = pipeline.model().config().max_positions;
+    const std::pair<const Tokenization*, const char*> both[] = {{&a, "argument 1"}, {&b, "argument 2"}};
+    for (const auto& [t, where] : both)
+      if (int(t->ids.size()) > max_positions)
+        throw InputError(where, "text has " + std::to_string(t->ids.size()) +
+                                    " tokens, more than the model's max_positions " + std::to_string(max_positions));
+  }
   std::vector<int32_t> sa = a.ids, sb = b.ids;
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
