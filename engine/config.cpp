@@ -1,6 +1,10 @@
 #include "engine/config.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -130,9 +134,16 @@ Config parse_config(const std::string& text, const std::string& where) {
 }
 
 Config load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
     throw InputError(path, "cannot open (a model directory holds config.json, model.safetensors and tokenizer.model)");
+  if (!S_ISREG(st.st_mode)) throw InputError(path, "not a regular file");
+  constexpr off_t kMaxBytes = 16 << 20;  // a config is a few hundred bytes
+  if (st.st_size > kMaxBytes)
+    throw InputError(path, "is " + std::to_string(st.st_size) + " bytes, too large for a config (max " +
+                               std::to_string(kMaxBytes) + ")");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(path, "cannot read");

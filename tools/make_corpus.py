@@ -326,6 +326,8 @@ def config_cases():
     bad("cfg_tokenizer_number", cfg(tokenizer=7), 'key "tokenizer" must be a file name, got 7')
     bad("cfg_add_bos_string", cfg(add_bos="yes"), 'key "add_bos" must be true or false')
     case("bad", "cfg_missing_file", config=b"", expect=("config.json: cannot open",), files={"config.json": None})
+    case("bad", "cfg_is_directory", expect=("config.json: not a regular file",),
+         files={"config.json": None, "config.json/README": b"a directory, not a file\n"})
     # Valid config, weights for another: the check against the file names the tensor.
     bad_w = lambda name, config, *expect: case("bad", name, config=config, expect=("model.safetensors: ",) + expect)
     bad_w("cfg_vocab_larger_than_weights", cfg(vocab_size=100), "tensor embedding.weight has shape [64,8], config wants [100,8]")
