@@ -184,7 +184,8 @@ int cmd_encode(int argc, char** argv) {
       } else {
         j["embedding"] = json_floats(e.values.data(), d);
       }
-      text_out += j.dump() + "\n";
+      // A tokenizer's pieces are bytes it chose; one that is not UTF-8 is printed with U+FFFD.
+      text_out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     } else {
       text_out += "\"" + texts[i] + "\"\n  " + std::to_string(e.tokens.ids.size()) + " pieces:";
       for (const std::string& p : e.tokens.pieces) text_out += " " + p;
@@ -294,7 +295,7 @@ int cmd_compare(int argc, char** argv) {
                         {"cosine", {{"with_pe", cos_pe}, {"without_pe", cos_nope}}},
                         {"max_abs_diff", {{"with_pe", diff_pe}, {"without_pe", diff_nope}}},
                         {"tokens", tokens}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
 
