@@ -1,11 +1,16 @@
 #include "engine/config.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine/errors.h"
+#include "engine/strict_json.h"
 
 namespace ordo {
 
@@ -29,20 +34,24 @@ struct Reader {
       return fallback;
     }
     const json& v = j[key];
-    if (!v.is_number_integer())
-      throw InputError(where, std::string("key \"") + key + "\" must be a positive integer, got " + v.dump());
-    const int64_t n = v.get<int64_t>();
-    if (n <= 0) throw InputError(where, std::string("key \"") + key + "\" must be positive, got " + v.dump());
-    if (n > kMaxSize)
-      throw InputError(where, std::string("key \"") + key + "\" is " + v.dump() + ", above the limit of " +
+    // 64 and 64.0 are the same size; 64.5, "64" and true are not sizes.
+    const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                    v.get<double>() == std::floor(v.get<double>()));
+    if (!integral)
+      throw InputError(where, std::string("key \"") + key + "\" must be a positive integer, got " + brief(v));
+    const double value = v.get<double>();
+    if (value <= 0) throw InputError(where, std::string("key \"") + key + "\" must be positive, got " + brief(v));
+    if (value > kMaxSize)
+      throw InputError(where, std::string("key \"") + key + "\" is " + brief(v) + ", above the limit of " +
                                   std::to_string(kMaxSize));
+    const int64_t n = static_cast<int64_t>(value);
     return static_cast<int>(n);
   }
 
   bool flag(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     if (!j[key].is_boolean())
-      throw InputError(where, std::string("key \"") + key + "\" must be true or false, got " + j[key].dump());
+      throw InputError(where, std::string("key \"") + key + "\" must be true or false, got " + brief(j[key]));
     return j[key].get<bool>();
   }
 
@@ -50,7 +59,7 @@ struct Reader {
     if (!has(key)) return fallback;
     const json& v = j[key];
     if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-      throw InputError(where, std::string("key \"") + key + "\" must be a positive number, got " + v.dump());
+      throw InputError(where, std::string("key \"") + key + "\" must be a positive number, got " + brief(v));
     return v.get<double>();
   }
 
@@ -66,22 +75,15 @@ struct Reader {
     if (v.is_string())
       for (const char* a : allowed)
         if (v.get<std::string>() == a) return a;
-    throw InputError(where, std::string("key \"") + key + "\" must be " + options + ", got " + v.dump());
+    throw InputError(where, std::string("key \"") + key + "\" must be " + options + ", got " + brief(v));
   }
 };
 
 }  // namespace
 
 Config parse_config(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    std::string m = e.what();
-    auto close = m.find("] ");
-    throw InputError(where, "not valid JSON: " + (close == std::string::npos ? m : m.substr(close + 2)));
-  }
-  if (!j.is_object()) throw InputError(where, "must hold a JSON object");
+  const json j = parse_strict_json(text.data(), text.data() + text.size(), where, "");
+  if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   Reader r{j, where};
 
   Config c;
@@ -94,11 +96,14 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where, "key \"d_model\" (" + std::to_string(c.d_model) + ") must be divisible by \"n_heads\" (" +
                                 std::to_string(c.n_heads) + ")");
 
-  c.activation = r.choice("activation", {"relu", "gelu"}, "relu") == std::string("gelu") ? Activation::GELU
-                                                                                           : Activation::ReLU;
+  c.activation =
+      r.choice("activation", {"relu", "gelu"}, "relu") == std::string("gelu") ? Activation::GELU : Activation::ReLU;
   c.norm_first = r.flag("norm_first", false);
   c.final_norm = r.flag("final_norm", false);
   c.layer_norm_eps = r.positive("layer_norm_eps", 1e-5);
+  if (static_cast<float>(c.layer_norm_eps) == 0.0f)  // LayerNorm runs in float: a constant row would give 0/0
+    throw InputError(where,
+                     "key \"layer_norm_eps\" is " + brief(j.at("layer_norm_eps")) + ", which rounds to 0 as a float");
 
   const std::string pe = r.choice("positional_encoding", {"sinusoidal", "learned", "none"}, "", true);
   c.positional_encoding = pe == "sinusoidal" ? PositionalEncoding::Sinusoidal
@@ -108,16 +113,20 @@ Config parse_config(const std::string& text, const std::string& where) {
                     ? PeLayout::Split
                     : PeLayout::Interleaved;
   c.pe_base = r.positive("pe_base", 10000.0);
+  if (c.pe_base < 1e-100)  // t / base^(2i/d) would overflow to infinity, and sin(inf) is NaN
+    throw InputError(where,
+                     "key \"pe_base\" is " + brief(j.at("pe_base")) + ", too small for finite positional encodings");
   c.max_positions = r.size("max_positions", c.positional_encoding == PositionalEncoding::Learned, 0);
   c.scale_embedding = r.flag("scale_embedding", true);
 
   if (r.has("tokenizer")) {
     const json& t = j["tokenizer"];
     if (!t.is_string() || t.get<std::string>().empty())
-      throw InputError(where, "key \"tokenizer\" must be a file name, got " + t.dump());
+      throw InputError(where, "key \"tokenizer\" must be a file name, got " + brief(t));
     c.tokenizer = t.get<std::string>();
-    if (c.tokenizer.find('/') != std::string::npos || c.tokenizer == "." || c.tokenizer == "..")
-      throw InputError(where, "key \"tokenizer\" must name a file inside the model directory, got " + t.dump());
+    if (c.tokenizer.find_first_of(std::string("/\0", 2)) != std::string::npos || c.tokenizer == "." ||
+        c.tokenizer == "..")
+      throw InputError(where, "key \"tokenizer\" must name a file inside the model directory, got " + brief(t));
   }
   c.add_bos = r.flag("add_bos", false);
   c.add_eos = r.flag("add_eos", false);
@@ -125,19 +134,31 @@ Config parse_config(const std::string& text, const std::string& where) {
 }
 
 Config load_config(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw InputError(path, "cannot open (a model directory holds config.json, model.safetensors and tokenizer.model)");
+  if (!S_ISREG(st.st_mode)) throw InputError(path, "not a regular file");
+  constexpr off_t kMaxBytes = 16 << 20;  // a config is a few hundred bytes
+  if (st.st_size > kMaxBytes)
+    throw InputError(path, "is " + std::to_string(st.st_size) + " bytes, too large for a config (max " +
+                               std::to_string(kMaxBytes) + ")");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open (a model directory holds config.json, model.safetensors and tokenizer.model)");
+  if (!in) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(path, "cannot read");
   return parse_config(text.str(), path);
 }
 
-const char* to_string(Activation a) { return a == Activation::GELU ? "gelu" : "relu"; }
+const char* to_string(Activation a) {
+  return a == Activation::GELU ? "gelu" : "relu";
+}
 const char* to_string(PositionalEncoding p) {
   return p == PositionalEncoding::Sinusoidal ? "sinusoidal" : p == PositionalEncoding::Learned ? "learned" : "none";
 }
-const char* to_string(PeLayout l) { return l == PeLayout::Split ? "split" : "interleaved"; }
+const char* to_string(PeLayout l) {
+  return l == PeLayout::Split ? "split" : "interleaved";
+}
 
 std::string config_to_json(const Config& c) {
   json j = json::object();

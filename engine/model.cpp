@@ -16,12 +16,12 @@ std::string shape_string(const std::vector<uint64_t>& shape) {
 }
 }  // namespace
 
-std::vector<TensorSpec> expected_tensors(const Config& c) {
+std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit) {
   const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
   std::vector<TensorSpec> specs = {{"embedding.weight", {V, d}}};
   if (c.positional_encoding == PositionalEncoding::Learned)
     specs.push_back({"position_embedding.weight", {uint64_t(c.max_positions), d}});
-  for (int i = 0; i < c.n_layers; ++i) {
+  for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     specs.push_back({p + "self_attn.in_proj_weight", {3 * d, d}});
     specs.push_back({p + "self_attn.in_proj_bias", {3 * d}});
@@ -40,7 +40,20 @@ std::vector<TensorSpec> expected_tensors(const Config& c) {
     specs.push_back({"norm.weight", {d}});
     specs.push_back({"norm.bias", {d}});
   }
+  if (specs.size() > limit) specs.resize(limit);
   return specs;
+}
+
+uint64_t expected_parameters(const Config& c, const std::string& where) {
+  const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
+  const auto mul = [&](uint64_t a, uint64_t b) { return checked_mul(a, b, where, "the parameter count"); };
+  const auto add = [&](uint64_t a, uint64_t b) { return checked_add(a, b, where, "the parameter count"); };
+  // per layer: in_proj 3d·d + 3d, out_proj d·d + d, linear1 F·d + F, linear2 d·F + d, two norms 4d
+  const uint64_t layer = add(add(mul(4 * d, d), mul(2 * F, d)), add(F, 9 * d));
+  uint64_t n = add(mul(V, d), mul(layer, uint64_t(c.n_layers)));
+  if (c.positional_encoding == PositionalEncoding::Learned) n = add(n, mul(uint64_t(c.max_positions), d));
+  if (c.final_norm) n = add(n, 2 * d);
+  return n;
 }
 
 Model Model::load(const std::string& dir) {
@@ -51,7 +64,11 @@ Model Model::load(const std::string& dir) {
 
 Model::Model(Config config, const std::string& weights_path) : config_(std::move(config)), file_(weights_path) {
   const std::string& where = file_.path();
-  for (const TensorSpec& spec : expected_tensors(config_)) {
+  // Tensor names in a file are distinct, so if the config asks for more tensors than the file
+  // holds, one is missing among the first tensors().size() + 1 it asks for.
+  std::vector<std::string> non_finite;
+  std::string first_bad;
+  for (const TensorSpec& spec : expected_tensors(config_, file_.tensors().size() + 1)) {
     const TensorInfo* t = file_.find(spec.name);
     if (!t) throw InputError(where, "missing tensor " + spec.name + " " + shape_string(spec.shape));
     if (t->shape != spec.shape)
@@ -77,9 +94,23 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     } else {
       throw InputError(where, "tensor " + spec.name + " has dtype " + t->dtype + "; ordo loads F32, F16 and BF16");
     }
+    // A NaN or an infinity in a weight would reach every output; such a file is refused below.
+    for (size_t i = 0; i < n; ++i)
+      if (!std::isfinite(values[i])) {
+        if (non_finite.empty())
+          first_bad = "tensor " + spec.name + " holds " + (std::isnan(values[i]) ? "NaN" : "infinity") +
+                      " at element " + std::to_string(i);
+        non_finite.push_back(spec.name);
+        break;
+      }
     parameters_ += n;
     named_.emplace_back(spec.name, values);
   }
+
+  if (!non_finite.empty())
+    throw InputError(where, first_bad + (non_finite.size() > 1 ? " (and " + std::to_string(non_finite.size() - 1) +
+                                                                     " more tensors hold NaN or infinity)"
+                                                               : ""));
 
   // Hand the pointers out under their PyTorch names, in the order expected_tensors lists them.
   size_t next = 0;
@@ -109,7 +140,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
 
 std::vector<std::string> Model::non_finite_tensors() const {
   std::vector<std::string> bad;
-  const auto specs = expected_tensors(config_);
+  const auto specs = expected_tensors(config_, named_.size());
   for (size_t i = 0; i < named_.size(); ++i) {
     uint64_t n = 1;
     for (uint64_t s : specs[i].shape) n *= s;

@@ -1,6 +1,7 @@
 // ordo: a model's weights, mapped from model.safetensors and checked against its config.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,12 +35,17 @@ struct Weights {
   const float* norm_bias = nullptr;           // (d)
 };
 
-// The tensor names and shapes a config asks for, in file order.
+// The tensor names and shapes a config asks for, in file order; at most `limit` of them (a
+// config can ask for millions of layers, and the list is built before the file is checked).
 struct TensorSpec {
   std::string name;
   std::vector<uint64_t> shape;
 };
-std::vector<TensorSpec> expected_tensors(const Config& c);
+std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit = SIZE_MAX);
+
+// Σ elements of expected_tensors(c), computed without listing them; throws InputError(where) on
+// 64-bit overflow.
+uint64_t expected_parameters(const Config& c, const std::string& where);
 
 class Model {
  public:
@@ -63,7 +69,7 @@ class Model {
   SafeTensors file_;
   Weights weights_;
   uint64_t parameters_ = 0;
-  std::vector<std::vector<float>> widened_;  // storage for converted or realigned tensors
+  std::vector<std::vector<float>> widened_;                  // storage for converted or realigned tensors
   std::vector<std::pair<std::string, const float*>> named_;  // every tensor in use, by name
 };
 

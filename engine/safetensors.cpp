@@ -12,9 +12,9 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "engine/errors.h"
+#include "engine/strict_json.h"
 
 namespace ordo {
 
@@ -68,61 +68,18 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 size_t dtype_size(const std::string& dtype) {
   static const std::map<std::string, size_t> sizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},     {"I16", 2},
-      {"I8", 1},  {"U64", 8}, {"U32", 4}, {"U16", 2},  {"U8", 1},  {"BOOL", 1},    {"F8_E4M3", 1},
-      {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},  {"I32", 4},     {"I16", 2},    {"I8", 1},
+      {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
 
 namespace {
 
-// nlohmann's messages start with "[json.exception.parse_error.101] "; keep what follows.
-std::string json_message(const std::exception& e) {
-  std::string m = e.what();
-  if (!m.empty() && m[0] == '[') {
-    auto close = m.find("] ");
-    if (close != std::string::npos) m = m.substr(close + 2);
-  }
-  return m;
-}
-
 std::string shape_string(const std::vector<uint64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-// JSON allows an object to repeat a key and nlohmann keeps the last; safetensors does not.
-json parse_rejecting_duplicates(const char* begin, const char* end, const std::string& where) {
-  std::vector<std::set<std::string>> open_objects;
-  std::string duplicate;
-  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        open_objects.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second &&
-            duplicate.empty())
-          duplicate = parsed.get<std::string>();
-        break;
-      default:
-        break;
-    }
-    return true;
-  };
-  json header;
-  try {
-    header = json::parse(begin, end, callback);
-  } catch (const json::exception& e) {
-    throw InputError(where, "header is not valid JSON: " + json_message(e));
-  }
-  if (!duplicate.empty()) throw InputError(where, "header repeats the key \"" + duplicate + "\"");
-  return header;
 }
 
 uint64_t read_u64_le(const unsigned char* p) {
@@ -135,76 +92,86 @@ uint64_t read_u64_le(const unsigned char* p) {
 
 std::vector<TensorInfo> parse_safetensors(const unsigned char* bytes, size_t size, const std::string& where,
                                           std::map<std::string, std::string>* metadata) {
+  // A clone without `git lfs` holds small text files in place of the weights.
   static const char lfs[] = "version https://git-lfs";
   if (size >= sizeof(lfs) - 1 && std::memcmp(bytes, lfs, sizeof(lfs) - 1) == 0)
     throw InputError(where, "is a Git LFS pointer file, not the weights (fetch them with `git lfs pull`)");
   if (size < 8)
     throw InputError(where, "file is " + std::to_string(size) + " bytes, too short for a safetensors header");
 
+  // Every size below is checked against the file before it is used; nothing is allocated from it.
   const uint64_t header_len = read_u64_le(bytes);
-  const uint64_t max_header = 100000000;
+  const uint64_t max_header = 100000000;  // the format's own limit
   if (header_len > max_header)
-    throw InputError(where, "header length " + std::to_string(header_len) + " exceeds the safetensors limit of " +
-                                std::to_string(max_header) + " bytes");
+    throw InputError(where, "header length " + std::to_string(header_len) +
+                                " (bytes 0-7) exceeds the safetensors limit of " + std::to_string(max_header) +
+                                " bytes");
   if (header_len > size - 8)
-    throw InputError(where, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
-                                std::to_string(size) + " bytes)");
-  if (header_len < 2) throw InputError(where, "header length " + std::to_string(header_len) + " is too short for a JSON object");
+    throw InputError(where, "header length " + std::to_string(header_len) +
+                                " (bytes 0-7) runs past the end of the file (" + std::to_string(size) + " bytes)");
+  if (header_len < 2)
+    throw InputError(where,
+                     "header length " + std::to_string(header_len) + " (bytes 0-7) is too short for a JSON object");
 
   const char* text = reinterpret_cast<const char*>(bytes + 8);
-  json header = parse_rejecting_duplicates(text, text + header_len, where);
-  if (!header.is_object()) throw InputError(where, "header is JSON but not an object");
+  const json header = parse_strict_json(text, text + header_len, where, "header");
+  if (!header.is_object()) throw InputError(where, "header is " + brief(header) + ", not an object");
 
   const unsigned char* data = bytes + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
 
   std::vector<TensorInfo> tensors;
-  for (auto& [name, entry] : header.items()) {
+  for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
-      if (!entry.is_object()) throw InputError(where, "__metadata__ must be an object of strings");
-      for (auto& [k, v] : entry.items()) {
-        if (!v.is_string()) throw InputError(where, "__metadata__ value for \"" + k + "\" is not a string");
+      if (!entry.is_object()) throw InputError(where, "__metadata__ is " + brief(entry) + ", not an object of strings");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string())
+          throw InputError(where, "__metadata__ value for " + quote_name(k) + " is " + brief(v) + ", not a string");
         if (metadata) (*metadata)[k] = v.get<std::string>();
       }
       continue;
     }
-    const std::string at = "tensor " + name;
-    if (!entry.is_object()) throw InputError(where, at + ": entry is not an object");
+    const std::string at = "tensor " + quote_name(name);
+    if (!entry.is_object()) throw InputError(where, at + " is " + brief(entry) + ", not an object");
     for (const char* key : {"dtype", "shape", "data_offsets"})
       if (!entry.contains(key)) throw InputError(where, at + ": missing \"" + key + "\"");
 
     TensorInfo t;
     t.name = name;
-    if (!entry["dtype"].is_string()) throw InputError(where, at + ": dtype is not a string");
-    t.dtype = entry["dtype"].get<std::string>();
+    const json& dtype = entry.at("dtype");
+    if (!dtype.is_string()) throw InputError(where, at + ": dtype is " + brief(dtype) + ", not a string");
+    t.dtype = dtype.get<std::string>();
     const size_t esize = dtype_size(t.dtype);
-    if (esize == 0) throw InputError(where, at + ": unknown dtype \"" + t.dtype + "\"");
+    if (esize == 0) throw InputError(where, at + ": unknown dtype " + quote_name(t.dtype));
 
-    const json& shape = entry["shape"];
-    if (!shape.is_array()) throw InputError(where, at + ": shape is not an array");
+    // elements = Π shape, bytes = elements · dtype size, each step checked for overflow
+    const json& shape = entry.at("shape");
+    if (!shape.is_array()) throw InputError(where, at + ": shape is " + brief(shape) + ", not an array");
     t.elements = 1;
     for (const json& dim : shape) {
-      if (!dim.is_number_unsigned()) throw InputError(where, at + ": shape holds " + dim.dump() + ", not a size");
+      if (!dim.is_number_unsigned())
+        throw InputError(where, at + ": shape holds " + brief(dim) + ", not a non-negative integer");
       t.shape.push_back(dim.get<uint64_t>());
-      t.elements = checked_mul(t.elements, t.shape.back(), where, at + ": shape " + shape.dump() + " element count");
+      t.elements = checked_mul(t.elements, t.shape.back(), where, at + ": element count of the shape");
     }
-    const uint64_t nbytes = checked_mul(t.elements, esize, where, at + ": byte count");
+    const uint64_t nbytes = checked_mul(t.elements, esize, where, at + ": byte count of the shape");
 
-    const json& offsets = entry["data_offsets"];
+    const json& offsets = entry.at("data_offsets");
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned())
-      throw InputError(where, at + ": data_offsets must be two byte offsets [begin, end]");
+      throw InputError(where, at + ": data_offsets is " + brief(offsets) + ", not two byte offsets [begin, end]");
     t.begin = offsets[0].get<uint64_t>();
     t.end = offsets[1].get<uint64_t>();
     if (t.begin > t.end)
       throw InputError(where, at + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                                  ") end before they begin");
+                                  "] end before they begin");
     if (t.end > data_size)
       throw InputError(where, at + ": data_offsets end at byte " + std::to_string(t.end) +
-                                  " past the end of the data (" + std::to_string(data_size) + " bytes)");
+                                  " past the end of the data buffer (" + std::to_string(data_size) + " bytes)");
     if (t.end - t.begin != nbytes)
-      throw InputError(where, at + ": data_offsets hold " + std::to_string(t.end - t.begin) + " bytes but " +
-                                  t.dtype + " " + shape_string(t.shape) + " needs " + std::to_string(nbytes));
+      throw InputError(where, at + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                                  "] hold " + std::to_string(t.end - t.begin) + " bytes but " + t.dtype + " " +
+                                  shape_string(t.shape) + " needs " + std::to_string(nbytes));
     t.data = data + t.begin;
     tensors.push_back(std::move(t));
   }
@@ -218,14 +185,14 @@ std::vector<TensorInfo> parse_safetensors(const unsigned char* bytes, size_t siz
   uint64_t expected = 0;
   for (const TensorInfo* t : order) {
     if (t->begin != expected)
-      throw InputError(where, "tensor " + t->name + " starts at data offset " + std::to_string(t->begin) +
+      throw InputError(where, "tensor " + quote_name(t->name) + " starts at data offset " + std::to_string(t->begin) +
                                   " but the previous tensor ends at " + std::to_string(expected) +
                                   (t->begin < expected ? " (overlap)" : " (gap)"));
     expected = t->end;
   }
   if (expected != data_size)
     throw InputError(where, "tensors cover " + std::to_string(expected) + " bytes of a " + std::to_string(data_size) +
-                                "-byte data buffer");
+                                "-byte data buffer (data offset " + std::to_string(expected) + " onwards is unused)");
   return tensors;
 }
 
@@ -308,7 +275,7 @@ float half_to_float(uint16_t h) {
     return sign ? -f : f;
   }
   if (exp == 31) return bits_float(sign | 0x7f800000u | (mant << 13));  // inf, nan
-  return bits_float(sign | ((exp + 112) << 23) | (mant << 13));       // rebias 15 → 127
+  return bits_float(sign | ((exp + 112) << 23) | (mant << 13));         // rebias 15 → 127
 }
 
 uint16_t float_to_half(float f) {
@@ -316,8 +283,8 @@ uint16_t float_to_half(float f) {
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   x &= 0x7fffffffu;
   if (x >= 0x7f800000u) return sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u);  // inf, nan
-  if (x >= 0x477ff000u) return sign | 0x7c00u;  // ≥ 65520 rounds past the largest half
-  if (x < 0x38800000u) {                        // below 2^-14: a half subnormal (or zero)
+  if (x >= 0x477ff000u) return sign | 0x7c00u;         // ≥ 65520 rounds past the largest half
+  if (x < 0x38800000u) {                               // below 2^-14: a half subnormal (or zero)
     const float scaled = bits_float(x) * 16777216.0f;  // · 2^24, exact
     return sign | static_cast<uint16_t>(std::nearbyint(scaled));
   }
@@ -325,7 +292,9 @@ uint16_t float_to_half(float f) {
   return sign | static_cast<uint16_t>((x - 0x38000000u) >> 13);
 }
 
-float bf16_to_float(uint16_t h) { return bits_float(uint32_t(h) << 16); }
+float bf16_to_float(uint16_t h) {
+  return bits_float(uint32_t(h) << 16);
+}
 
 uint16_t float_to_bf16(float f) {
   uint32_t x = float_bits(f);

@@ -3,7 +3,12 @@
 #include <sentencepiece_processor.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
 #include "engine/errors.h"
+#include "tokenizer/charsmap.h"
 
 namespace ordo {
 
@@ -13,12 +18,32 @@ Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw InputError(path, "cannot open: no such file");
+  if (::stat(path.c_str(), &st) != 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw InputError(path, "not a regular file");
+  // The largest published sentencepiece models are a few MB; past this it is not a tokenizer.
+  constexpr uint64_t kMaxBytes = uint64_t(256) << 20;
+  if (uint64_t(st.st_size) > kMaxBytes)
+    throw InputError(path, "is " + std::to_string(st.st_size) + " bytes, too large for a sentencepiece model (max " +
+                               std::to_string(kMaxBytes) + ")");
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+    bytes.resize(size_t(st.st_size));
+    in.read(bytes.data(), std::streamsize(bytes.size()));
+    if (size_t(in.gcount()) != bytes.size()) throw InputError(path, "cannot read");
+  }
+  if (bytes.rfind("version https://git-lfs", 0) == 0)
+    throw InputError(path, "is a Git LFS pointer file, not the tokenizer (fetch it with `git lfs pull`)");
+  if (bytes.empty()) throw InputError(path, "is empty, not a sentencepiece model");
+  // sentencepiece trusts its normalization tables; check them before it reads them.
+  if (const std::string problem = check_sentencepiece_model(bytes); !problem.empty())
+    throw InputError(path, "not a sentencepiece model (" + problem + ")");
+
   Tokenizer t;
   t.path_ = path;
   t.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = t.sp_->Load(path);
+  const auto status = t.sp_->LoadFromSerializedProto(absl::string_view(bytes.data(), bytes.size()));
   if (!status.ok()) throw InputError(path, "not a sentencepiece model (" + status.ToString() + ")");
   if (t.sp_->GetPieceSize() <= 0) throw InputError(path, "sentencepiece model has no pieces");
   return t;
@@ -38,9 +63,15 @@ Tokenization Tokenizer::encode(std::string_view text, const std::string& where) 
   return out;
 }
 
-int Tokenizer::size() const { return sp_->GetPieceSize(); }
-int Tokenizer::bos_id() const { return sp_->bos_id(); }
-int Tokenizer::eos_id() const { return sp_->eos_id(); }
+int Tokenizer::size() const {
+  return sp_->GetPieceSize();
+}
+int Tokenizer::bos_id() const {
+  return sp_->bos_id();
+}
+int Tokenizer::eos_id() const {
+  return sp_->eos_id();
+}
 std::string Tokenizer::piece(int id) const {
   return id >= 0 && id < size() ? sp_->IdToPiece(id) : std::string("<?>");
 }

@@ -1,9 +1,13 @@
 #include "tools/cli.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <iostream>
-#include <sstream>
 
 #include "engine/errors.h"
 #include "tools/ordo.h"
@@ -27,50 +31,81 @@ std::string model_dir(const cxxopts::ParseResult& args) {
   return dir;
 }
 
-namespace {
-
-void split_lines(const std::string& all, const std::string& name, std::vector<std::string>& texts,
-                 std::vector<std::string>* where) {
+std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
+  std::vector<std::string> texts;
   size_t start = 0, line = 1;
   if (all.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;  // UTF-8 byte-order mark
+  if (all.compare(0, 2, "\xFF\xFE") == 0 || all.compare(0, 2, "\xFE\xFF") == 0)
+    throw InputError(name,
+                     "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
   while (start < all.size()) {
     size_t end = all.find('\n', start);
     if (end == std::string::npos) end = all.size();
     std::string text = all.substr(start, end - start);
     if (!text.empty() && text.back() == '\r') text.pop_back();
     const std::string at = name + ": line " + std::to_string(line);
-    if (text.find('\0') != std::string::npos)
-      throw InputError(at, "holds a NUL byte (binary data, not text)");
+    if (const size_t nul = text.find('\0'); nul != std::string::npos)
+      throw InputError(at, "holds a NUL byte at byte " + std::to_string(nul) + " (binary data, not text)");
     texts.push_back(std::move(text));
     if (where) where->push_back(at);
     start = end + 1;
     ++line;
   }
+  return texts;
+}
+
+namespace {
+
+// Input is read whole before it is tokenized; past this it fails with a clear error rather than
+// by the out-of-memory killer. Tokens, pieces and vectors take several times the text's bytes.
+uint64_t max_input_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
+  return std::min<uint64_t>(uint64_t(1) << 30, memory / 16);
+}
+
+std::string read_all(std::FILE* in, const std::string& name) {
+  const uint64_t limit = max_input_bytes();
+  std::string all;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) {
+    if (all.size() + n > limit)
+      throw InputError(name, "is larger than " + std::to_string(limit >> 20) +
+                                 " MiB, more than ordo reads at once; split it into smaller files");
+    all.append(buf, n);
+  }
+  if (std::ferror(in)) throw InputError(name, std::string("cannot read: ") + std::strerror(errno));
+  return all;
 }
 
 }  // namespace
 
 std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where) {
-  std::vector<std::string> texts;
   if (args.count("texts")) {
-    texts = args["texts"].as<std::vector<std::string>>();
+    std::vector<std::string> texts = args["texts"].as<std::vector<std::string>>();
     if (where)
       for (size_t i = 0; i < texts.size(); ++i) where->push_back("argument " + std::to_string(i + 1));
     return texts;
   }
-  std::string name = "stdin";
-  std::ostringstream all;
   if (args.count("input") && args["input"].as<std::string>() != "-") {
-    name = args["input"].as<std::string>();
-    std::ifstream in(name, std::ios::binary);
-    if (!in) throw InputError(name, "cannot open");
-    all << in.rdbuf();
-    if (in.bad()) throw InputError(name, "cannot read");
-  } else {
-    all << std::cin.rdbuf();
+    const std::string name = args["input"].as<std::string>();
+    struct stat st {};
+    if (::stat(name.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      throw InputError(name, "is a directory, not a text file");
+    std::FILE* in = std::fopen(name.c_str(), "rb");
+    if (!in) throw InputError(name, std::string("cannot open: ") + std::strerror(errno));
+    std::string all;
+    try {
+      all = read_all(in, name);
+    } catch (...) {
+      std::fclose(in);
+      throw;
+    }
+    std::fclose(in);
+    return split_lines(all, name, where);
   }
-  split_lines(all.str(), name, texts, where);
-  return texts;
+  return split_lines(read_all(stdin, "stdin"), "stdin", where);
 }
 
 std::string preview(const float* v, int n, int k) {

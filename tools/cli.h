@@ -24,6 +24,10 @@ std::string model_dir(const cxxopts::ParseResult& args);
 // the start and a CR before each newline are dropped.
 std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where);
 
+// The lines of a text file: a leading UTF-8 BOM and a CR before each newline are dropped; a NUL
+// byte is an InputError naming `name` and the line. `where` receives "<name>: line N" for each.
+std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where);
+
 // Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values.
 std::string preview(const float* v, int n, int k = 8);
 

@@ -1,8 +1,10 @@
 // ordo pe: the sinusoidal positional encodings, their properties checked with numbers, their
 // common variants side by side, and pictures of them.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -48,9 +50,15 @@ void write_csv(const std::string& path, const std::vector<float>& pe, int N, int
       }
       out << "\n";
     }
-    if (!out) throw InputError(path, "write failed");
+    if (!out.flush()) {  // a full disk: leave nothing half-written behind
+      std::remove(tmp.c_str());
+      throw InputError(path, "write failed");
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path, "cannot write");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  }
 }
 
 void print_properties(const std::vector<float>& pe, int N, int d, PeVariant v, double base) {

@@ -10,6 +10,7 @@ packages=(
   wordnet-base                         # the corpus of tools/train_tokenizer.sh (its test retrains it)
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
   libpng-dev                           # ordo pe --png, ordo attention --png
+  clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -49,8 +50,10 @@ Pipeline::Pipeline(const std::string& model_dir)
   if (tokenizer_.size() > c.vocab_size)
     throw InputError(where, "has " + std::to_string(tokenizer_.size()) + " pieces but vocab_size is " +
                                 std::to_string(c.vocab_size) + " (its ids would index past the embedding table)");
-  if (c.add_bos && tokenizer_.bos_id() < 0) throw InputError(where, "config sets add_bos but the tokenizer has no BOS piece");
-  if (c.add_eos && tokenizer_.eos_id() < 0) throw InputError(where, "config sets add_eos but the tokenizer has no EOS piece");
+  if (c.add_bos && tokenizer_.bos_id() < 0)
+    throw InputError(where, "config sets add_bos but the tokenizer has no BOS piece");
+  if (c.add_eos && tokenizer_.eos_id() < 0)
+    throw InputError(where, "config sets add_eos but the tokenizer has no EOS piece");
 }
 
 Tokenization Pipeline::tokenize(std::string_view text, const std::string& where) const {
@@ -78,7 +81,16 @@ std::vector<Encoded> Pipeline::encode(std::vector<Tokenization> tokens, Pooling 
                                       const EncodeOptions& options) {
   std::vector<std::vector<int32_t>> ids;
   for (const Tokenization& t : tokens) ids.push_back(t.ids);
-  const Hidden hidden = encoder_.forward(ids, options);
+  // A batch of empty texts has no rows to run (S = 0): every result is zeros, without a forward.
+  const bool empty = std::all_of(ids.begin(), ids.end(), [](const auto& seq) { return seq.empty(); });
+  Hidden hidden;
+  if (empty) {
+    hidden.B = int(ids.size());
+    hidden.d = model_.config().d_model;
+    hidden.lengths.assign(ids.size(), 0);
+  } else {
+    hidden = encoder_.forward(ids, options);
+  }
   std::vector<Encoded> out(tokens.size());
   for (size_t b = 0; b < tokens.size(); ++b) {
     out[b].tokens = std::move(tokens[b]);

@@ -1,0 +1,22 @@
+// ordo: checks a sentencepiece model's normalization tables before sentencepiece reads them.
+//
+// A model's NormalizerSpec may carry a precompiled_charsmap: a darts-clone double-array trie that
+// maps input bytes to offsets into a table of NUL-terminated replacement strings. sentencepiece
+// follows that trie and those offsets without bounds checks, so a corrupted or hostile file makes
+// it read outside the buffer. This walks every path the normalizer can take and proves each read
+// stays inside.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ordo {
+
+// Checks the protobuf framing of a serialized ModelProto and every precompiled_charsmap in its
+// normalizer and denormalizer specs. Returns "" if sound, else what is wrong (with a byte offset).
+std::string check_sentencepiece_model(std::string_view proto);
+
+// Checks one precompiled_charsmap blob: [u32 trie bytes][trie units][NUL-terminated strings].
+std::string check_charsmap(std::string_view blob);
+
+}  // namespace ordo
