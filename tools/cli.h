@@ -30,5 +30,6 @@ int cmd_compare(int argc, char** argv);
 int cmd_pe(int argc, char** argv);
 int cmd_init(int argc, char** argv);
 int cmd_info(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 }  // namespace ordo::cli

@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"pe", ordo::cli::cmd_pe, "the sinusoidal positional-encoding table"},
     {"init", ordo::cli::cmd_init, "write a random model from a config and a seed"},
     {"info", ordo::cli::cmd_info, "a model's config, parameter count and tokenizer"},
+    {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
 };
 
 void usage(std::FILE* out) {
