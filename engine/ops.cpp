@@ -3,8 +3,21 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <utility>
 #include <vector>
+
+#include "engine/parallel.h"
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_ps (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 
 namespace ordo {
 
@@ -23,12 +36,160 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
   }
 }
 
+// Below this many rows a kernel that streams each weight row once beats sgemm, which copies
+// ("packs") the whole weight matrix on every call (see docs/performance.md).
+constexpr int kSmallM = 48;
+
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
-  if (b)
-    for (int m = 0; m < M; ++m) std::copy(b, b + N, y + static_cast<size_t>(m) * N);
-  // y (M, N) = 1 · x (M, K) · Wᵀ (K, N) + β·y, with β = 1 when y already holds the bias.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, b ? 1.0f : 0.0f, y, N);
+  if (M <= kSmallM && kHaveSimdDot)
+    linear_small_m(y, x, w, b, M, K, N);
+  else
+    linear_blas(y, x, w, b, M, K, N);
+}
+
+// The engine's own threads share the work, so OpenBLAS must not start threads of its own inside them.
+void blas_single_threaded() {
+  static const bool once = (openblas_set_num_threads(1), true);
+  (void)once;
+}
+
+// The threads take column blocks of y (row blocks of W), so each packs only its part of W.
+void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M == 0 || N == 0) return;
+  blas_single_threaded();
+  const int parts = std::min(kernel_threads(), std::max(1, N / 64));
+  const int cols = (N + parts - 1) / parts;
+  parallel_for(parts, [&](int part, int) {
+    const int n0 = part * cols, n = std::min(N, n0 + cols) - n0;
+    if (n <= 0) return;
+    if (b)
+      for (int m = 0; m < M; ++m) std::copy(b + n0, b + n0 + n, y + size_t(m) * N + n0);
+    // y[:, n0:n0+n] (M, n) = x (M, K) · W[n0:n0+n]ᵀ (K, n) + β·y, with β = 1 when y already holds the bias.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x, K, w + size_t(n0) * K, K, b ? 1.0f : 0.0f,
+                y + n0, N);
+  });
+}
+
+namespace {
+
+// One SIMD register of floats, as wide as the machine has: the small-M kernel is written once
+// against these few operations.
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+inline Vec vzero() {
+  return _mm512_setzero_ps();
+}
+inline Vec vload(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline Vec vload_first(const float* p, int n) {
+  return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec a) {
+  return _mm512_reduce_add_ps(a);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+inline Vec vzero() {
+  return _mm256_setzero_ps();
+}
+inline Vec vload(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline Vec vload_first(const float* p, int n) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+#else
+using Vec = float;
+constexpr int kLanes = 1;
+inline Vec vzero() {
+  return 0.0f;
+}
+inline Vec vload(const float* p) {
+  return *p;
+}
+inline Vec vload_first(const float* p, int) {
+  return *p;
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return a * b + c;
+}
+inline float vsum(Vec a) {
+  return a;
+}
+#endif
+
+// y[m][n] = b[n] + Σ_k x[m][k]·w[n][k]   for an MR × NR tile: MR rows of x against NR rows of W,
+// MR·NR dot products kept in registers along K, one horizontal sum each at the end.
+template <int MR, int NR>
+void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b, int K) {
+  Vec acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = vzero();
+  int k = 0;
+  for (; k + kLanes <= K; k += kLanes) {
+    Vec wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = vload(w + size_t(j) * K + k);
+    for (int i = 0; i < MR; ++i) {
+      const Vec xv = vload(x + size_t(i) * K + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = vfma(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (k < K) {  // the last K mod kLanes columns, through a masked load
+    Vec wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = vload_first(w + size_t(j) * K + k, K - k);
+    for (int i = 0; i < MR; ++i) {
+      const Vec xv = vload_first(x + size_t(i) * K + k, K - k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = vfma(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) y[size_t(i) * ldy + j] = vsum(acc[i][j]) + (b ? b[j] : 0.0f);
+}
+
+constexpr int kTileM = 4, kTileN = 4;
+using DotTile = void (*)(float*, int, const float*, const float*, const float*, int);
+template <int MR, int... NR>
+constexpr std::array<DotTile, kTileN> tile_row(std::integer_sequence<int, NR...>) {
+  return {dot_tile<MR, NR + 1>...};
+}
+// kTiles[mr − 1][nr − 1]: the tile for the edges, where fewer than 4 rows or columns remain.
+constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles = {
+    tile_row<1>(std::make_integer_sequence<int, kTileN>{}), tile_row<2>(std::make_integer_sequence<int, kTileN>{}),
+    tile_row<3>(std::make_integer_sequence<int, kTileN>{}), tile_row<4>(std::make_integer_sequence<int, kTileN>{})};
+
+}  // namespace
+
+// Tasks are blocks of kColsPerTask output columns; inside one, each group of 4 weight rows
+// (≤ 32 KB) stays in L1 while every row of x passes over it, so W streams from memory once.
+void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M == 0 || N == 0) return;
+  constexpr int kColsPerTask = 32;
+  parallel_for((N + kColsPerTask - 1) / kColsPerTask, [&](int task, int) {
+    const int n_end = std::min(N, (task + 1) * kColsPerTask);
+    for (int n = task * kColsPerTask; n < n_end; n += kTileN) {
+      const int nr = std::min(kTileN, n_end - n);
+      for (int m = 0; m < M; m += kTileM) {
+        const int mr = std::min(kTileM, M - m);
+        kTiles[mr - 1][nr - 1](y + size_t(m) * N + n, N, x + size_t(m) * K, w + size_t(n) * K, b ? b + n : nullptr, K);
+      }
+    }
+  });
 }
 
 void linear_reference(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
@@ -79,9 +240,10 @@ void activate(float* x, size_t n, Activation act) {
   }
 }
 
-void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,
-                    int ld_qkv, int ld_out) {
+void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh, int ld_qkv,
+                    int ld_out) {
   if (L == 0) return;
+  blas_single_threaded();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // probs (L, L) = scale · Q (L, dh) · Kᵀ (dh, L)
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);
@@ -90,8 +252,8 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, out, ld_out);
 }
 
-void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L,
-                              int dh, int ld_qkv, int ld_out) {
+void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,
+                              int ld_qkv, int ld_out) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   for (int i = 0; i < L; ++i) {
     double max = -INFINITY;

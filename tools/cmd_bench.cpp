@@ -16,6 +16,7 @@
 #include "engine/encoder.h"
 #include "engine/errors.h"
 #include "engine/model.h"
+#include "engine/parallel.h"
 #include "tools/cli.h"
 
 namespace ordo::cli {
@@ -119,7 +120,7 @@ int cmd_bench(int argc, char** argv) {
   if (repeat < 1 || repeat > 100000) throw UsageError("--repeat must be in 1 .. 100000");
   if (args["threads"].as<int>() < 0) throw UsageError("--threads must be 0 or more");
   set_num_threads(args["threads"].as<int>());
-  const int threads = openblas_get_num_threads();
+  const int threads = kernel_threads();
   const bool json = args.count("json") > 0;
 
   if (args.count("gemm")) {
