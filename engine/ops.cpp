@@ -201,6 +201,23 @@ void linear_reference(float* y, const float* x, const float* w, const float* b, 
     }
 }
 
+#if defined(__AVX512F__)
+// e^x = 2^n · e^r with n = round(x / ln 2) and |r| ≤ ln2 / 2; e^r from Cephes' expf polynomial
+// (relative error ≈ 1e-7); scalef multiplies by 2^n, going to 0 for x below about −104.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln 2 in two parts: exact high bits,
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);      // then the rest
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));  // p·r² + r + 1
+  return _mm512_scalef_ps(p, n);
+}
+#endif
+
 void softmax_rows(float* z, int rows, int cols, int valid) {
   for (int r = 0; r < rows; ++r) {
     float* row = z + static_cast<size_t>(r) * cols;
@@ -208,12 +225,24 @@ void softmax_rows(float* z, int rows, int cols, int valid) {
     if (valid == 0) continue;
     const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
     float sum = 0.0f;
-    for (int j = 0; j < valid; ++j) {
+    int j = 0;
+#if defined(__AVX512F__)
+    const __m512 vmax = _mm512_set1_ps(max);
+    __m512 vsum = _mm512_setzero_ps();
+    for (; j < valid; j += 16) {
+      const __mmask16 m = valid - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid - j)) - 1);
+      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + j), vmax));
+      _mm512_mask_storeu_ps(row + j, m, e);
+      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+    }
+    sum = _mm512_reduce_add_ps(vsum);
+#endif
+    for (; j < valid; ++j) {
       row[j] = std::exp(row[j] - max);
       sum += row[j];
     }
     const float inv = 1.0f / sum;  // sum ≥ 1: the max term contributes exp(0)
-    for (int j = 0; j < valid; ++j) row[j] *= inv;
+    for (j = 0; j < valid; ++j) row[j] *= inv;
   }
 }
 

@@ -2,7 +2,9 @@
 // multiples of the vector width or the tile, at several thread counts, and the thread pool itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <tuple>
 #include <vector>
 
@@ -72,6 +74,27 @@ TEST(Kernels, SmallMGivesTheSameBitsAtAnyThreadCount) {
   set_kernel_threads(3);
   linear_small_m(three.data(), x.data(), w.data(), b.data(), M, K, N);
   EXPECT_EQ(one, three);
+}
+
+TEST(Kernels, SoftmaxMatchesTheFormulaInDouble) {
+  // Rows of every length from 1 to 40 (vector tails), scores spread over ±60 so some weights
+  // underflow towards 0, and a masked tail.
+  for (int valid = 1; valid <= 40; ++valid) {
+    const int cols = valid + 3;
+    auto z = random_floats(size_t(2) * cols, 100 + valid, 60.0f);
+    const auto in = z;
+    softmax_rows(z.data(), 2, cols, valid);
+    for (int r = 0; r < 2; ++r) {
+      const float* zi = in.data() + size_t(r) * cols;
+      const double max = *std::max_element(zi, zi + valid);
+      double sum = 0;
+      for (int j = 0; j < valid; ++j) sum += std::exp(double(zi[j]) - max);
+      for (int j = 0; j < cols; ++j) {
+        const double want = j < valid ? std::exp(double(zi[j]) - max) / sum : 0.0;
+        ASSERT_NEAR(z[size_t(r) * cols + j], want, 1e-6 * want + 1e-12) << "valid " << valid << " col " << j;
+      }
+    }
+  }
 }
 
 TEST(Parallel, EveryTaskRunsOnceOnAValidThread) {
