@@ -48,8 +48,8 @@ void linear(float* y, const float* x, const float* w, const float* b, int M, int
     linear_blas(y, x, w, b, M, K, N);
 }
 
-// The engine's own threads share the work, so OpenBLAS must not start threads of its own inside them.
-void blas_single_threaded() {
+void blas_setup() {
+  // The engine's own threads share the work, so OpenBLAS must not start threads inside them.
   static const bool once = (openblas_set_num_threads(1), true);
   (void)once;
 }
@@ -57,7 +57,7 @@ void blas_single_threaded() {
 // The threads take column blocks of y (row blocks of W), so each packs only its part of W.
 void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
-  blas_single_threaded();
+  blas_setup();
   const int parts = std::min(kernel_threads(), std::max(1, N / 64));
   const int cols = (N + parts - 1) / parts;
   parallel_for(parts, [&](int part, int) {
@@ -272,7 +272,7 @@ void activate(float* x, size_t n, Activation act) {
 void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh, int ld_qkv,
                     int ld_out) {
   if (L == 0) return;
-  blas_single_threaded();
+  blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // probs (L, L) = scale · Q (L, dh) · Kᵀ (dh, L)
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);

@@ -29,6 +29,9 @@ void linear_reference(float* y, const float* x, const float* w, const float* b, 
 //   vectorised along K (AVX-512, else AVX2, else scalar), the threads splitting the columns of y.
 void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+// OpenBLAS as the engine uses it: one thread inside each call, the engine's threads splitting the
+// work. Runs once; the kernels above call it.
+void blas_setup();
 #if defined(__AVX2__) || defined(__AVX512F__)
 constexpr bool kHaveSimdDot = true;
 #else

@@ -191,6 +191,8 @@ def main():
         p.close()
 
     med = {k: statistics.median(v) for k, v in results.items()}
+    print(f"# {args.rounds} rounds, medians; threads {args.threads}; "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset: OpenBLAS detects the CPU)')}")
     cols = [p.name for p in peers]
     head = "| B x S | " + " | ".join(f"{c} ms" for c in cols)
     if "ordo" in cols:
