@@ -58,7 +58,9 @@ void blas_setup() {
 void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
   blas_setup();
-  const int parts = std::min(kernel_threads(), std::max(1, N / 64));
+  // Two blocks per thread, handed out as threads come free: a thread the OS pauses holds up one
+  // block, not half the product. Each block packs x again, so blocks stay ≥ 128 columns.
+  const int parts = std::min(2 * kernel_threads(), std::max(1, N / 128));
   const int cols = (N + parts - 1) / parts;
   parallel_for(parts, [&](int part, int) {
     const int n0 = part * cols, n = std::min(N, n0 + cols) - n0;
