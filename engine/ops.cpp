@@ -36,9 +36,10 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
   }
 }
 
-// Below this many rows a kernel that streams each weight row once beats sgemm, which copies
-// ("packs") the whole weight matrix on every call (see docs/performance.md).
-constexpr int kSmallM = 48;
+// Up to this many rows a kernel that streams each weight row once beats sgemm, which copies
+// ("packs") its block of W on every call; from about 32 rows on, sgemm is as fast or faster
+// (docs/performance.md).
+constexpr int kSmallM = 16;
 
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
@@ -177,17 +178,20 @@ constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles = {
 
 }  // namespace
 
-// Tasks are blocks of kColsPerTask output columns; inside one, each group of 4 weight rows
-// (≤ 32 KB) stays in L1 while every row of x passes over it, so W streams from memory once.
+// Tasks are blocks of y, kRowsPerTask × kColsPerTask; inside one, each group of 4 weight rows
+// (≤ 32 KB) stays in L1 while the block's rows of x pass over it, so at small M the weights
+// stream from memory once, and at large M a block of x stays in L2 while its weights pass.
 void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
-  constexpr int kColsPerTask = 32;
-  parallel_for((N + kColsPerTask - 1) / kColsPerTask, [&](int task, int) {
-    const int n_end = std::min(N, (task + 1) * kColsPerTask);
-    for (int n = task * kColsPerTask; n < n_end; n += kTileN) {
+  constexpr int kRowsPerTask = 64, kColsPerTask = 32;
+  const int row_blocks = (M + kRowsPerTask - 1) / kRowsPerTask;
+  parallel_for(row_blocks * ((N + kColsPerTask - 1) / kColsPerTask), [&](int task, int) {
+    const int m0 = task % row_blocks * kRowsPerTask, m_end = std::min(M, m0 + kRowsPerTask);
+    const int n0 = task / row_blocks * kColsPerTask, n_end = std::min(N, n0 + kColsPerTask);
+    for (int n = n0; n < n_end; n += kTileN) {
       const int nr = std::min(kTileN, n_end - n);
-      for (int m = 0; m < M; m += kTileM) {
-        const int mr = std::min(kTileM, M - m);
+      for (int m = m0; m < m_end; m += kTileM) {
+        const int mr = std::min(kTileM, m_end - m);
         kTiles[mr - 1][nr - 1](y + size_t(m) * N + n, N, x + size_t(m) * K, w + size_t(n) * K, b ? b + n : nullptr, K);
       }
     }
