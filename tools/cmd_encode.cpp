@@ -57,7 +57,7 @@ std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> to
 
 void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
-      "threads", "threads for the matrix work (0: OpenBLAS's default)", cxxopts::value<int>()->default_value("0"));
+      "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));
 }
 
 double cosine(const std::vector<float>& a, const std::vector<float>& b) {
