@@ -8,6 +8,7 @@
 
 #include "engine/errors.h"
 #include "engine/ops.h"
+#include "engine/parallel.h"
 
 namespace ordo {
 
@@ -25,15 +26,13 @@ uint64_t physical_memory_bytes() {
 
 }  // namespace
 
-void set_num_threads(int n) {
-  if (n > 0) openblas_set_num_threads(n);
-}
+void set_num_threads(int n) { set_kernel_threads(n); }
 
 uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S) const {
   const Config& c = model_.config();
   const uint64_t T = B * S, d = c.d_model, F = c.d_ff;
-  // x, normed, context, sub, the result: 5·T·d; qkv: 3·T·d; ff: T·F; probs: S²; pe: S·d
-  return sizeof(float) * (8 * T * d + T * F + S * S + S * d);
+  // x, normed, context, sub, the result: 5·T·d; qkv: 3·T·d; ff: T·F; probs: S² per thread; pe: S·d
+  return sizeof(float) * (8 * T * d + T * F + uint64_t(kernel_threads()) * S * S + S * d);
 }
 
 Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options) {
@@ -68,7 +67,7 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   s_.context.resize(T * d);
   s_.sub.resize(T * d);
   s_.ff.resize(T * c.d_ff);
-  s_.probs.resize(size_t(S) * S);
+  s_.probs.resize(size_t(kernel_threads()) * S * S);
 
   embed(ids, S, options);
   for (int l = 0; l < c.n_layers; ++l) encoder_layer(l, B, S, out.lengths, options);
@@ -171,17 +170,22 @@ void Encoder::self_attention(const LayerWeights& w, const float* in, int layer, 
   if (options.observe && B > 0)
     options.observe({"q | k | v", "[q k v] = x W_in^T + b_in", layer, -1, s_.qkv.data(), lengths[0], 3 * d, 3 * d});
 
-  for (int b = 0; b < B; ++b) {
-    const int L = lengths[b];  // keys past L are padding: never attended to
-    for (int head = 0; head < h; ++head) {
-      const float* q = s_.qkv.data() + size_t(b) * S * 3 * d + size_t(head) * dh;
-      float* out = s_.context.data() + size_t(b) * S * d + size_t(head) * dh;
-      attention_head(out, q, q + d, q + 2 * d, s_.probs.data(), L, dh, 3 * d, d);
-      if (options.observe && b == 0)
-        options.observe({"attention weights", "A = softmax(q k^T / sqrt(dh))", layer, head, s_.probs.data(), L, L, L});
-    }
-    std::fill(s_.context.data() + (size_t(b) * S + L) * d, s_.context.data() + size_t(b + 1) * S * d, 0.0f);
-  }
+  // One task per (sequence, head); each thread has its own (S, S) block of probs.
+  auto head = [&](int task, int thread) {
+    const int b = task / h, i = task % h, L = lengths[b];  // keys past L are padding: never attended to
+    const float* q = s_.qkv.data() + size_t(b) * S * 3 * d + size_t(i) * dh;
+    float* out = s_.context.data() + size_t(b) * S * d + size_t(i) * dh;
+    float* probs = s_.probs.data() + size_t(thread) * S * S;
+    attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d);
+    if (options.observe && b == 0)
+      options.observe({"attention weights", "A = softmax(q k^T / sqrt(dh))", layer, i, probs, L, L, L});
+  };
+  if (options.observe)  // in order, for the observer
+    for (int task = 0; task < B * h; ++task) head(task, 0);
+  else
+    parallel_for(B * h, head);
+  for (int b = 0; b < B; ++b)
+    std::fill(s_.context.data() + (size_t(b) * S + lengths[b]) * d, s_.context.data() + size_t(b + 1) * S * d, 0.0f);
   if (options.observe && B > 0)
     options.observe({"heads concatenated", "concat_i(A_i v_i)", layer, -1, s_.context.data(), lengths[0], d, d});
   linear(s_.sub.data(), s_.context.data(), w.out_proj_weight, w.out_proj_bias, T, d, d);

@@ -52,7 +52,7 @@ struct RunState {
   std::vector<float> context; // (T, d)   attention output, heads concatenated
   std::vector<float> sub;     // (T, d)   a sublayer's output, before the residual add
   std::vector<float> ff;      // (T, F)   feed-forward hidden layer
-  std::vector<float> probs;   // (S, S)   attention weights of one head
+  std::vector<float> probs;   // (threads, S, S) attention weights, one head per thread
   std::vector<float> pe;      // (S, d)   positional encodings, kept between calls
 };
 
@@ -82,7 +82,8 @@ class Encoder {
   RunState s_;
 };
 
-// Threads for the matrix work (OpenBLAS). 0 leaves the library's default.
+// Threads for the matrix work, the caller included (OpenBLAS runs single-threaded inside each).
+// 0: one per core.
 void set_num_threads(int n);
 
 }  // namespace ordo

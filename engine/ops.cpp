@@ -3,8 +3,21 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <utility>
 #include <vector>
+
+#include "engine/parallel.h"
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_ps (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 
 namespace ordo {
 
@@ -23,12 +36,166 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
   }
 }
 
+// Up to this many rows a kernel that streams each weight row once beats sgemm, which copies
+// ("packs") its block of W on every call; from about 32 rows on, sgemm is as fast or faster
+// (docs/performance.md).
+constexpr int kSmallM = 16;
+
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
-  if (b)
-    for (int m = 0; m < M; ++m) std::copy(b, b + N, y + static_cast<size_t>(m) * N);
-  // y (M, N) = 1 · x (M, K) · Wᵀ (K, N) + β·y, with β = 1 when y already holds the bias.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, w, K, b ? 1.0f : 0.0f, y, N);
+  if (M <= kSmallM && kHaveSimdDot)
+    linear_small_m(y, x, w, b, M, K, N);
+  else
+    linear_blas(y, x, w, b, M, K, N);
+}
+
+void blas_setup() {
+  // The engine's own threads share the work, so OpenBLAS must not start threads inside them.
+  static const bool once = (openblas_set_num_threads(1), true);
+  (void)once;
+}
+
+// The threads take column blocks of y (row blocks of W), so each packs only its part of W.
+void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M == 0 || N == 0) return;
+  blas_setup();
+  // Two blocks per thread, handed out as threads come free: a thread the OS pauses holds up one
+  // block, not half the product. Each block packs x again, so blocks stay ≥ 128 columns.
+  const int parts = std::min(2 * kernel_threads(), std::max(1, N / 128));
+  const int cols = (N + parts - 1) / parts;
+  parallel_for(parts, [&](int part, int) {
+    const int n0 = part * cols, n = std::min(N, n0 + cols) - n0;
+    if (n <= 0) return;
+    if (b)
+      for (int m = 0; m < M; ++m) std::copy(b + n0, b + n0 + n, y + size_t(m) * N + n0);
+    // y[:, n0:n0+n] (M, n) = x (M, K) · W[n0:n0+n]ᵀ (K, n) + β·y, with β = 1 when y already holds the bias.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x, K, w + size_t(n0) * K, K, b ? 1.0f : 0.0f,
+                y + n0, N);
+  });
+}
+
+namespace {
+
+// One SIMD register of floats, as wide as the machine has: the small-M kernel is written once
+// against these few operations.
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+inline Vec vzero() {
+  return _mm512_setzero_ps();
+}
+inline Vec vload(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline Vec vload_first(const float* p, int n) {
+  return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec a) {
+  return _mm512_reduce_add_ps(a);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+inline Vec vzero() {
+  return _mm256_setzero_ps();
+}
+inline Vec vload(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline Vec vload_first(const float* p, int n) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+#else
+using Vec = float;
+constexpr int kLanes = 1;
+inline Vec vzero() {
+  return 0.0f;
+}
+inline Vec vload(const float* p) {
+  return *p;
+}
+inline Vec vload_first(const float* p, int) {
+  return *p;
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return a * b + c;
+}
+inline float vsum(Vec a) {
+  return a;
+}
+#endif
+
+// y[m][n] = b[n] + Σ_k x[m][k]·w[n][k]   for an MR × NR tile: MR rows of x against NR rows of W,
+// MR·NR dot products kept in registers along K, one horizontal sum each at the end.
+template <int MR, int NR>
+void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b, int K) {
+  Vec acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = vzero();
+  int k = 0;
+  for (; k + kLanes <= K; k += kLanes) {
+    Vec wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = vload(w + size_t(j) * K + k);
+    for (int i = 0; i < MR; ++i) {
+      const Vec xv = vload(x + size_t(i) * K + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = vfma(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (k < K) {  // the last K mod kLanes columns, through a masked load
+    Vec wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = vload_first(w + size_t(j) * K + k, K - k);
+    for (int i = 0; i < MR; ++i) {
+      const Vec xv = vload_first(x + size_t(i) * K + k, K - k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = vfma(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) y[size_t(i) * ldy + j] = vsum(acc[i][j]) + (b ? b[j] : 0.0f);
+}
+
+constexpr int kTileM = 4, kTileN = 4;
+using DotTile = void (*)(float*, int, const float*, const float*, const float*, int);
+template <int MR, int... NR>
+constexpr std::array<DotTile, kTileN> tile_row(std::integer_sequence<int, NR...>) {
+  return {dot_tile<MR, NR + 1>...};
+}
+// kTiles[mr − 1][nr − 1]: the tile for the edges, where fewer than 4 rows or columns remain.
+constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles = {
+    tile_row<1>(std::make_integer_sequence<int, kTileN>{}), tile_row<2>(std::make_integer_sequence<int, kTileN>{}),
+    tile_row<3>(std::make_integer_sequence<int, kTileN>{}), tile_row<4>(std::make_integer_sequence<int, kTileN>{})};
+
+}  // namespace
+
+// Tasks are blocks of y, kRowsPerTask × kColsPerTask; inside one, each group of 4 weight rows
+// (≤ 32 KB) stays in L1 while the block's rows of x pass over it, so at small M the weights
+// stream from memory once, and at large M a block of x stays in L2 while its weights pass.
+void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M == 0 || N == 0) return;
+  constexpr int kRowsPerTask = 64, kColsPerTask = 32;
+  const int row_blocks = (M + kRowsPerTask - 1) / kRowsPerTask;
+  parallel_for(row_blocks * ((N + kColsPerTask - 1) / kColsPerTask), [&](int task, int) {
+    const int m0 = task % row_blocks * kRowsPerTask, m_end = std::min(M, m0 + kRowsPerTask);
+    const int n0 = task / row_blocks * kColsPerTask, n_end = std::min(N, n0 + kColsPerTask);
+    for (int n = n0; n < n_end; n += kTileN) {
+      const int nr = std::min(kTileN, n_end - n);
+      for (int m = m0; m < m_end; m += kTileM) {
+        const int mr = std::min(kTileM, m_end - m);
+        kTiles[mr - 1][nr - 1](y + size_t(m) * N + n, N, x + size_t(m) * K, w + size_t(n) * K, b ? b + n : nullptr, K);
+      }
+    }
+  });
 }
 
 void linear_reference(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
@@ -40,6 +207,23 @@ void linear_reference(float* y, const float* x, const float* w, const float* b, 
     }
 }
 
+#if defined(__AVX512F__)
+// e^x = 2^n · e^r with n = round(x / ln 2) and |r| ≤ ln2 / 2; e^r from Cephes' expf polynomial
+// (relative error ≈ 1e-7); scalef multiplies by 2^n, going to 0 for x below about −104.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln 2 in two parts: exact high bits,
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);      // then the rest
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));  // p·r² + r + 1
+  return _mm512_scalef_ps(p, n);
+}
+#endif
+
 void softmax_rows(float* z, int rows, int cols, int valid) {
   for (int r = 0; r < rows; ++r) {
     float* row = z + static_cast<size_t>(r) * cols;
@@ -47,12 +231,24 @@ void softmax_rows(float* z, int rows, int cols, int valid) {
     if (valid == 0) continue;
     const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
     float sum = 0.0f;
-    for (int j = 0; j < valid; ++j) {
+    int j = 0;
+#if defined(__AVX512F__)
+    const __m512 vmax = _mm512_set1_ps(max);
+    __m512 vsum = _mm512_setzero_ps();
+    for (; j < valid; j += 16) {
+      const __mmask16 m = valid - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid - j)) - 1);
+      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + j), vmax));
+      _mm512_mask_storeu_ps(row + j, m, e);
+      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+    }
+    sum = _mm512_reduce_add_ps(vsum);
+#endif
+    for (; j < valid; ++j) {
       row[j] = std::exp(row[j] - max);
       sum += row[j];
     }
     const float inv = 1.0f / sum;  // sum ≥ 1: the max term contributes exp(0)
-    for (int j = 0; j < valid; ++j) row[j] *= inv;
+    for (j = 0; j < valid; ++j) row[j] *= inv;
   }
 }
 
@@ -79,9 +275,10 @@ void activate(float* x, size_t n, Activation act) {
   }
 }
 
-void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,
-                    int ld_qkv, int ld_out) {
+void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh, int ld_qkv,
+                    int ld_out) {
   if (L == 0) return;
+  blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // probs (L, L) = scale · Q (L, dh) · Kᵀ (dh, L)
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);
@@ -90,8 +287,8 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, out, ld_out);
 }
 
-void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L,
-                              int dh, int ld_qkv, int ld_out) {
+void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,
+                              int ld_qkv, int ld_out) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   for (int i = 0; i < L; ++i) {
     double max = -INFINITY;

@@ -23,6 +23,20 @@ void sinusoidal_positions(float* pe /* (S, d) */, int S, int d, PeLayout layout,
 void linear(float* y /* (M, N) */, const float* x /* (M, K) */, const float* w /* (N, K) */,
             const float* b /* (N) or null */, int M, int K, int N);
 void linear_reference(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+// The two paths linear() chooses between by M (the tests call each directly):
+//   linear_blas: cblas_sgemm, the threads splitting the columns of y;
+//   linear_small_m: register-blocked dot products reading each row of W once for all M rows of x,
+//   vectorised along K (AVX-512, else AVX2, else scalar), the threads splitting the columns of y.
+void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+// OpenBLAS as the engine uses it: one thread inside each call, the engine's threads splitting the
+// work. Runs once; the kernels above call it.
+void blas_setup();
+#if defined(__AVX2__) || defined(__AVX512F__)
+constexpr bool kHaveSimdDot = true;
+#else
+constexpr bool kHaveSimdDot = false;  // scalar dot products are slower than sgemm at any M
+#endif
 
 // softmax(z)_j = exp(z_j − max z) / Σ_k exp(z_k − max z)
 // over the first `valid` columns of each row; the rest (masked keys) become 0. valid = 0 gives a
@@ -44,7 +58,7 @@ void activate(float* x, size_t n, Activation act);
 // probs receives the (L, L) attention weights: row i is query i's distribution over the L keys.
 void attention_head(float* out, const float* q, const float* k, const float* v, float* probs /* (L, L) */, int L,
                     int dh, int ld_qkv, int ld_out);
-void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L,
-                              int dh, int ld_qkv, int ld_out);
+void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,
+                              int ld_qkv, int ld_out);
 
 }  // namespace ordo

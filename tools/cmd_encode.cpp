@@ -86,7 +86,7 @@ void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& wh
 
 void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
-      "threads", "threads for the matrix work (0: OpenBLAS's default)", cxxopts::value<int>()->default_value("0"));
+      "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));
 }
 
 double cosine(const std::vector<float>& a, const std::vector<float>& b) {
