@@ -54,6 +54,7 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
                                     std::to_string(c.max_positions) + ")");
   }
   const int B = out.B, S = out.S;
+  if (S == 0) return out;  // no batch, or only empty texts: nothing to compute (every row is padding)
   const uint64_t need = activation_bytes(B, S), limit = physical_memory_bytes() / 2;
   if (need > limit)
     throw InputError("input", "a batch of " + std::to_string(B) + " x " + std::to_string(S) + " tokens needs " +

@@ -222,6 +222,23 @@ TEST(Encoder, PoolingSkipsPaddingAndHandlesEmptyTexts) {
   EXPECT_EQ(pool(h, 1, Pooling::None).size(), 0u);
 }
 
+// No texts, or only empty ones: a library caller gets an empty result, not a crash.
+TEST(Encoder, EmptyBatchesGiveEmptyResults) {
+  test::TempDir dir;
+  const Model m = random_model(small_config(), dir.path);
+  Encoder enc(m);
+  const Hidden none = enc.forward({});
+  EXPECT_EQ(none.B, 0);
+  EXPECT_TRUE(none.data.empty());
+  const Hidden empty = enc.forward({{}, {}});
+  EXPECT_EQ(empty.B, 2);
+  EXPECT_EQ(empty.S, 0);
+  for (int b = 0; b < 2; ++b)
+    for (float v : pool(empty, b, Pooling::Mean)) EXPECT_EQ(v, 0.0f);
+  const Hidden after = enc.forward({{1, 2}});  // and the encoder still works afterwards
+  EXPECT_EQ(after.S, 2);
+}
+
 TEST(Encoder, RejectsBadIdsAndTooLongForLearnedPositions) {
   Config c = small_config();
   c.positional_encoding = PositionalEncoding::Learned;
