@@ -5,9 +5,9 @@
 
 namespace ordo {
 
-enum class Activation { ReLU, GELU };                     // GELU is the exact erf form
+enum class Activation { ReLU, GELU };  // GELU is the exact erf form
 enum class PositionalEncoding { Sinusoidal, Learned, None };
-enum class PeLayout { Interleaved, Split };               // paper: sin at 2i, cos at 2i+1
+enum class PeLayout { Interleaved, Split };  // paper: sin at 2i, cos at 2i+1
 
 struct Config {
   // Sizes (required). Letters used throughout: V vocab, d model width, h heads, F feed-forward.
@@ -25,7 +25,7 @@ struct Config {
   PositionalEncoding positional_encoding = PositionalEncoding::Sinusoidal;  // required
   PeLayout pe_layout = PeLayout::Interleaved;
   double pe_base = 10000.0;
-  int max_positions = 0;  // learned positions only
+  int max_positions = 0;        // learned positions only
   bool scale_embedding = true;  // multiply token embeddings by √d
 
   std::string tokenizer = "tokenizer.model";

@@ -26,7 +26,9 @@ uint64_t physical_memory_bytes() {
 
 }  // namespace
 
-void set_num_threads(int n) { set_kernel_threads(n); }
+void set_num_threads(int n) {
+  set_kernel_threads(n);
+}
 
 uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S) const {
   const Config& c = model_.config();
@@ -58,7 +60,8 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   const uint64_t need = activation_bytes(B, S), limit = physical_memory_bytes() / 2;
   if (need > limit)
     throw InputError("input", "a batch of " + std::to_string(B) + " x " + std::to_string(S) + " tokens needs " +
-                                  std::to_string(need >> 20) + " MiB of working memory, more than half of this machine's " +
+                                  std::to_string(need >> 20) +
+                                  " MiB of working memory, more than half of this machine's " +
                                   std::to_string((2 * limit) >> 20) + " MiB; split the input or lower --max-tokens");
 
   const size_t T = size_t(B) * S;
@@ -114,9 +117,10 @@ void Encoder::embed(const std::vector<std::vector<int32_t>>& ids, int S, const E
       options.observe({sinusoidal ? "positional encoding" : "learned positions",
                        sinusoidal ? "PE(t,2i) = sin(t / base^(2i/d)), PE(t,2i+1) = cos(t / base^(2i/d))" : "P[t]", -1,
                        -1, positions, L, d, d});
-    options.observe({"input", std::string("x_t = E[id_t]") + (c.scale_embedding ? " * sqrt(d)" : "") +
-                                  (positions ? " + PE(t)" : ""),
-                     -1, -1, s_.x.data(), L, d, d});
+    options.observe(
+        {"input",
+         std::string("x_t = E[id_t]") + (c.scale_embedding ? " * sqrt(d)" : "") + (positions ? " + PE(t)" : ""), -1, -1,
+         s_.x.data(), L, d, d});
   }
 }
 

@@ -15,11 +15,11 @@ namespace ordo {
 // "attention weights" (S, S), "heads concatenated" (S, d), "output projection" (S, d), the residual
 // and norm1 (S, d), "feed-forward hidden" (S, F), the residual and norm2 (S, d); "final norm" (S, d).
 struct Stage {
-  std::string name;       // one of the names above
-  std::string equation;   // what was applied
-  int layer = -1;         // -1 outside the layer stack
-  int head = -1;          // -1 unless per head
-  const float* data;      // (rows, cols), row stride `stride`
+  std::string name;      // one of the names above
+  std::string equation;  // what was applied
+  int layer = -1;        // -1 outside the layer stack
+  int head = -1;         // -1 unless per head
+  const float* data;     // (rows, cols), row stride `stride`
   int rows, cols, stride;
 };
 
@@ -46,14 +46,14 @@ std::vector<float> pool(const Hidden& h, int b, Pooling pooling);
 
 // Activations for one (B, S), allocated once and reused while shapes do not grow.
 struct RunState {
-  std::vector<float> x;       // (T, d)   the residual stream
-  std::vector<float> normed;  // (T, d)   a sublayer's normalised input (pre-LN)
-  std::vector<float> qkv;     // (T, 3d)  queries | keys | values, heads side by side
-  std::vector<float> context; // (T, d)   attention output, heads concatenated
-  std::vector<float> sub;     // (T, d)   a sublayer's output, before the residual add
-  std::vector<float> ff;      // (T, F)   feed-forward hidden layer
-  std::vector<float> probs;   // (threads, S, S) attention weights, one head per thread
-  std::vector<float> pe;      // (S, d)   positional encodings, kept between calls
+  std::vector<float> x;        // (T, d)   the residual stream
+  std::vector<float> normed;   // (T, d)   a sublayer's normalised input (pre-LN)
+  std::vector<float> qkv;      // (T, 3d)  queries | keys | values, heads side by side
+  std::vector<float> context;  // (T, d)   attention output, heads concatenated
+  std::vector<float> sub;      // (T, d)   a sublayer's output, before the residual add
+  std::vector<float> ff;       // (T, F)   feed-forward hidden layer
+  std::vector<float> probs;    // (threads, S, S) attention weights, one head per thread
+  std::vector<float> pe;       // (S, d)   positional encodings, kept between calls
 };
 
 class Encoder {

@@ -12,8 +12,7 @@ namespace ordo {
 // and exits with status 2.
 class InputError : public std::runtime_error {
  public:
-  InputError(const std::string& where, const std::string& what)
-      : std::runtime_error(where + ": " + what) {}
+  InputError(const std::string& where, const std::string& what) : std::runtime_error(where + ": " + what) {}
 };
 
 // Every size computed from file contents (header lengths, shape products, byte counts,

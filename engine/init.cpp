@@ -19,7 +19,9 @@ uint64_t Rng::next() {
   return z ^ (z >> 31);
 }
 
-double Rng::uniform() { return double(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return double(next() >> 11) * 0x1.0p-53;
+}
 
 double Rng::normal() {
   const double u1 = 1.0 - uniform();  // (0, 1]: log stays finite
@@ -65,7 +67,8 @@ void write_random_model(const Config& c, uint64_t seed, const std::string& dir) 
     out << config_to_json(c);
     if (!out) throw InputError(tmp, "write failed");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
 }
 
 }  // namespace ordo

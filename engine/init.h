@@ -17,8 +17,8 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t next();
-  double uniform();   // [0, 1), 53 random bits
-  double normal();    // N(0, 1), Box–Muller
+  double uniform();  // [0, 1), 53 random bits
+  double normal();   // N(0, 1), Box–Muller
  private:
   uint64_t state_;
 };

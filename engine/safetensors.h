@@ -40,10 +40,10 @@ class MappedFile {
 
 struct TensorInfo {
   std::string name;
-  std::string dtype;           // as written in the header: "F32", "F16", "BF16", "I64", ...
+  std::string dtype;  // as written in the header: "F32", "F16", "BF16", "I64", ...
   std::vector<uint64_t> shape;
-  uint64_t elements = 0;       // product of shape (1 for a scalar)
-  uint64_t begin = 0, end = 0; // byte range within the data buffer
+  uint64_t elements = 0;                // product of shape (1 for a scalar)
+  uint64_t begin = 0, end = 0;          // byte range within the data buffer
   const unsigned char* data = nullptr;  // points into the mapped file
 };
 

@@ -53,7 +53,8 @@ TEST(Cli, BatchedJsonEqualsOneTextAtATime) {
     ASSERT_EQ(a.size(), b.size());
     double worst = 0;
     for (size_t t = 0; t < a.size(); ++t)
-      for (size_t j = 0; j < a[t].size(); ++j) worst = std::max(worst, std::fabs(a[t][j].get<double>() - b[t][j].get<double>()));
+      for (size_t j = 0; j < a[t].size(); ++j)
+        worst = std::max(worst, std::fabs(a[t][j].get<double>() - b[t][j].get<double>()));
     EXPECT_LT(worst, 1e-5) << texts[i];
   }
 }
@@ -64,7 +65,8 @@ TEST(Cli, InputFileAndStdinGiveTheSameAsArguments) {
   std::ofstream(file) << "\xEF\xBB\xBFthe cat sat on the mat\r\n\na dog\n";
   const auto from_file = json_lines(run_ordo("encode --json" + kModel + "--input " + file).out);
   const auto from_stdin = json_lines(run_ordo("encode --json" + kModel, "the cat sat on the mat\n\na dog\n").out);
-  const auto from_args = json_lines(run_ordo("encode --json" + kModel + quote("the cat sat on the mat") + " '' " + quote("a dog")).out);
+  const auto from_args =
+      json_lines(run_ordo("encode --json" + kModel + quote("the cat sat on the mat") + " '' " + quote("a dog")).out);
   ASSERT_EQ(from_file.size(), 3u);
   EXPECT_EQ(from_file, from_args);
   EXPECT_EQ(from_stdin, from_args);
@@ -72,7 +74,8 @@ TEST(Cli, InputFileAndStdinGiveTheSameAsArguments) {
 }
 
 TEST(Cli, CompareShowsOrderMattersOnlyWithPositions) {
-  const auto r = run_ordo("compare --json" + kModel + quote("the cat sat on the mat") + " " + quote("the mat sat on the cat"));
+  const auto r =
+      run_ordo("compare --json" + kModel + quote("the cat sat on the mat") + " " + quote("the mat sat on the cat"));
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_TRUE(j["same_tokens_reordered"].get<bool>());
@@ -82,7 +85,8 @@ TEST(Cli, CompareShowsOrderMattersOnlyWithPositions) {
   EXPECT_EQ(j["a"]["pieces"].size(), j["b"]["pieces"].size());
   for (const json& t : j["tokens"]) EXPECT_LT(t["moved_without_pe"].get<double>(), 1e-4) << t["piece"];
 
-  const auto human = run_ordo("compare" + kModel + quote("the cat sat on the mat") + " " + quote("the mat sat on the cat"));
+  const auto human =
+      run_ordo("compare" + kModel + quote("the cat sat on the mat") + " " + quote("the mat sat on the cat"));
   ASSERT_EQ(human.status, 0);
   EXPECT_NE(human.out.find("Same tokens reordered: yes"), std::string::npos);
   EXPECT_NE(human.out.find("the order changes the result"), std::string::npos);
@@ -104,7 +108,8 @@ void expect_one_error(const test::Run& r, const std::string& must_mention) {
 
 TEST(Cli, BadModelsGiveOneErrorLineAndExitTwo) {
   test::TempDir dir;
-  expect_one_error(run_ordo("encode --model " + dir.path + "/nowhere hello"), dir.path + "/nowhere: no such model directory");
+  expect_one_error(run_ordo("encode --model " + dir.path + "/nowhere hello"),
+                   dir.path + "/nowhere: no such model directory");
 
   const std::string m = dir.path + "/m";
   ASSERT_EQ(std::system(("cp -r " + std::string(ORDO_DEFAULT_MODEL) + " " + m).c_str()), 0);
@@ -144,7 +149,8 @@ TEST(Cli, InitIsDeterministicAndInfoReadsIt) {
   const std::string tok = std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model";
   ASSERT_EQ(run_ordo("init --config " + cfg + " --seed 5 --out " + dir.path + "/a --tokenizer " + tok).status, 0);
   ASSERT_EQ(run_ordo("init --config " + cfg + " --seed 5 --out " + dir.path + "/b --tokenizer " + tok).status, 0);
-  EXPECT_EQ(std::system(("cmp -s " + dir.path + "/a/model.safetensors " + dir.path + "/b/model.safetensors").c_str()), 0);
+  EXPECT_EQ(std::system(("cmp -s " + dir.path + "/a/model.safetensors " + dir.path + "/b/model.safetensors").c_str()),
+            0);
   const auto info = run_ordo("info --check --model " + dir.path + "/a");
   ASSERT_EQ(info.status, 0) << info.err;
   // 8000·64 + 2 layers · (3·64·64 + 3·64 + 64·64 + 64 + 256·64 + 256 + 64·256 + 64 + 4·64)
@@ -167,8 +173,8 @@ TEST(Cli, PeTableAndCsv) {
 
 // cxxopts splits a vector value at commas by default; a text with a comma must stay one text.
 TEST(Cli, TextWithCommasIsOneText) {
-  const auto r = run_ordo("encode --json" + kModel + quote("Hello there, this is one text, not three") + " " +
-                          quote("a, b"));
+  const auto r =
+      run_ordo("encode --json" + kModel + quote("Hello there, this is one text, not three") + " " + quote("a, b"));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 2u);

@@ -1,8 +1,7 @@
 // config.json: defaults, and errors that name the key.
-#include "engine/config.h"
-
 #include <gtest/gtest.h>
 
+#include "engine/config.h"
 #include "engine/errors.h"
 
 namespace ordo {
@@ -58,22 +57,32 @@ std::string with(const std::string& key_value) {
 TEST(Config, ErrorsNameTheKey) {
   EXPECT_EQ(error_of("{nope").rfind("m/config.json: not valid JSON: parse error at line 1, column 3", 0), 0u);
   EXPECT_EQ(error_of(R"({"d_model": 8})"), "m/config.json: missing required key \"vocab_size\"");
-  EXPECT_NE(error_of(with(R"("activation": "swish")")).find("\"activation\" must be \"relu\" | \"gelu\""), std::string::npos);
+  EXPECT_NE(error_of(with(R"("activation": "swish")")).find("\"activation\" must be \"relu\" | \"gelu\""),
+            std::string::npos);
   EXPECT_NE(error_of(with(R"("norm_first": "yes")")).find("\"norm_first\" must be true or false"), std::string::npos);
-  EXPECT_NE(error_of(with(R"("layer_norm_eps": 0)")).find("\"layer_norm_eps\" must be a positive number"), std::string::npos);
+  EXPECT_NE(error_of(with(R"("layer_norm_eps": 0)")).find("\"layer_norm_eps\" must be a positive number"),
+            std::string::npos);
   EXPECT_NE(error_of(with(R"("pe_layout": "zigzag")")).find("\"pe_layout\""), std::string::npos);
-  EXPECT_NE(error_of(R"({"vocab_size": 100, "d_model": 10, "n_heads": 3, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
-                .find("divisible"),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "learned"})")
-                .find("\"max_positions\""),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"vocab_size": -5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
-                .find("\"vocab_size\" must be positive"),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"vocab_size": 2.5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
-                .find("\"vocab_size\" must be a positive integer"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": 100, "d_model": 10, "n_heads": 3, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
+          .find("divisible"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "learned"})")
+          .find("\"max_positions\""),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": -5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
+          .find("\"vocab_size\" must be positive"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": 2.5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
+          .find("\"vocab_size\" must be a positive integer"),
+      std::string::npos);
   EXPECT_NE(error_of(with(R"("tokenizer": "../../etc/passwd")")).find("inside the model directory"), std::string::npos);
 }
 

@@ -1,12 +1,11 @@
 // The encoder: against a plain float64 forward written from the equations, the word-order
 // properties, batching, and the seeded initialiser.
-#include "engine/encoder.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
 
+#include "engine/encoder.h"
 #include "engine/errors.h"
 #include "engine/init.h"
 #include "engine/ops.h"
@@ -92,7 +91,8 @@ Mat reference_forward(const Model& m, const std::vector<int32_t>& ids, bool posi
         const double angle = t / std::pow(c.pe_base, 2.0 * i / d);
         v += is_sin ? std::sin(angle) : std::cos(angle);
       }
-      if (positions && c.positional_encoding == PositionalEncoding::Learned) v += w.position_embedding[size_t(t) * d + j];
+      if (positions && c.positional_encoding == PositionalEncoding::Learned)
+        v += w.position_embedding[size_t(t) * d + j];
       x[t][j] = v;
     }
   for (const LayerWeights& lw : w.layers) {
@@ -117,7 +117,8 @@ Mat reference_forward(const Model& m, const std::vector<int32_t>& ids, bool posi
     auto ffn = [&](const Mat& in) {
       Mat f = lin(in, lw.linear1_weight, lw.linear1_bias, d, c.d_ff);
       for (auto& row : f)
-        for (double& v : row) v = c.activation == Activation::ReLU ? std::max(v, 0.0) : 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+        for (double& v : row)
+          v = c.activation == Activation::ReLU ? std::max(v, 0.0) : 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
       return lin(f, lw.linear2_weight, lw.linear2_bias, c.d_ff, d);
     };
     const double eps = c.layer_norm_eps;
@@ -148,9 +149,11 @@ struct Variant {
 TEST(Encoder, MatchesPlainForwardInDouble) {
   const Variant variants[] = {
       {"post-LN relu", [](Config&) {}},
-      {"pre-LN gelu final norm", [](Config& c) { c.norm_first = true, c.activation = Activation::GELU, c.final_norm = true; }},
+      {"pre-LN gelu final norm",
+       [](Config& c) { c.norm_first = true, c.activation = Activation::GELU, c.final_norm = true; }},
       {"split layout, no scaling", [](Config& c) { c.pe_layout = PeLayout::Split, c.scale_embedding = false; }},
-      {"learned positions", [](Config& c) { c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 40; }},
+      {"learned positions",
+       [](Config& c) { c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 40; }},
       {"no positions", [](Config& c) { c.positional_encoding = PositionalEncoding::None; }},
       {"odd width, head size 5", [](Config& c) { c.d_model = 15, c.n_heads = 3, c.pe_layout = PeLayout::Split; }},
   };
@@ -173,14 +176,13 @@ TEST(Encoder, WithoutPositionsPermutingTokensPermutesOutputs) {
   test::TempDir dir;
   const Model m = random_model(small_config(), dir.path);
   Encoder enc(m);
-  const std::vector<int32_t> a = {3, 10, 20, 30, 3, 40};   // "the cat sat on the mat"
-  const std::vector<int32_t> b = {3, 40, 20, 30, 3, 10};   // "the mat sat on the cat"
-  const int perm[] = {0, 5, 2, 3, 4, 1};                    // b[i] = a[perm[i]]
+  const std::vector<int32_t> a = {3, 10, 20, 30, 3, 40};  // "the cat sat on the mat"
+  const std::vector<int32_t> b = {3, 40, 20, 30, 3, 10};  // "the mat sat on the cat"
+  const int perm[] = {0, 5, 2, 3, 4, 1};                  // b[i] = a[perm[i]]
   EncodeOptions no_pe;
   no_pe.positions = false;
   const Hidden h = enc.forward({a, b}, no_pe);
-  for (int i = 0; i < 6; ++i)
-    EXPECT_LT(max_abs_diff(h.row(1, i), h.row(0, perm[i]), h.d), 1e-5) << "token " << i;
+  for (int i = 0; i < 6; ++i) EXPECT_LT(max_abs_diff(h.row(1, i), h.row(0, perm[i]), h.d), 1e-5) << "token " << i;
   const auto pa = pool(h, 0, Pooling::Mean), pb = pool(h, 1, Pooling::Mean);
   EXPECT_LT(max_abs_diff(pa.data(), pb.data(), pa.size()), 1e-5);
 

@@ -1,11 +1,10 @@
 // The math core against hand-computed values and against its plain reference twins.
-#include "engine/ops.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "engine/ops.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -26,7 +25,8 @@ TEST(Positions, DimFourPositionOne) {
   // d = 4: frequencies 1/10000^(0/4) = 1 and 1/10000^(2/4) = 0.01.
   std::vector<float> pe(2 * 4);
   sinusoidal_positions(pe.data(), 2, 4, PeLayout::Interleaved, 10000.0);
-  const float expected[] = {0.8414709848f, 0.5403023059f, 0.0099998333f, 0.9999500004f};  // sin 1, cos 1, sin .01, cos .01
+  const float expected[] = {0.8414709848f, 0.5403023059f, 0.0099998333f,
+                            0.9999500004f};  // sin 1, cos 1, sin .01, cos .01
   for (int j = 0; j < 4; ++j) EXPECT_NEAR(pe[4 + j], expected[j], 1e-7) << "dim " << j;
   sinusoidal_positions(pe.data(), 2, 4, PeLayout::Split, 10000.0);
   const float split[] = {expected[0], expected[2], expected[1], expected[3]};
@@ -59,7 +59,8 @@ TEST(Linear, MatchesTripleLoop) {
       linear(fast.data(), x.data(), w.data(), bias, M, K, N);
       linear_reference(slow.data(), x.data(), w.data(), bias, M, K, N);
       const double diff = max_abs_diff(fast.data(), slow.data(), fast.size());
-      EXPECT_LT(diff, 1e-5 * K) << M << "x" << K << "x" << N << (bias ? " with bias" : " no bias") << ": max diff " << diff;
+      EXPECT_LT(diff, 1e-5 * K) << M << "x" << K << "x" << N << (bias ? " with bias" : " no bias") << ": max diff "
+                                << diff;
     }
   }
 }

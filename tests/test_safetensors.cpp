@@ -1,12 +1,11 @@
 // safetensors written and read back, half-precision conversions, and malformed files.
-#include "engine/safetensors.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
 
 #include "engine/errors.h"
+#include "engine/safetensors.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -15,9 +14,9 @@ namespace {
 TEST(Half, KnownBitPatterns) {
   EXPECT_EQ(float_to_half(1.0f), 0x3c00);
   EXPECT_EQ(float_to_half(-2.0f), 0xc000);
-  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);           // largest half
-  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);           // rounds up to infinity
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);                      // largest half
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);                      // rounds up to infinity
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
   EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // a tie rounds to even
   EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
   EXPECT_FLOAT_EQ(half_to_float(0x3555), 0.333251953125f);
@@ -91,19 +90,28 @@ TEST(SafeTensors, RejectsMalformedHeaders) {
   EXPECT_NE(parse_error(image(ok, 8).substr(0, 20)).find("runs past the end"), std::string::npos);
   EXPECT_NE(parse_error(image(ok, 4)).find("past the end of the data"), std::string::npos);
   EXPECT_NE(parse_error(image(ok, 12)).find("cover 8 bytes of a 12-byte"), std::string::npos);
-  EXPECT_NE(parse_error(image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8))
-                .find("repeats the key \"a\""),
-            std::string::npos);
-  EXPECT_NE(parse_error(image(R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", 8)).find("unknown dtype \"Q4\""),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(
+          image(
+              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+              8))
+          .find("repeats the key \"a\""),
+      std::string::npos);
+  EXPECT_NE(
+      parse_error(image(R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", 8)).find("unknown dtype \"Q4\""),
+      std::string::npos);
   EXPECT_NE(parse_error(image(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)).find("needs 12"),
             std::string::npos);
   EXPECT_NE(parse_error(image(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})", 8))
                 .find("overflows"),
             std::string::npos);
-  EXPECT_NE(parse_error(image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})", 6))
-                .find("overlap"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(
+          image(
+              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
+              6))
+          .find("overlap"),
+      std::string::npos);
   EXPECT_NE(parse_error(image(R"({"__metadata__":{"k":1}})", 0)).find("not a string"), std::string::npos);
   EXPECT_NE(parse_error("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12\n").find("Git LFS"),
             std::string::npos);

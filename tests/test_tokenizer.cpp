@@ -1,11 +1,10 @@
 // The tokenizer: the default model's pieces, and what it refuses.
-#include "tokenizer/tokenizer.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "engine/errors.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ordo {
 namespace {
@@ -17,7 +16,8 @@ TEST(Tokenizer, DefaultModelPiecesForTheCatSentence) {
   EXPECT_GE(tok.size(), 7900);
   EXPECT_LE(tok.size(), 8000);
   const Tokenization t = tok.encode("the cat sat on the mat");
-  EXPECT_EQ(t.pieces, (std::vector<std::string>{"\u2581the", "\u2581cat", "\u2581sat", "\u2581on", "\u2581the", "\u2581mat"}));
+  EXPECT_EQ(t.pieces,
+            (std::vector<std::string>{"\u2581the", "\u2581cat", "\u2581sat", "\u2581on", "\u2581the", "\u2581mat"}));
   ASSERT_EQ(t.ids.size(), 6u);
   EXPECT_EQ(t.ids[0], t.ids[4]) << "both 'the' are the same piece";
   for (size_t i = 0; i < t.ids.size(); ++i) EXPECT_EQ(tok.piece(t.ids[i]), t.pieces[i]);
@@ -36,9 +36,9 @@ TEST(Tokenizer, EmptyTextHasNoPieces) {
 
 TEST(Tokenizer, RejectsInvalidUtf8) {
   const Tokenizer tok = Tokenizer::load(kDefault);
-  EXPECT_THROW(tok.encode("caf\xc3"), InputError);        // truncated sequence
-  EXPECT_THROW(tok.encode("\xc0\xaf"), InputError);       // overlong '/'
-  EXPECT_THROW(tok.encode("\xed\xa0\x80"), InputError);   // a UTF-16 surrogate
+  EXPECT_THROW(tok.encode("caf\xc3"), InputError);              // truncated sequence
+  EXPECT_THROW(tok.encode("\xc0\xaf"), InputError);             // overlong '/'
+  EXPECT_THROW(tok.encode("\xed\xa0\x80"), InputError);         // a UTF-16 surrogate
   EXPECT_NO_THROW(tok.encode("caf\xc3\xa9 \xf0\x9f\x90\x88"));  // café 🐈
   size_t at = 0;
   EXPECT_FALSE(valid_utf8("ab\xff", &at));
