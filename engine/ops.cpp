@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/gemm.h"
 #include "engine/parallel.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -45,6 +46,8 @@ void linear(float* y, const float* x, const float* w, const float* b, int M, int
   if (M == 0 || N == 0) return;
   if (M <= kSmallM && kHaveSimdDot)
     linear_small_m(y, x, w, b, M, K, N);
+  else if (kHaveGemm)
+    linear_gemm(y, x, w, b, M, K, N);
   else
     linear_blas(y, x, w, b, M, K, N);
 }
