@@ -284,10 +284,16 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
   blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // probs (L, L) = scale · Q (L, dh) · Kᵀ (dh, L)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);
+  if (kHaveGemm)
+    gemm(probs, L, q, ld_qkv, k, ld_qkv, /*b_is_nk=*/true, nullptr, scale, L, L, dh);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);
   softmax_rows(probs, L, L, L);
   // out (L, dh) = probs (L, L) · V (L, dh)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, out, ld_out);
+  if (kHaveGemm)
+    gemm(out, ld_out, probs, L, v, ld_qkv, /*b_is_nk=*/false, nullptr, 1.0f, L, dh, L);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, out, ld_out);
 }
 
 void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,
