@@ -74,22 +74,54 @@ void micro_kernel(float* C, int ldc, const float* Ap, const float* Bp, int kc, i
   }
 }
 
-// Ap (kc, MR) = A[i0 : i0+mr, p0 : p0+kc]ᵀ, rows past mr zero.
-void pack_a(float* Ap, const float* A, int lda, int mr, int kc) {
-  for (int i = 0; i < MR; ++i) {
-    const float* src = A + size_t(i) * lda;
-    for (int k = 0; k < kc; ++k) Ap[k * MR + i] = i < mr ? src[k] : 0.0f;
+// Writes the transpose of a block of up to 16 rows × kc columns (row stride ld; rows past `rows`
+// read as zeros): for each k, one vector of the 16 rows' values, stored at dst + k·dst_ld under
+// `lanes` (12 lanes for an A panel, 16 for half a B̂ panel). 16 columns at a time, transposed in
+// registers: unpack pairs of rows, then pairs of pairs, then 128-bit lanes twice.
+void pack_transposed(float* dst, int dst_ld, __mmask16 lanes, const float* src, int ld, int rows, int kc) {
+  for (int k0 = 0; k0 < kc; k0 += 16) {
+    const int kn = std::min(16, kc - k0);
+    const __mmask16 kmask = first_n(kn);
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i)
+      r[i] = i < rows ? _mm512_maskz_loadu_ps(kmask, src + size_t(i) * ld + k0) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {  // t[i], t[i+1]: rows i, i+1 interleaved
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {  // r[i..i+3]: rows i..i+3 interleaved, one column per 4 floats
+      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 16; i += 8)  // 128-bit lanes: rows i..i+7 of two columns per vector
+      for (int j = 0; j < 4; ++j) {
+        t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+        t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xDD);
+      }
+    for (int j = 0; j < 8; ++j) {  // all 16 rows of one column per vector
+      r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+      r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+    }
+    for (int k = 0; k < kn; ++k) _mm512_mask_storeu_ps(dst + size_t(k0 + k) * dst_ld, lanes, r[k]);
   }
+}
+
+// Ap (kc, MR) = A[i0 : i0+mr, p0 : p0+kc]ᵀ, rows past mr zero. A points at A[i0, p0].
+void pack_a(float* Ap, const float* A, int lda, int mr, int kc) {
+  pack_transposed(Ap, MR, first_n(MR), A, lda, mr, kc);
 }
 
 // Bp (kc, NR) = B̂[p0 : p0+kc, j0 : j0+nr], columns past nr zero. B points at B̂[p0, j0].
 void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
   if (b_is_nk) {  // B̂ = Bᵀ: column j of B̂ is row j of B
-    for (int j = 0; j < NR; ++j) {
-      const float* src = B + size_t(j) * ldb;
-      for (int k = 0; k < kc; ++k) Bp[k * NR + j] = j < nr ? src[k] : 0.0f;
-    }
-  } else {  // B̂ = B: copy rows, zero the tail
+    pack_transposed(Bp, NR, 0xFFFF, B, ldb, nr, kc);
+    if (nr > 16)
+      pack_transposed(Bp + 16, NR, 0xFFFF, B + size_t(16) * ldb, ldb, nr - 16, kc);
+    else
+      pack_transposed(Bp + 16, NR, 0xFFFF, B, ldb, 0, kc);  // zeros
+  } else {                                                  // B̂ = B: copy rows, zero the tail
     const __mmask16 m0 = first_n(nr), m1 = first_n(nr - 16);
     for (int k = 0; k < kc; ++k) {
       const float* src = B + size_t(k) * ldb;
