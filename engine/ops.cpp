@@ -39,8 +39,8 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
 
 // Up to this many rows a kernel that streams each weight row once beats sgemm, which copies
 // ("packs") its block of W on every call; from about 32 rows on, sgemm is as fast or faster
-// (docs/performance.md).
-constexpr int kSmallM = 16;
+// (docs/performance.md). ordo's own packed gemm is already faster from 12 rows on.
+constexpr int kSmallM = kHaveGemm ? 8 : 16;
 
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
