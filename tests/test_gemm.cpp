@@ -1,5 +1,5 @@
 // engine/gemm.h against plain loops in double: linear_gemm against linear_reference on sizes that
-// are not multiples of the tile (MR = 12, NR = 32) or the blocks (KC = 256, MC = 120, NC = 256),
+// are not multiples of the tile (MR = 12, NR = 32) or the blocks (KC = 256, MC = 120, NC = 512),
 // and gemm() in both of the attention's forms, with leading dimensions wider than the rows.
 #include <gtest/gtest.h>
 
@@ -93,7 +93,7 @@ void expect_gemm_matches(bool b_is_nk, int M, int N, int K, float alpha) {
 }
 
 TEST(Gemm, AttentionFormsWithLeadingDimensions) {
-  for (int L : {1, 7, 33, 100, 257})
+  for (int L : {1, 7, 33, 100, 257, 600})  // 600 > NC: two column blocks
     for (int dh : {1, 13, 64}) {
       expect_gemm_matches(true, L, L, dh, 0.125f);  // scores (L, L) = α · q (L, dh) · kᵀ
       expect_gemm_matches(false, L, dh, L, 1.0f);   // out (L, dh) = probs (L, L) · v (L, dh)
