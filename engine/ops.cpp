@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/gemm.h"
 #include "engine/parallel.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -38,13 +39,15 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
 
 // Up to this many rows a kernel that streams each weight row once beats sgemm, which copies
 // ("packs") its block of W on every call; from about 32 rows on, sgemm is as fast or faster
-// (docs/performance.md).
-constexpr int kSmallM = 16;
+// (docs/performance.md). ordo's own packed gemm is already faster from 12 rows on.
+constexpr int kSmallM = kHaveGemm ? 8 : 16;
 
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
   if (M <= kSmallM && kHaveSimdDot)
     linear_small_m(y, x, w, b, M, K, N);
+  else if (kHaveGemm)
+    linear_gemm(y, x, w, b, M, K, N);
   else
     linear_blas(y, x, w, b, M, K, N);
 }
@@ -281,10 +284,16 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
   blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   // probs (L, L) = scale · Q (L, dh) · Kᵀ (dh, L)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);
+  if (kHaveGemm)
+    gemm(probs, L, q, ld_qkv, k, ld_qkv, /*b_is_nk=*/true, nullptr, scale, L, L, dh);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);
   softmax_rows(probs, L, L, L);
   // out (L, dh) = probs (L, L) · V (L, dh)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, out, ld_out);
+  if (kHaveGemm)
+    gemm(out, ld_out, probs, L, v, ld_qkv, /*b_is_nk=*/false, nullptr, 1.0f, L, dh, L);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, out, ld_out);
 }
 
 void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,

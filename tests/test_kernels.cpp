@@ -60,7 +60,7 @@ TEST(Kernels, BlasMatchesReferenceOnOddSizes) {
 }
 
 TEST(Kernels, LinearPicksEitherPathAndBothAgree) {
-  for (int M : {1, 16, 17, 200}) expect_matches_reference(linear, "linear", M, 96, 80);
+  for (int M : {1, 8, 9, 16, 17, 200}) expect_matches_reference(linear, "linear", M, 96, 80);
 }
 
 TEST(Kernels, SmallMGivesTheSameBitsAtAnyThreadCount) {

@@ -1,0 +1,199 @@
+#include "engine/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/parallel.h"
+
+#if defined(__AVX512F__)
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_ps (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+namespace ordo {
+
+#if defined(__AVX512F__)
+namespace {
+
+// The Goto/BLIS blocking. C (M, N) = α · A (M, K) · B̂ (K, N) + bias, where B̂ = Bᵀ or B.
+//
+//            pc ─ KC ─►                         jc ───── NC ─────►
+//   ic ┌───────────────┐                   pc ┌──────────────────┐
+//   MC │ A block       │  packed as MC/MR  KC │ B̂ block           │ packed as NC/NR panels
+//    ▼ │ (MC × KC)     │  panels (kc, MR)   ▼ │ (KC × NC)         │ (kc, NR), k-major: for each k,
+//      └───────────────┘  k-major             └──────────────────┘ NR contiguous floats
+//
+//   for jc (NC columns)  for pc (KC of K)  pack B̂ block (stays in L2)
+//     for ic (MC rows)   pack A block
+//       for each A panel (kc, MR)          (stays in L1)
+//         for each B̂ panel (kc, NR)        (streams from L2)
+//           micro-kernel: C[MR × NR] += A panel · B̂ panel, in 2·MR zmm accumulators
+//
+// Panels past the edge of M or N are padded with zeros; the kernel computes the full tile and
+// stores only the rows and columns that exist (masked stores).
+constexpr int MR = 12;   // rows of C per micro-tile: 24 accumulators + 2 of B̂ + 1 broadcast ≤ 32 zmm
+constexpr int NR = 32;   // columns of C per micro-tile: two zmm
+constexpr int KC = 256;  // depth of one pass: an A panel is 12 KB, a B̂ panel 32 KB
+constexpr int MC = 120;  // rows per packed A block (10 panels, 120 KB)
+constexpr int NC = 512;  // columns per packed B̂ block (16 panels, 512 KB)
+
+__mmask16 first_n(int n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// C (mr, nr) = α · Ap (kc, MR)ᵀ · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR.
+void micro_kernel(float* C, int ldc, const float* Ap, const float* Bp, int kc, int mr, int nr, float alpha,
+                  const float* bias, bool first) {
+  __m512 c0[MR], c1[MR];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  for (int k = 0; k < kc; ++k, Ap += MR, Bp += NR) {
+    const __m512 b0 = _mm512_loadu_ps(Bp), b1 = _mm512_loadu_ps(Bp + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) {
+      const __m512 a = _mm512_set1_ps(Ap[i]);
+      c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
+      c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
+    }
+  }
+  const __mmask16 m0 = first_n(nr), m1 = first_n(nr - 16);
+  const __m512 va = _mm512_set1_ps(alpha);
+  __m512 add0 = _mm512_setzero_ps(), add1 = _mm512_setzero_ps();
+  if (first && bias) add0 = _mm512_maskz_loadu_ps(m0, bias), add1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+    if (i >= mr) break;
+    float* row = C + size_t(i) * ldc;
+    if (!first) add0 = _mm512_maskz_loadu_ps(m0, row), add1 = _mm512_maskz_loadu_ps(m1, row + 16);
+    _mm512_mask_storeu_ps(row, m0, _mm512_fmadd_ps(va, c0[i], add0));
+    _mm512_mask_storeu_ps(row + 16, m1, _mm512_fmadd_ps(va, c1[i], add1));
+  }
+}
+
+// Writes the transpose of a block of up to 16 rows × kc columns (row stride ld; rows past `rows`
+// read as zeros): for each k, one vector of the 16 rows' values, stored at dst + k·dst_ld under
+// `lanes` (12 lanes for an A panel, 16 for half a B̂ panel). 16 columns at a time, transposed in
+// registers: unpack pairs of rows, then pairs of pairs, then 128-bit lanes twice.
+void pack_transposed(float* dst, int dst_ld, __mmask16 lanes, const float* src, int ld, int rows, int kc) {
+  for (int k0 = 0; k0 < kc; k0 += 16) {
+    const int kn = std::min(16, kc - k0);
+    const __mmask16 kmask = first_n(kn);
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i)
+      r[i] = i < rows ? _mm512_maskz_loadu_ps(kmask, src + size_t(i) * ld + k0) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {  // t[i], t[i+1]: rows i, i+1 interleaved
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {  // r[i..i+3]: rows i..i+3 interleaved, one column per 4 floats
+      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 16; i += 8)  // 128-bit lanes: rows i..i+7 of two columns per vector
+      for (int j = 0; j < 4; ++j) {
+        t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+        t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xDD);
+      }
+    for (int j = 0; j < 8; ++j) {  // all 16 rows of one column per vector
+      r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+      r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+    }
+    for (int k = 0; k < kn; ++k) _mm512_mask_storeu_ps(dst + size_t(k0 + k) * dst_ld, lanes, r[k]);
+  }
+}
+
+// Ap (kc, MR) = A[i0 : i0+mr, p0 : p0+kc]ᵀ, rows past mr zero. A points at A[i0, p0].
+void pack_a(float* Ap, const float* A, int lda, int mr, int kc) {
+  pack_transposed(Ap, MR, first_n(MR), A, lda, mr, kc);
+}
+
+// Bp (kc, NR) = B̂[p0 : p0+kc, j0 : j0+nr], columns past nr zero. B points at B̂[p0, j0].
+void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
+  if (b_is_nk) {  // B̂ = Bᵀ: column j of B̂ is row j of B
+    pack_transposed(Bp, NR, 0xFFFF, B, ldb, nr, kc);
+    if (nr > 16)
+      pack_transposed(Bp + 16, NR, 0xFFFF, B + size_t(16) * ldb, ldb, nr - 16, kc);
+    else
+      pack_transposed(Bp + 16, NR, 0xFFFF, B, ldb, 0, kc);  // zeros
+  } else {                                                  // B̂ = B: copy rows, zero the tail
+    const __mmask16 m0 = first_n(nr), m1 = first_n(nr - 16);
+    for (int k = 0; k < kc; ++k) {
+      const float* src = B + size_t(k) * ldb;
+      _mm512_storeu_ps(Bp + k * NR, _mm512_maskz_loadu_ps(m0, src));
+      _mm512_storeu_ps(Bp + k * NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
+          float alpha, int M, int N, int K) {
+  if (M <= 0 || N <= 0) return;
+  thread_local std::vector<float> a_block(size_t(MC) * KC), b_block(size_t(NC) * KC);  // packed panels
+  if (K <= 0) {                                                                        // an empty sum: C = bias
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) C[size_t(i) * ldc + j] = bias ? bias[j] : 0.0f;
+    return;
+  }
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc);
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      for (int jr = 0; jr < nc; jr += NR) {
+        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
+        pack_b(b_block.data() + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
+      }
+      for (int ic = 0; ic < M; ic += MC) {
+        const int mc = std::min(MC, M - ic);
+        for (int ir = 0; ir < mc; ir += MR)
+          pack_a(a_block.data() + size_t(ir) * kc, A + size_t(ic + ir) * lda + pc, lda, std::min(MR, mc - ir), kc);
+        for (int ir = 0; ir < mc; ir += MR)
+          for (int jr = 0; jr < nc; jr += NR)
+            micro_kernel(C + size_t(ic + ir) * ldc + jc + jr, ldc, a_block.data() + size_t(ir) * kc,
+                         b_block.data() + size_t(jr) * kc, kc, std::min(MR, mc - ir), std::min(NR, nc - jr), alpha,
+                         bias ? bias + jc + jr : nullptr, pc == 0);
+      }
+    }
+  }
+}
+
+// Tasks are blocks of columns of y (rows of W), at most NC wide and a whole number per thread; each
+// packs its own rows of W once and all of x once, so wider blocks pack x fewer times.
+void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M <= 0 || N <= 0) return;
+  const int threads = kernel_threads();
+  const int tasks = threads * ((N + threads * NC - 1) / (threads * NC));
+  const int cols = ((N + tasks - 1) / tasks + NR - 1) / NR * NR;  // a multiple of NR, ≤ NC
+  parallel_for(tasks, [&](int task, int) {
+    const int n0 = task * cols, n = std::min(cols, N - n0);
+    if (n > 0) gemm(y + n0, N, x, K, w + size_t(n0) * K, K, true, b ? b + n0 : nullptr, 1.0f, M, n, K);
+  });
+}
+
+#else  // no AVX-512: the plain loops (the engine routes these builds to OpenBLAS instead)
+
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
+          float alpha, int M, int N, int K) {
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k)
+        acc += A[size_t(i) * lda + k] * (b_is_nk ? B[size_t(j) * ldb + k] : B[size_t(k) * ldb + j]);
+      C[size_t(i) * ldc + j] = alpha * acc + (bias ? bias[j] : 0.0f);
+    }
+}
+
+void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+}
+
+#endif
+
+}  // namespace ordo
