@@ -4,15 +4,7 @@
 #include <vector>
 
 #include "engine/parallel.h"
-
-#if defined(__AVX512F__)
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_ps (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+#include "engine/simd.h"
 
 namespace ordo {
 

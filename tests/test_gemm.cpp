@@ -17,11 +17,7 @@ namespace {
 
 using test::max_abs_diff;
 using test::random_floats;
-
-struct ThreadsGuard {
-  int saved = kernel_threads();
-  ~ThreadsGuard() { set_kernel_threads(saved); }
-};
+using test::ThreadsGuard;
 
 double max_abs(const std::vector<float>& v) {
   double m = 0;

@@ -17,12 +17,7 @@ namespace {
 
 using test::max_abs_diff;
 using test::random_floats;
-
-// Restores the thread count a test changes.
-struct ThreadsGuard {
-  int saved = kernel_threads();
-  ~ThreadsGuard() { set_kernel_threads(saved); }
-};
+using test::ThreadsGuard;
 
 using Kernel = void (*)(float*, const float*, const float*, const float*, int, int, int);
 

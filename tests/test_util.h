@@ -11,8 +11,15 @@
 #include <vector>
 
 #include "engine/init.h"
+#include "engine/parallel.h"
 
 namespace ordo::test {
+
+// Restores the kernel thread count a test changes.
+struct ThreadsGuard {
+  int saved = kernel_threads();
+  ~ThreadsGuard() { set_kernel_threads(saved); }
+};
 
 inline std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f) {
   Rng rng(seed);
