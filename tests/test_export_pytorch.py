@@ -64,7 +64,9 @@ def read_safetensors(path):
     return out, start
 
 
-class Writes(unittest.TestCase):
+class InTempDir(unittest.TestCase):
+    """Each test exports into a fresh directory, with the same torch seed."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.out = os.path.join(self.tmp.name, "model")
@@ -73,6 +75,8 @@ class Writes(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
+
+class Writes(InTempDir):
     def test_module_export_writes_every_key_and_the_tensors(self):
         enc = encoder(norm=nn.LayerNorm(d, eps=1e-6), activation="gelu", norm_first=True, layer_norm_eps=1e-6)
         emb = nn.Embedding(V, d)
@@ -123,15 +127,7 @@ class Writes(unittest.TestCase):
                          (h, "gelu", True, True))
 
 
-class Refuses(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.out = os.path.join(self.tmp.name, "model")
-        torch.manual_seed(0)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class Refuses(InTempDir):
     def refuse(self, pattern, enc, emb=None, **kw):
         kw.setdefault("tokenizer", TOKENIZER)
         with self.assertRaisesRegex(ExportError, pattern):
@@ -207,15 +203,7 @@ class Refuses(unittest.TestCase):
         self.refuse("NaN", enc)
 
 
-class CommandLine(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.out = os.path.join(self.tmp.name, "model")
-        torch.manual_seed(0)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class CommandLine(InTempDir):
     def run_tool(self, *args):
         return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True)
 
