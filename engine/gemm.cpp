@@ -123,6 +123,51 @@ void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
   }
 }
 
+// The weight-streaming kernel, for a few dozen rows of x. Roles swap: the rows of W are the
+// broadcast operand, read in place from the mapped file, and x is packed once, like a B̂ panel
+// (for each k, 32 rows of x side by side). Each tile holds R rows of W × 16·V rows of x,
+//   acc[i][v] = Σ_k W[n0+i][k] · x̂[k][16v .. 16v+15],
+// over the whole of K, so yᵀ comes out and is transposed once on the way to y. W is never copied.
+// V = 2: 12 rows of W (24 accumulators); V = 1, for at most 16 rows of x: 24 rows of W.
+template <int V>
+constexpr int kStreamRows = V == 2 ? 12 : 24;
+
+template <int V>
+void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
+                 bool prefetch) {
+  constexpr int R = kStreamRows<V>;
+  __m512 acc[R][V];
+#pragma GCC unroll 24
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
+  const size_t ld = size_t(K);
+  const float* w_last = w + size_t(rows - 1) * ld;  // rows past the edge read the last one again
+  const float* wi[R];
+  for (int i = 0; i < R; ++i) wi[i] = i < rows ? w + size_t(i) * ld : w_last;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    if (prefetch)  // each row of W moves one cache line per 16 steps of k: ask for the line 1 KB ahead
+      for (int i = 0; i < R; ++i) __builtin_prefetch(wi[i] + k0 + 256);
+    const int k_end = std::min(K, k0 + 16);
+    for (int k = k0; k < k_end; ++k) {
+      __m512 xv[V];
+      for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(xp + size_t(k) * 16 * V + 16 * v);
+#pragma GCC unroll 24
+      for (int i = 0; i < R; ++i) {
+        const __m512 a = _mm512_set1_ps(wi[i][k]);
+        for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(a, xv[v], acc[i][v]);
+      }
+    }
+  }
+  alignas(64) float tile[R][16 * V];  // yᵀ: row i is output column n0 + i
+#pragma GCC unroll 24
+  for (int i = 0; i < R; ++i) {
+    const __m512 b = _mm512_set1_ps(bias && i < rows ? bias[i] : 0.0f);
+    for (int v = 0; v < V; ++v) _mm512_store_ps(&tile[i][16 * v], _mm512_add_ps(acc[i][v], b));
+  }
+  for (int i0 = 0; i0 < rows; i0 += 16)  // y[t][n0 + i] = tile[i][t]
+    pack_transposed(y + i0, ldy, first_n(rows - i0), &tile[i0][0], 16 * V, std::min(16, rows - i0), tokens);
+}
+
 }  // namespace
 
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
@@ -169,6 +214,42 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
   });
 }
 
+// Tasks are blocks of rows of W (columns of y); x is packed first, 32 rows to a panel (16 when
+// there are at most 16). Within a task each tile of W meets every panel of x: the first meeting
+// reads it from memory, the others from cache.
+void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+  const int V = M <= 16 ? 1 : 2, width = 16 * V, R = V == 2 ? kStreamRows<2> : kStreamRows<1>;
+  const int panels = (M + width - 1) / width;
+  thread_local std::vector<float> packed;
+  packed.resize(size_t(panels) * width * K);
+  float* xp = packed.data();
+  parallel_for(panels, [&](int p, int) {
+    const float* src = x + size_t(p) * width * K;
+    const int rows = std::min(width, M - p * width);
+    float* dst = xp + size_t(p) * width * K;
+    pack_transposed(dst, width, 0xFFFF, src, K, std::min(16, rows), K);
+    if (V == 2) pack_transposed(dst + 16, width, 0xFFFF, src + size_t(16) * K, K, rows - 16, K);
+  });
+  const int tiles = (N + R - 1) / R, tiles_per_task = std::max(1, std::min(4, tiles / (4 * kernel_threads())));
+  parallel_for((tiles + tiles_per_task - 1) / tiles_per_task, [&](int task, int) {
+    const int t_end = std::min(tiles, (task + 1) * tiles_per_task);
+    for (int t = task * tiles_per_task; t < t_end; ++t) {
+      const int n0 = t * R, rows = std::min(R, N - n0);
+      for (int p = 0; p < panels; ++p) {
+        float* out = y + size_t(p) * width * N + n0;
+        const float* bias = b ? b + n0 : nullptr;
+        const int tokens = std::min(width, M - p * width);
+        if (V == 2)
+          stream_tile<2>(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
+        else
+          stream_tile<1>(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
+      }
+    }
+  });
+}
+
 #else  // no AVX-512: the plain loops (the engine routes these builds to OpenBLAS instead)
 
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
@@ -183,6 +264,10 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, b
 }
 
 void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+}
+
+void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
 }
 

@@ -21,4 +21,8 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, b
 // threads, each packing only its own rows of W.
 void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 
+// The same product for a few dozen rows of x: the weights are read once, in place, as the
+// broadcast operand, and x is the packed one; nothing of W is copied.
+void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+
 }  // namespace ordo

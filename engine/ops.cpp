@@ -29,15 +29,22 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
   }
 }
 
-// Up to this many rows a kernel that streams each weight row once beats sgemm, which copies
-// ("packs") its block of W on every call; from about 32 rows on, sgemm is as fast or faster
-// (docs/performance.md). ordo's own packed gemm is already faster from 12 rows on.
+// The kernel for y = x·Wᵀ + b is chosen by M, the rows of x (measured on the base model from
+// 1 × 8 to 4 × 512, docs/performance.md):
+//   M ≤ kSmallM:  linear_small_m, dot products along K; the weights stream from memory once and
+//                 the kernel waits on memory, not on arithmetic;
+//   M ≤ kStreamM: linear_stream (AVX-512), the rows of W read in place as the broadcast operand;
+//   above:        linear_gemm (AVX-512), which packs W once per call and reuses it over many rows;
+// without AVX-512, small-M up to 16 rows and cblas_sgemm above.
 constexpr int kSmallM = kHaveGemm ? 8 : 16;
+constexpr int kStreamM = 128;
 
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
   if (M <= kSmallM && kHaveSimdDot)
     linear_small_m(y, x, w, b, M, K, N);
+  else if (kHaveGemm && M <= kStreamM)
+    linear_stream(y, x, w, b, M, K, N);
   else if (kHaveGemm)
     linear_gemm(y, x, w, b, M, K, N);
   else

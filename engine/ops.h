@@ -24,7 +24,8 @@ void linear(float* y /* (M, N) */, const float* x /* (M, K) */, const float* w /
             const float* b /* (N) or null */, int M, int K, int N);
 void linear_reference(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 // The paths linear() chooses between by M (the tests call each directly):
-//   linear_gemm (engine/gemm.h), in AVX-512 builds: ordo's own packed GEMM, above the small-M rows;
+//   linear_stream and linear_gemm (engine/gemm.h), in AVX-512 builds: W read in place for a few dozen
+//   rows, ordo's own packed GEMM above;
 //   linear_blas: cblas_sgemm, the threads splitting the columns of y (other builds);
 //   linear_small_m: register-blocked dot products reading each row of W once for all M rows of x,
 //   vectorised along K (AVX-512, else AVX2, else scalar), the threads splitting the columns of y.

@@ -1,10 +1,11 @@
-// engine/gemm.h against plain loops in double: linear_gemm against linear_reference on sizes that
+// engine/gemm.h against plain loops in double: linear_gemm and linear_stream against linear_reference on sizes that
 // are not multiples of the tile (MR = 12, NR = 32) or the blocks (KC = 256, MC = 120, NC = 512),
 // and gemm() in both of the attention's forms, with leading dimensions wider than the rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 #include "engine/gemm.h"
@@ -30,12 +31,14 @@ double tolerance(int K, double scale) {
   return 1e-5 * std::sqrt(double(std::max(K, 1))) * std::max(scale, 1.0);
 }
 
-TEST(Gemm, LinearMatchesReferenceOnOddSizes) {
+using Linear = void (*)(float*, const float*, const float*, const float*, int, int, int);
+
+void expect_linear_matches_reference(Linear linear_fast, const char* name, std::initializer_list<int> ms) {
   ThreadsGuard guard;
   double worst = 0;  // the largest diff / tolerance seen, printed at the end
   for (int threads : {1, 2, 3}) {
     set_kernel_threads(threads);
-    for (int M : {1, 7, 13, 31, 33, 64, 100, 257})
+    for (int M : ms)
       for (int N : {1, 7, 31, 33, 100, 257, 513})
         for (int K : {1, 13, 64, 257, 513}) {
           if (double(M) * N * K > 2e7) continue;  // the double reference is slow
@@ -43,16 +46,25 @@ TEST(Gemm, LinearMatchesReferenceOnOddSizes) {
                      b = random_floats(N, 17);
           std::vector<float> fast(size_t(M) * N, -7.0f), slow(size_t(M) * N);
           for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
-            linear_gemm(fast.data(), x.data(), w.data(), bias, M, K, N);
+            linear_fast(fast.data(), x.data(), w.data(), bias, M, K, N);
             linear_reference(slow.data(), x.data(), w.data(), bias, M, K, N);
             const double diff = max_abs_diff(fast.data(), slow.data(), fast.size()), tol = tolerance(K, max_abs(slow));
             worst = std::max(worst, diff / tol);
-            ASSERT_LT(diff, tol) << M << "x" << K << "x" << N << (bias ? " bias" : "") << " threads " << threads
-                                 << ": max diff " << diff;
+            ASSERT_LT(diff, tol) << name << " " << M << "x" << K << "x" << N << (bias ? " bias" : "") << " threads "
+                                 << threads << ": max diff " << diff;
           }
         }
   }
-  std::printf("linear_gemm: largest diff is %.3f of the tolerance\n", worst);
+  std::printf("%s: largest diff is %.3f of the tolerance\n", name, worst);
+}
+
+TEST(Gemm, LinearMatchesReferenceOnOddSizes) {
+  expect_linear_matches_reference(linear_gemm, "linear_gemm", {1, 7, 13, 31, 33, 64, 100, 257});
+}
+
+// Around the panel widths (16 rows of x up to 16, 32 above) and the tiles of W (24 rows, then 12).
+TEST(Gemm, StreamMatchesReferenceOnOddSizes) {
+  expect_linear_matches_reference(linear_stream, "linear_stream", {1, 2, 9, 15, 16, 17, 31, 32, 33, 64, 65, 130});
 }
 
 TEST(Gemm, LinearTakesMoreThanOneDepthBlock) {

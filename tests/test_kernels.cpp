@@ -54,7 +54,7 @@ TEST(Kernels, BlasMatchesReferenceOnOddSizes) {
   }
 }
 
-TEST(Kernels, LinearPicksEitherPathAndBothAgree) {
+TEST(Kernels, LinearPicksEachPathAndAllAgree) {
   for (int M : {1, 8, 9, 16, 17, 200}) expect_matches_reference(linear, "linear", M, 96, 80);
 }
 
