@@ -11,43 +11,48 @@ namespace ordo {
 #if defined(__AVX512F__)
 namespace {
 
-// The Goto/BLIS blocking. C (M, N) = α · A (M, K) · B̂ (K, N) + bias, where B̂ = Bᵀ or B.
+// The Goto/BLIS blocking, with A read in place. C (M, N) = α · A (M, K) · B̂ (K, N) + bias, where
+// B̂ = Bᵀ or B.
 //
 //            pc ─ KC ─►                         jc ───── NC ─────►
-//   ic ┌───────────────┐                   pc ┌──────────────────┐
-//   MC │ A block       │  packed as MC/MR  KC │ B̂ block           │ packed as NC/NR panels
-//    ▼ │ (MC × KC)     │  panels (kc, MR)   ▼ │ (KC × NC)         │ (kc, NR), k-major: for each k,
-//      └───────────────┘  k-major             └──────────────────┘ NR contiguous floats
+//      ┌───────────────┐                   pc ┌──────────────────┐
+//      │ A (M × K)     │  read in place    KC │ B̂ block           │ packed as NC/NR panels
+//      │ MR rows at    │  (row stride lda)  ▼ │ (KC × NC)         │ (kc, NR), k-major: for each k,
+//      │ a time        │                      └──────────────────┘ NR contiguous floats
+//      └───────────────┘
 //
 //   for jc (NC columns)  for pc (KC of K)  pack B̂ block (stays in L2)
-//     for ic (MC rows)   pack A block
-//       for each A panel (kc, MR)          (stays in L1)
-//         for each B̂ panel (kc, NR)        (streams from L2)
-//           micro-kernel: C[MR × NR] += A panel · B̂ panel, in 2·MR zmm accumulators
+//     for each MR rows of A (kc of them: 12 KB, stays in L1)
+//       for each B̂ panel (kc, NR)  (streams from L2)
+//         micro-kernel: C[MR × NR] += A rows · B̂ panel, in 2·MR zmm accumulators
 //
-// Panels past the edge of M or N are padded with zeros; the kernel computes the full tile and
-// stores only the rows and columns that exist (masked stores).
+// B̂ panels past the edge of N are padded with zeros; the kernel computes the full tile and stores
+// only the rows and columns that exist (masked stores). Packing A as well, as BLIS does, cost more
+// than it saved here: the attention's probabilities (L × L per head) were copied once per head, and x
+// once per block of W (4 × 512 on the base model: 7% of the time in packing, 2% without A's).
 constexpr int MR = 12;   // rows of C per micro-tile: 24 accumulators + 2 of B̂ + 1 broadcast ≤ 32 zmm
 constexpr int NR = 32;   // columns of C per micro-tile: two zmm
-constexpr int KC = 256;  // depth of one pass: an A panel is 12 KB, a B̂ panel 32 KB
-constexpr int MC = 120;  // rows per packed A block (10 panels, 120 KB)
+constexpr int KC = 256;  // depth of one pass: 12 rows of A are 12 KB, a B̂ panel 32 KB
 constexpr int NC = 512;  // columns per packed B̂ block (16 panels, 512 KB)
 
 __mmask16 first_n(int n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-// C (mr, nr) = α · Ap (kc, MR)ᵀ · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR.
-void micro_kernel(float* C, int ldc, const float* Ap, const float* Bp, int kc, int mr, int nr, float alpha,
+// C (mr, nr) = α · A (mr, kc) · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR. The rows
+// of A are read where they are (row stride lda), each value broadcast to a whole register.
+void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr, float alpha,
                   const float* bias, bool first) {
   __m512 c0[MR], c1[MR];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
-  for (int k = 0; k < kc; ++k, Ap += MR, Bp += NR) {
+  const float* ai[MR];  // rows past mr read the last one again; their results are not stored
+  for (int i = 0; i < MR; ++i) ai[i] = A + size_t(std::min(i, mr - 1)) * lda;
+  for (int k = 0; k < kc; ++k, Bp += NR) {
     const __m512 b0 = _mm512_loadu_ps(Bp), b1 = _mm512_loadu_ps(Bp + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {
-      const __m512 a = _mm512_set1_ps(Ap[i]);
+      const __m512 a = _mm512_set1_ps(ai[i][k]);
       c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
       c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
     }
@@ -98,11 +103,6 @@ void pack_transposed(float* dst, int dst_ld, __mmask16 lanes, const float* src, 
     }
     for (int k = 0; k < kn; ++k) _mm512_mask_storeu_ps(dst + size_t(k0 + k) * dst_ld, lanes, r[k]);
   }
-}
-
-// Ap (kc, MR) = A[i0 : i0+mr, p0 : p0+kc]ᵀ, rows past mr zero. A points at A[i0, p0].
-void pack_a(float* Ap, const float* A, int lda, int mr, int kc) {
-  pack_transposed(Ap, MR, first_n(MR), A, lda, mr, kc);
 }
 
 // Bp (kc, NR) = B̂[p0 : p0+kc, j0 : j0+nr], columns past nr zero. B points at B̂[p0, j0].
@@ -173,8 +173,8 @@ void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
           float alpha, int M, int N, int K) {
   if (M <= 0 || N <= 0) return;
-  thread_local std::vector<float> a_block(size_t(MC) * KC), b_block(size_t(NC) * KC);  // packed panels
-  if (K <= 0) {                                                                        // an empty sum: C = bias
+  thread_local std::vector<float> b_block(size_t(NC) * KC);  // packed panels of B̂
+  if (K <= 0) {                                              // an empty sum: C = bias
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j) C[size_t(i) * ldc + j] = bias ? bias[j] : 0.0f;
     return;
@@ -187,22 +187,17 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, b
         const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
         pack_b(b_block.data() + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
       }
-      for (int ic = 0; ic < M; ic += MC) {
-        const int mc = std::min(MC, M - ic);
-        for (int ir = 0; ir < mc; ir += MR)
-          pack_a(a_block.data() + size_t(ir) * kc, A + size_t(ic + ir) * lda + pc, lda, std::min(MR, mc - ir), kc);
-        for (int ir = 0; ir < mc; ir += MR)
-          for (int jr = 0; jr < nc; jr += NR)
-            micro_kernel(C + size_t(ic + ir) * ldc + jc + jr, ldc, a_block.data() + size_t(ir) * kc,
-                         b_block.data() + size_t(jr) * kc, kc, std::min(MR, mc - ir), std::min(NR, nc - jr), alpha,
-                         bias ? bias + jc + jr : nullptr, pc == 0);
-      }
+      for (int ir = 0; ir < M; ir += MR)
+        for (int jr = 0; jr < nc; jr += NR)
+          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda,
+                       b_block.data() + size_t(jr) * kc, kc, std::min(MR, M - ir), std::min(NR, nc - jr), alpha,
+                       bias ? bias + jc + jr : nullptr, pc == 0);
     }
   }
 }
 
 // Tasks are blocks of columns of y (rows of W), at most NC wide and a whole number per thread; each
-// packs its own rows of W once and all of x once, so wider blocks pack x fewer times.
+// packs its own rows of W once.
 void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M <= 0 || N <= 0) return;
   const int threads = kernel_threads();

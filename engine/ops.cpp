@@ -186,7 +186,8 @@ constexpr std::array<std::array<DotTile, kTileN>, kTileM> tile_table(std::intege
   return {tile_row<MR + 1>(std::make_integer_sequence<int, kTileN>{})...};
 }
 // kTiles[mr − 1][nr − 1]: the tile for the edges, where fewer than kTileM rows or kTileN columns remain.
-constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles = tile_table(std::make_integer_sequence<int, kTileM>{});
+constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles =
+    tile_table(std::make_integer_sequence<int, kTileM>{});
 
 }  // namespace
 

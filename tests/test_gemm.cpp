@@ -1,5 +1,5 @@
 // engine/gemm.h against plain loops in double: linear_gemm and linear_stream against linear_reference on sizes that
-// are not multiples of the tile (MR = 12, NR = 32) or the blocks (KC = 256, MC = 120, NC = 512),
+// are not multiples of the tile (MR = 12, NR = 32) or the blocks (KC = 256, NC = 512),
 // and gemm() in both of the attention's forms, with leading dimensions wider than the rows.
 #include <gtest/gtest.h>
 
