@@ -224,26 +224,32 @@ void softmax_rows(float* z, int rows, int cols, int valid) {
     float* row = z + static_cast<size_t>(r) * cols;
     std::fill(row + valid, row + cols, 0.0f);
     if (valid == 0) continue;
+#if defined(__AVX512F__)
+    // The same three passes as below, 16 columns at a time; the last block through a mask.
+    auto mask = [valid](int j) { return valid - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid - j)) - 1); };
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < valid; j += 16)
+      vmax = _mm512_mask_max_ps(vmax, mask(j), vmax, _mm512_maskz_loadu_ps(mask(j), row + j));
+    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));  // exp(z − max) ≤ 1: no overflow
+    __m512 vsum = _mm512_setzero_ps();
+    for (int j = 0; j < valid; j += 16) {
+      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask(j), row + j), max));
+      _mm512_mask_storeu_ps(row + j, mask(j), e);
+      vsum = _mm512_mask_add_ps(vsum, mask(j), vsum, e);
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));  // sum ≥ 1: exp(0) is one term
+    for (int j = 0; j < valid; j += 16)
+      _mm512_mask_storeu_ps(row + j, mask(j), _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(j), row + j), inv));
+#else
     const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
     float sum = 0.0f;
-    int j = 0;
-#if defined(__AVX512F__)
-    const __m512 vmax = _mm512_set1_ps(max);
-    __m512 vsum = _mm512_setzero_ps();
-    for (; j < valid; j += 16) {
-      const __mmask16 m = valid - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid - j)) - 1);
-      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + j), vmax));
-      _mm512_mask_storeu_ps(row + j, m, e);
-      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
-    }
-    sum = _mm512_reduce_add_ps(vsum);
-#endif
-    for (; j < valid; ++j) {
+    for (int j = 0; j < valid; ++j) {
       row[j] = std::exp(row[j] - max);
       sum += row[j];
     }
     const float inv = 1.0f / sum;  // sum ≥ 1: the max term contributes exp(0)
-    for (j = 0; j < valid; ++j) row[j] *= inv;
+    for (int j = 0; j < valid; ++j) row[j] *= inv;
+#endif
   }
 }
 

@@ -1,6 +1,8 @@
 // The fast paths against their plain references: linear's two kernels on sizes that are not
 // multiples of the vector width or the tile, at several thread counts, and the thread pool itself.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -88,6 +90,57 @@ TEST(Kernels, SoftmaxMatchesTheFormulaInDouble) {
         const double want = j < valid ? std::exp(double(zi[j]) - max) / sum : 0.0;
         ASSERT_NEAR(z[size_t(r) * cols + j], want, 1e-6 * want + 1e-12) << "valid " << valid << " col " << j;
       }
+    }
+  }
+}
+
+// n floats that end where an unreadable page begins: a kernel reading past its last value faults.
+class GuardedFloats {
+ public:
+  explicit GuardedFloats(const std::vector<float>& values) : n_(values.size()) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE)), data_pages = (n_ * sizeof(float) + page - 1) / page;
+    bytes_ = (data_pages + 1) * page;
+    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(base_, MAP_FAILED);
+    EXPECT_EQ(mprotect(static_cast<char*>(base_) + data_pages * page, page, PROT_NONE), 0);
+    data_ = reinterpret_cast<float*>(static_cast<char*>(base_) + data_pages * page) - n_;
+    std::copy(values.begin(), values.end(), data_);
+  }
+  ~GuardedFloats() { munmap(base_, bytes_); }
+  GuardedFloats(const GuardedFloats&) = delete;
+  GuardedFloats& operator=(const GuardedFloats&) = delete;
+  float* data() { return data_; }
+  std::vector<float> values() const { return std::vector<float>(data_, data_ + n_); }
+
+ private:
+  size_t n_, bytes_ = 0;
+  void* base_ = nullptr;
+  float* data_ = nullptr;
+};
+
+TEST(Kernels, SoftmaxReadsNoFurtherThanItsRows) {
+  for (int valid : {1, 5, 17, 33}) {
+    const auto z = random_floats(size_t(2) * valid, 500 + valid, 5.0f);
+    GuardedFloats guarded(z);
+    softmax_rows(guarded.data(), 2, valid, valid);
+    auto want = z;
+    softmax_rows(want.data(), 2, valid, valid);
+    EXPECT_EQ(guarded.values(), want) << "valid " << valid;
+  }
+}
+
+TEST(Kernels, SoftmaxRowsSumToOne) {
+  // The probabilities `ordo attention` shows: each row a distribution, at lengths past 64 too.
+  for (int valid : {1, 15, 16, 17, 63, 64, 65, 70, 200}) {
+    auto z = random_floats(size_t(3) * valid, 300 + valid, 20.0f);
+    softmax_rows(z.data(), 3, valid, valid);
+    for (int r = 0; r < 3; ++r) {
+      double sum = 0;
+      for (int j = 0; j < valid; ++j) {
+        ASSERT_GE(z[size_t(r) * valid + j], 0.0f);
+        sum += z[size_t(r) * valid + j];
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-6) << "valid " << valid << " row " << r;
     }
   }
 }
