@@ -350,12 +350,19 @@ void layer_norm_reference(float* out, const float* x, const float* gamma, const 
 }
 
 void activate(float* x, size_t n, Activation act) {
-  if (act == Activation::ReLU) {
-    for (size_t i = 0; i < n; ++i) x[i] = std::max(x[i], 0.0f);
-  } else {
-    const float inv_sqrt2 = 0.70710678118654752f;
-    for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
-  }
+  // Blocks of 2^16 values (32 rows of F = 2048) spread over the threads; fewer values stay on
+  // the calling thread.
+  constexpr size_t kBlock = size_t(1) << 16;
+  parallel_for(int((n + kBlock - 1) / kBlock), [&](int block, int) {
+    float* xi = x + size_t(block) * kBlock;
+    const size_t len = std::min(kBlock, n - size_t(block) * kBlock);
+    if (act == Activation::ReLU) {
+      for (size_t i = 0; i < len; ++i) xi[i] = std::max(xi[i], 0.0f);
+    } else {
+      const float inv_sqrt2 = 0.70710678118654752f;
+      for (size_t i = 0; i < len; ++i) xi[i] = 0.5f * xi[i] * (1.0f + std::erf(xi[i] * inv_sqrt2));
+    }
+  });
 }
 
 void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh, int ld_qkv,

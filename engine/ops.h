@@ -60,7 +60,8 @@ void add_layer_norm(float* x /* (M, d) */, const float* r /* (M, d) */, const fl
 void add_residual(float* x /* (M, d) */, const float* r /* (M, d) */, int M, int d);
 
 // ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form, not the tanh one)
-// x: n values, e.g. the (T, F) feed-forward hidden layer, changed in place.
+// x: n values, e.g. the (T, F) feed-forward hidden layer, changed in place, in blocks over the
+// threads (not inside a parallel_for job either).
 void activate(float* x, size_t n, Activation act);
 
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V                                   [§3.2.1]

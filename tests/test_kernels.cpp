@@ -237,6 +237,22 @@ TEST(Kernels, AddLayerNormIsTheSumNormed) {
   }
 }
 
+TEST(Kernels, ActivateEveryValueAcrossBlocks) {
+  // More values than one block of the split (2^16), and a ragged end.
+  ThreadsGuard guard;
+  set_kernel_threads(2);
+  const size_t n = (size_t(1) << 17) + 5;
+  const auto x = random_floats(n, 5, 4.0f);
+  auto relu = x, gelu = x;
+  activate(relu.data(), n, Activation::ReLU);
+  activate(gelu.data(), n, Activation::GELU);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(relu[i], std::max(x[i], 0.0f)) << i;
+    const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+    ASSERT_NEAR(gelu[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << i;
+  }
+}
+
 TEST(Parallel, EveryTaskRunsOnceOnAValidThread) {
   ThreadsGuard guard;
   for (int threads : {1, 2, 4}) {
