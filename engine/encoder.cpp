@@ -14,11 +14,6 @@ namespace ordo {
 
 namespace {
 
-// x += y
-void add_into(float* x, const float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] += y[i];
-}
-
 uint64_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
@@ -144,8 +139,10 @@ void Encoder::encoder_layer(int l, int B, int S, const std::vector<int>& lengths
     in = s_.normed.data();
   }
   self_attention(w, in, l, B, S, lengths, options);
-  add_into(x, s_.sub.data(), size_t(T) * d);
-  if (!c.norm_first) layer_norm(x, x, w.norm1_weight, w.norm1_bias, T, d, eps);
+  if (c.norm_first)
+    add_residual(x, s_.sub.data(), T, d);
+  else
+    add_layer_norm(x, s_.sub.data(), w.norm1_weight, w.norm1_bias, T, d, eps);
   observe(c.norm_first ? "attention + residual" : "attention + residual, norm1",
           c.norm_first ? "x = x + SelfAttention(norm1(x))" : "x = norm1(x + SelfAttention(x))", x, d);
 
@@ -159,8 +156,10 @@ void Encoder::encoder_layer(int l, int B, int S, const std::vector<int>& lengths
   observe("feed-forward hidden", c.activation == Activation::GELU ? "f = GELU(x W1^T + b1)" : "f = ReLU(x W1^T + b1)",
           s_.ff.data(), F);
   linear(s_.sub.data(), s_.ff.data(), w.linear2_weight, w.linear2_bias, T, F, d);
-  add_into(x, s_.sub.data(), size_t(T) * d);
-  if (!c.norm_first) layer_norm(x, x, w.norm2_weight, w.norm2_bias, T, d, eps);
+  if (c.norm_first)
+    add_residual(x, s_.sub.data(), T, d);
+  else
+    add_layer_norm(x, s_.sub.data(), w.norm2_weight, w.norm2_bias, T, d, eps);
   observe(c.norm_first ? "feed-forward + residual" : "feed-forward + residual, norm2",
           c.norm_first ? "x = x + (f W2^T + b2)" : "x = norm2(x + (f W2^T + b2))", x, d);
 }

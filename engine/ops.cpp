@@ -242,30 +242,118 @@ void softmax_rows(float* z, int rows, int cols, int valid) {
     float* row = z + static_cast<size_t>(r) * cols;
     std::fill(row + valid, row + cols, 0.0f);
     if (valid == 0) continue;
+#if defined(__AVX512F__)
+    // The same three passes as below, 16 columns at a time; the last block through a mask.
+    auto mask = [valid](int j) { return valid - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid - j)) - 1); };
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < valid; j += 16)
+      vmax = _mm512_mask_max_ps(vmax, mask(j), vmax, _mm512_maskz_loadu_ps(mask(j), row + j));
+    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));  // exp(z − max) ≤ 1: no overflow
+    __m512 vsum = _mm512_setzero_ps();
+    for (int j = 0; j < valid; j += 16) {
+      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask(j), row + j), max));
+      _mm512_mask_storeu_ps(row + j, mask(j), e);
+      vsum = _mm512_mask_add_ps(vsum, mask(j), vsum, e);
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));  // sum ≥ 1: exp(0) is one term
+    for (int j = 0; j < valid; j += 16)
+      _mm512_mask_storeu_ps(row + j, mask(j), _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(j), row + j), inv));
+#else
     const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
     float sum = 0.0f;
-    int j = 0;
-#if defined(__AVX512F__)
-    const __m512 vmax = _mm512_set1_ps(max);
-    __m512 vsum = _mm512_setzero_ps();
-    for (; j < valid; j += 16) {
-      const __mmask16 m = valid - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid - j)) - 1);
-      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + j), vmax));
-      _mm512_mask_storeu_ps(row + j, m, e);
-      vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
-    }
-    sum = _mm512_reduce_add_ps(vsum);
-#endif
-    for (; j < valid; ++j) {
+    for (int j = 0; j < valid; ++j) {
       row[j] = std::exp(row[j] - max);
       sum += row[j];
     }
     const float inv = 1.0f / sum;  // sum ≥ 1: the max term contributes exp(0)
-    for (j = 0; j < valid; ++j) row[j] *= inv;
+    for (int j = 0; j < valid; ++j) row[j] *= inv;
+#endif
   }
 }
 
+namespace {
+
+// Rows per task when a row-wise step (LayerNorm, residual add) is spread over the threads: a
+// block of 32 rows of d = 512 is 64 KB, enough work to pay for handing it out, and a pass over
+// 32 rows or fewer runs on the calling thread alone.
+constexpr int kRowsPerBlock = 32;
+
+// Runs rows(m0, m1) over [0, M) in blocks of kRowsPerBlock rows, spread over the threads.
+template <typename Rows>
+void for_row_blocks(int M, Rows rows) {
+  const int blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
+  parallel_for(blocks, [&](int block, int) { rows(block * kRowsPerBlock, std::min(M, (block + 1) * kRowsPerBlock)); });
+}
+
+// y = LayerNorm(x + r) for one row of d (r may be null: y = LayerNorm(x)); y may equal x.
+// With r, the sum x + r is first written to y and read back from there (the row is in L1).
+// Two passes over the row: the mean, then the mean square about it (no cancellation as in
+// E[x²] − E[x]²). The AVX-512 path sums in float lanes, each lane d/16 terms of the row.
+void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps) {
+#if defined(__AVX512F__)
+  auto mask = [d](int j) { return d - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (d - j)) - 1); };
+  __m512 sum = _mm512_setzero_ps();
+  if (r) {
+    for (int j = 0; j < d; j += 16) {
+      const __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(mask(j), x + j), _mm512_maskz_loadu_ps(mask(j), r + j));
+      _mm512_mask_storeu_ps(y + j, mask(j), s);
+      sum = _mm512_add_ps(sum, s);  // the masked-off lanes of s are 0
+    }
+    x = y;
+  } else {
+    for (int j = 0; j < d; j += 16) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask(j), x + j));
+  }
+  const __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(sum) / float(d));
+  __m512 sq = _mm512_setzero_ps();
+  for (int j = 0; j < d; j += 16) {
+    const __m512 c = _mm512_maskz_sub_ps(mask(j), _mm512_maskz_loadu_ps(mask(j), x + j), mean);
+    sq = _mm512_fmadd_ps(c, c, sq);
+  }
+  // biased variance, eps inside the root
+  const __m512 inv_std = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(sq) / float(d) + eps));
+  for (int j = 0; j < d; j += 16) {
+    const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask(j), x + j), mean), inv_std);
+    _mm512_mask_storeu_ps(
+        y + j, mask(j),
+        _mm512_fmadd_ps(xhat, _mm512_maskz_loadu_ps(mask(j), gamma + j), _mm512_maskz_loadu_ps(mask(j), beta + j)));
+  }
+#else
+  if (r) {
+    for (int j = 0; j < d; ++j) y[j] = x[j] + r[j];
+    x = y;
+  }
+  double sum = 0.0;
+  for (int j = 0; j < d; ++j) sum += x[j];
+  const double mean = sum / d;
+  double sq = 0.0;
+  for (int j = 0; j < d; ++j) sq += (x[j] - mean) * (x[j] - mean);
+  const double inv_std = 1.0 / std::sqrt(sq / d + eps);  // biased variance, eps inside the root
+  for (int j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv_std) * gamma[j] + beta[j];
+#endif
+}
+
+}  // namespace
+
 void layer_norm(float* out, const float* x, const float* gamma, const float* beta, int M, int d, float eps) {
+  for_row_blocks(M, [&](int m0, int m1) {
+    for (int m = m0; m < m1; ++m) layer_norm_row(out + size_t(m) * d, x + size_t(m) * d, nullptr, gamma, beta, d, eps);
+  });
+}
+
+void add_layer_norm(float* x, const float* r, const float* gamma, const float* beta, int M, int d, float eps) {
+  for_row_blocks(M, [&](int m0, int m1) {
+    for (int m = m0; m < m1; ++m)
+      layer_norm_row(x + size_t(m) * d, x + size_t(m) * d, r + size_t(m) * d, gamma, beta, d, eps);
+  });
+}
+
+void add_residual(float* x, const float* r, int M, int d) {
+  for_row_blocks(M, [&](int m0, int m1) {
+    for (size_t i = size_t(m0) * d; i < size_t(m1) * d; ++i) x[i] += r[i];
+  });
+}
+
+void layer_norm_reference(float* out, const float* x, const float* gamma, const float* beta, int M, int d, float eps) {
   for (int m = 0; m < M; ++m) {
     const float* xi = x + static_cast<size_t>(m) * d;
     float* yi = out + static_cast<size_t>(m) * d;
@@ -280,12 +368,19 @@ void layer_norm(float* out, const float* x, const float* gamma, const float* bet
 }
 
 void activate(float* x, size_t n, Activation act) {
-  if (act == Activation::ReLU) {
-    for (size_t i = 0; i < n; ++i) x[i] = std::max(x[i], 0.0f);
-  } else {
-    const float inv_sqrt2 = 0.70710678118654752f;
-    for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
-  }
+  // Blocks of 2^16 values (32 rows of F = 2048) spread over the threads; fewer values stay on
+  // the calling thread.
+  constexpr size_t kBlock = size_t(1) << 16;
+  parallel_for(int((n + kBlock - 1) / kBlock), [&](int block, int) {
+    float* xi = x + size_t(block) * kBlock;
+    const size_t len = std::min(kBlock, n - size_t(block) * kBlock);
+    if (act == Activation::ReLU) {
+      for (size_t i = 0; i < len; ++i) xi[i] = std::max(xi[i], 0.0f);
+    } else {
+      const float inv_sqrt2 = 0.70710678118654752f;
+      for (size_t i = 0; i < len; ++i) xi[i] = 0.5f * xi[i] * (1.0f + std::erf(xi[i] * inv_sqrt2));
+    }
+  });
 }
 
 void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh, int ld_qkv,

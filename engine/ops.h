@@ -46,12 +46,23 @@ constexpr bool kHaveSimdDot = false;  // scalar dot products are slower than sge
 void softmax_rows(float* z /* (rows, cols) */, int rows, int cols, int valid);
 
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
-// out may equal x.
+// out may equal x. The row-wise steps here (layer_norm, add_layer_norm, add_residual)
+// spread blocks of rows over the engine's threads, so they must not run inside a parallel_for job.
 void layer_norm(float* out /* (M, d) */, const float* x /* (M, d) */, const float* gamma /* (d) */,
                 const float* beta /* (d) */, int M, int d, float eps);
+// The same in double, one row after another: layer_norm's fast path sums in float lanes.
+void layer_norm_reference(float* out, const float* x, const float* gamma, const float* beta, int M, int d, float eps);
+
+// x = LayerNorm(x + r): the post-LN residual step, x + r never leaving the cache before it is normed.
+void add_layer_norm(float* x /* (M, d) */, const float* r /* (M, d) */, const float* gamma /* (d) */,
+                    const float* beta /* (d) */, int M, int d, float eps);
+
+// x = x + r: the pre-LN residual step.
+void add_residual(float* x /* (M, d) */, const float* r /* (M, d) */, int M, int d);
 
 // ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form, not the tanh one)
-// x: n values, e.g. the (T, F) feed-forward hidden layer, changed in place.
+// x: n values, e.g. the (T, F) feed-forward hidden layer, changed in place, in blocks over the
+// threads (not inside a parallel_for job either).
 void activate(float* x, size_t n, Activation act);
 
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V                                   [§3.2.1]
