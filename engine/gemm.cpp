@@ -73,13 +73,19 @@ void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, i
 
 // Writes the transpose of a block of up to 16 rows × kc columns (row stride ld; rows past `rows`
 // read as zeros): for each k, one vector of the 16 rows' values, stored at dst + k·dst_ld under
-// `lanes` (12 lanes for an A panel, 16 for half a B̂ panel). 16 columns at a time, transposed in
-// registers: unpack pairs of rows, then pairs of pairs, then 128-bit lanes twice.
-void pack_transposed(float* dst, int dst_ld, __mmask16 lanes, const float* src, int ld, int rows, int kc) {
+// `lanes` (16 for half a B̂ panel; fewer for the edge of a tile of yᵀ). 16 columns at a time,
+// transposed in registers: unpack pairs of rows, then pairs of pairs, then 128-bit lanes twice.
+// With ahead > 0 it also asks for the same columns of the 16 rows `ahead` rows further on, the
+// next panel's, which would otherwise come from memory one short row at a time (8 × 128 and
+// 1 × 512 on the base model: 2–3% faster).
+void pack_transposed(float* dst, int dst_ld, __mmask16 lanes, const float* src, int ld, int rows, int kc,
+                     int ahead = 0) {
   for (int k0 = 0; k0 < kc; k0 += 16) {
     const int kn = std::min(16, kc - k0);
     const __mmask16 kmask = first_n(kn);
     __m512 r[16], t[16];
+    if (ahead > 0)
+      for (int i = 0; i < 16; ++i) __builtin_prefetch(src + size_t(ahead + i) * ld + k0);
     for (int i = 0; i < 16; ++i)
       r[i] = i < rows ? _mm512_maskz_loadu_ps(kmask, src + size_t(i) * ld + k0) : _mm512_setzero_ps();
     for (int i = 0; i < 16; i += 2) {  // t[i], t[i+1]: rows i, i+1 interleaved
@@ -108,9 +114,9 @@ void pack_transposed(float* dst, int dst_ld, __mmask16 lanes, const float* src, 
 // Bp (kc, NR) = B̂[p0 : p0+kc, j0 : j0+nr], columns past nr zero. B points at B̂[p0, j0].
 void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
   if (b_is_nk) {  // B̂ = Bᵀ: column j of B̂ is row j of B
-    pack_transposed(Bp, NR, 0xFFFF, B, ldb, nr, kc);
+    pack_transposed(Bp, NR, 0xFFFF, B, ldb, nr, kc, NR);
     if (nr > 16)
-      pack_transposed(Bp + 16, NR, 0xFFFF, B + size_t(16) * ldb, ldb, nr - 16, kc);
+      pack_transposed(Bp + 16, NR, 0xFFFF, B + size_t(16) * ldb, ldb, nr - 16, kc, NR);
     else
       pack_transposed(Bp + 16, NR, 0xFFFF, B, ldb, 0, kc);  // zeros
   } else {                                                  // B̂ = B: copy rows, zero the tail

@@ -37,7 +37,7 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
 //   above:        linear_gemm (AVX-512), which packs W once per call and reuses it over many rows;
 // without AVX-512, small-M up to 16 rows and cblas_sgemm above.
 constexpr int kSmallM = kHaveGemm ? 8 : 16;
-constexpr int kStreamM = 128;
+constexpr int kStreamM = 256;  // 1 × 256: 25.6 ms against 27.3 at 128; no gain at 512 or 1024
 
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
