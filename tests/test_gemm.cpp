@@ -62,7 +62,7 @@ TEST(Gemm, LinearMatchesReferenceOnOddSizes) {
   expect_linear_matches_reference(linear_gemm, "linear_gemm", {1, 7, 13, 31, 33, 64, 100, 257});
 }
 
-// Around the panel widths (16 rows of x up to 16, 32 above) and the tiles of W (24 rows, then 12), up to 2 panels past the 256 rows where linear() stops using it.
+// Around the panel widths (16 rows of x up to 16, 32 above) and the tiles of W (24 rows, then 12).
 TEST(Gemm, StreamMatchesReferenceOnOddSizes) {
   expect_linear_matches_reference(linear_stream, "linear_stream", {1, 2, 9, 15, 16, 17, 31, 32, 33, 64, 65, 130});
 }
