@@ -296,6 +296,18 @@ void for_row_blocks(int M, Rows rows) {
   parallel_for(blocks, [&](int block, int) { rows(block * kRowsPerBlock, std::min(M, (block + 1) * kRowsPerBlock)); });
 }
 
+// y = LayerNorm(x) for one row of d, the sums in double (the reference, and the path without
+// AVX-512); y may equal x.
+void layer_norm_row_double(float* y, const float* x, const float* gamma, const float* beta, int d, float eps) {
+  double sum = 0.0;
+  for (int j = 0; j < d; ++j) sum += x[j];
+  const double mean = sum / d;
+  double sq = 0.0;
+  for (int j = 0; j < d; ++j) sq += (x[j] - mean) * (x[j] - mean);
+  const double inv_std = 1.0 / std::sqrt(sq / d + eps);  // biased variance, eps inside the root
+  for (int j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv_std) * gamma[j] + beta[j];
+}
+
 // y = LayerNorm(x + r) for one row of d (r may be null: y = LayerNorm(x)); y may equal x.
 // With r, the sum x + r is first written to y and read back from there (the row is in L1).
 // Two passes over the row: the mean, then the mean square about it (no cancellation as in
@@ -333,13 +345,7 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
     for (int j = 0; j < d; ++j) y[j] = x[j] + r[j];
     x = y;
   }
-  double sum = 0.0;
-  for (int j = 0; j < d; ++j) sum += x[j];
-  const double mean = sum / d;
-  double sq = 0.0;
-  for (int j = 0; j < d; ++j) sq += (x[j] - mean) * (x[j] - mean);
-  const double inv_std = 1.0 / std::sqrt(sq / d + eps);  // biased variance, eps inside the root
-  for (int j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv_std) * gamma[j] + beta[j];
+  layer_norm_row_double(y, x, gamma, beta, d, eps);
 #endif
 }
 
@@ -365,17 +371,7 @@ void add_residual(float* x, const float* r, int M, int d) {
 }
 
 void layer_norm_reference(float* out, const float* x, const float* gamma, const float* beta, int M, int d, float eps) {
-  for (int m = 0; m < M; ++m) {
-    const float* xi = x + static_cast<size_t>(m) * d;
-    float* yi = out + static_cast<size_t>(m) * d;
-    double sum = 0.0;
-    for (int j = 0; j < d; ++j) sum += xi[j];
-    const double mean = sum / d;
-    double sq = 0.0;
-    for (int j = 0; j < d; ++j) sq += (xi[j] - mean) * (xi[j] - mean);
-    const double inv_std = 1.0 / std::sqrt(sq / d + eps);  // biased variance, eps inside the root
-    for (int j = 0; j < d; ++j) yi[j] = static_cast<float>((xi[j] - mean) * inv_std) * gamma[j] + beta[j];
-  }
+  for (int m = 0; m < M; ++m) layer_norm_row_double(out + size_t(m) * d, x + size_t(m) * d, gamma, beta, d, eps);
 }
 
 void activate(float* x, size_t n, Activation act) {
