@@ -1,5 +1,5 @@
 // engine/gemm.h against plain loops in double: linear_gemm and linear_stream against linear_reference on sizes that
-// are not multiples of the tile (MR = 12, NR = 32) or the blocks (KC = 256, NC = 512),
+// are not multiples of the tile (MR = 12, NR = 32) or the blocks (KC = 512, NC = 256),
 // and gemm() in both of the attention's forms, with leading dimensions wider than the rows.
 #include <gtest/gtest.h>
 
@@ -68,8 +68,9 @@ TEST(Gemm, StreamMatchesReferenceOnOddSizes) {
 }
 
 TEST(Gemm, LinearTakesMoreThanOneDepthBlock) {
-  // K = 700 spans three KC blocks: the second and third add onto the first, bias added once.
-  const int M = 130, K = 700, N = 300;
+  // K = 1100 spans three KC blocks: the second and third add onto the first, bias added once; N = 300
+  // spans two NC blocks.
+  const int M = 130, K = 1100, N = 300;
   const auto x = random_floats(size_t(M) * K, 1), w = random_floats(size_t(N) * K, 2), b = random_floats(N, 3, 50.0f);
   std::vector<float> fast(size_t(M) * N), slow(size_t(M) * N);
   linear_gemm(fast.data(), x.data(), w.data(), b.data(), M, K, N);
