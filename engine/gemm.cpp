@@ -30,8 +30,8 @@ namespace {
 // only the rows and columns that exist (masked stores). Packing A as well, as BLIS does, cost more
 // than it saved here: the attention's probabilities (L × L per head) were copied once per head, and x
 // once per block of W (4 × 512 on the base model: 7% of the time in packing, 2% without A's).
-constexpr int MR = 12;   // rows of C per micro-tile: 24 accumulators + 2 of B̂ + 1 broadcast ≤ 32 zmm
-constexpr int NR = 32;   // columns of C per micro-tile: two zmm
+constexpr int MR = 12;  // rows of C per micro-tile: 24 accumulators + 2 of B̂ + 1 broadcast ≤ 32 zmm
+constexpr int NR = 32;  // columns of C per micro-tile: two zmm
 // KC = 512 covers the model width in one pass, so C is stored once instead of stored, read back
 // and stored again (8 × 128 and 4 × 512 on the base model: 8–10% faster than KC = 256, NC = 512;
 // KC = 384 no faster; KC = 1024 or 2048 with narrower blocks no faster than 512).
