@@ -1,6 +1,5 @@
 #include "engine/strict_json.h"
 
-#include <cstring>
 #include <set>
 #include <vector>
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,14 @@ inline void attention_head_reference(float* out, const float* q, const float* k,
   for (int i = 0; i < L; ++i)
     for (int c = 0; c < dh; ++c) out[size_t(i) * ld_out + c] = static_cast<float>(o[size_t(i) * ld_out + c]);
   narrow(probs, p);
+}
+
+// A whole file's bytes ("" if it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 // A fresh directory under the test temp dir, removed by the caller's TempDir destructor.

@@ -5,8 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,13 +19,6 @@ namespace ordo {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
@@ -45,7 +36,7 @@ TEST(AtomicFile, WritesTheBytesWithAPlainFilesMode) {
   const std::string path = dir.path + "/out.txt";
   write_text(path, "first");
   write_text(path, "second, longer");
-  EXPECT_EQ(read(path), "second, longer");
+  EXPECT_EQ(test::read_file(path), "second, longer");
   EXPECT_EQ(entries(dir.path), std::vector<std::string>{"out.txt"}) << "no temporary file is left";
   const mode_t mask = ::umask(0);
   ::umask(mask);
@@ -64,7 +55,7 @@ TEST(AtomicFile, AFailedWriteLeavesTheOldFileAndNoTemporary) {
                                   throw std::runtime_error("the writer gave up");
                                 }),
                std::runtime_error);
-  EXPECT_EQ(read(path), "kept");
+  EXPECT_EQ(test::read_file(path), "kept");
   EXPECT_EQ(entries(dir.path), std::vector<std::string>{"out.txt"});
 }
 
@@ -88,8 +79,8 @@ TEST(AtomicFile, StaleTemporaryNamesAreNotFollowed) {
   for (const std::string& stale : {path + ".partial", path + ".tmp-XXXXXX"})
     ASSERT_EQ(::symlink(victim.c_str(), stale.c_str()), 0) << stale;
   write_text(path, "new");
-  EXPECT_EQ(read(path), "new");
-  EXPECT_EQ(read(victim), "untouched");
+  EXPECT_EQ(test::read_file(path), "new");
+  EXPECT_EQ(test::read_file(victim), "untouched");
   EXPECT_EQ(entries(dir.path),
             (std::vector<std::string>{"out.txt", "out.txt.partial", "out.txt.tmp-XXXXXX", "victim"}));
 }

@@ -1,15 +1,8 @@
 // ordo init: a model with deterministic random weights from a config and a seed.
 #include "engine/init.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <iostream>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>

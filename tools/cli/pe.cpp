@@ -1,12 +1,8 @@
 // ordo pe: the sinusoidal positional encodings, their properties checked with numbers, their
 // common variants side by side, and pictures of them.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
 
 #include <ordo/errors.h>
 
@@ -20,19 +16,6 @@ namespace ordo::cli {
 namespace {
 
 using teach::PeVariant;
-
-const char* frequency_rule(PeVariant v) {
-  switch (v) {
-    case PeVariant::Paper:
-    case PeVariant::Split:
-      return "1 / base^(2i/d)";
-    case PeVariant::Tensor2Tensor:
-      return "exp(-i ln(base) / (d/2 - 1))";
-    case PeVariant::DoubledExponent:
-      return "1 / base^(2(2i)/d)";
-  }
-  return "";
-}
 
 void write_csv(const std::string& path, const std::vector<float>& pe, int N, int d) {
   write_atomically(path, [&](std::FILE* f) {
@@ -105,8 +88,8 @@ void print_variants(int N, int d, double base) {
     char wavelength[32];
     std::snprintf(wavelength, sizeof wavelength, "2pi x %.6g", 1.0 / w.back());
     std::printf("  %-17s %-12s %-29s %10.6f %10.6f %17s %6d\n", teach::to_string(v),
-                layout == PeLayout::Interleaved ? "interleaved" : "[sin | cos]", frequency_rule(v), stored, paired,
-                wavelength, flat);
+                layout == PeLayout::Interleaved ? "interleaved" : "[sin | cos]", teach::frequency_rule(v), stored,
+                paired, wavelength, flat);
   }
   // A few values as each variant stores them: positions 1 and N-1, dims 2, 3, d/2, d/2+1, d-2
   // (those that exist, each once).
@@ -231,7 +214,7 @@ int cmd_pe(int argc, char** argv) {
   std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d,
               layout == PeLayout::Split ? "split" : "interleaved", base);
   if (variant == PeVariant::Tensor2Tensor || variant == PeVariant::DoubledExponent)
-    std::printf(", %s frequencies w_i = %s", teach::to_string(variant), frequency_rule(variant));
+    std::printf(", %s frequencies w_i = %s", teach::to_string(variant), teach::frequency_rule(variant));
   std::printf(cols < d ? " (first %d dims shown)\n" : "\n", cols);
   std::printf("%8s", "t \\ dim");
   for (int j = 0; j < cols; ++j) std::printf(" %8d", j);

@@ -20,6 +20,7 @@ enum class PeVariant {
 };
 const std::vector<PeVariant>& all_variants();
 const char* to_string(PeVariant v);
+const char* frequency_rule(PeVariant v);  // w_i, as text: "1 / base^(2i/d)"
 bool parse_variant(const std::string& name, PeVariant* out);
 PeLayout layout_of(PeVariant v);
 
