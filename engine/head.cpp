@@ -1,9 +1,9 @@
-#include "engine/head.h"
+#include <ordo/engine/head.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "engine/ops.h"
+#include "engine/kernels/blas.h"
 
 namespace ordo {
 

@@ -8,7 +8,7 @@
 // Nothing else: no dense layer, activation or LayerNorm of the head's own.
 #pragma once
 
-#include "engine/model.h"
+#include <ordo/engine/model.h>
 
 namespace ordo {
 
