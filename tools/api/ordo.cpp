@@ -250,6 +250,7 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
     Filled::Mask m;
     m.position = masks[i];
     for (const auto& [id, p] : top_k(z.data() + i * size_t(V), V, k)) m.top.push_back({id, tokenizer_.piece(id), p});
+    m.logits.assign(z.begin() + i * size_t(V), z.begin() + (i + 1) * size_t(V));
     f.masks.push_back(std::move(m));
   }
   return f;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/cli/cli.h"
+#include "tools/cli/json_out.h"
 
 namespace ordo::cli {
 
@@ -17,6 +18,7 @@ int cmd_fill(int argc, char** argv) {
   add_text_options(o);
   o.add_options()("top", "pieces to show per <mask>", cxxopts::value<int>()->default_value("5"))(
       "json", "print one JSON object: text, pieces, ids, masks [{position, top [{piece, id, prob}]}]")(
+      "logits", "with --json, each mask's raw head output too: \"logits\", one per piece of the vocabulary")(
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
@@ -39,6 +41,7 @@ int cmd_fill(int argc, char** argv) {
       nlohmann::ordered_json guesses = nlohmann::ordered_json::array();
       for (const Guess& g : m.top) guesses.push_back({{"piece", g.piece}, {"id", g.id}, {"prob", g.prob}});
       masks.push_back({{"position", m.position}, {"top", guesses}});
+      if (args.count("logits")) masks.back()["logits"] = json_floats(m.logits.data(), m.logits.size());
     }
     const nlohmann::ordered_json j = {
         {"text", text}, {"pieces", f.tokens.pieces}, {"ids", f.tokens.ids}, {"masks", masks}};

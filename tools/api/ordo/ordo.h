@@ -56,6 +56,7 @@ struct Filled {
   struct Mask {
     int position = 0;  // index into tokens.pieces
     std::vector<Guess> top;
+    std::vector<float> logits;  // (V): the head's raw output there, p = softmax(logits)
   };
   Tokenization tokens;
   std::vector<Mask> masks;
