@@ -116,6 +116,12 @@ std::string fit(const std::string& s, int width) {
   return pad_right(out, width);
 }
 
+void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string& where) {
+  if (int(t.ids.size()) > pipeline.max_tokens())
+    throw InputError(where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " +
+                                pipeline.max_tokens_reason() + " allows");
+}
+
 void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));

@@ -38,6 +38,10 @@ std::string pad_right(const std::string& s, int width);
 // `s` cut or padded to exactly `width` columns.
 std::string fit(const std::string& s, int width);
 
+// A text longer than the library allows (a learned position table, or this machine's memory) is
+// refused by name before the encoder runs (fill, score, compare).
+void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string& where);
+
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);
 
@@ -61,5 +65,7 @@ int cmd_info(int argc, char** argv);
 int cmd_trace(int argc, char** argv);
 int cmd_attention(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_fill(int argc, char** argv);
+int cmd_score(int argc, char** argv);
 
 }  // namespace ordo::cli

@@ -33,6 +33,52 @@ double l2_diff(const float* a, const float* b, size_t n) {
   return std::sqrt(s);
 }
 
+// What the masked-language-model head says about the two texts: each one's pseudo-log-likelihood
+// (ordo score) with and without positions, and which order it prefers.
+struct Preference {
+  double a_pe = 0, b_pe = 0, a_nope = 0, b_nope = 0;
+  std::string prefers;  // "a", "b" or "neither", with positions
+  std::string verdict;  // one plain sentence
+};
+
+std::string format(const char* f, double x, double y = 0, double z = 0) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, x, y, z);
+  return buf;
+}
+
+Preference prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization& b, bool reordered) {
+  Preference p;
+  const auto with_pe = pipeline.score({a, b}, true), without_pe = pipeline.score({a, b}, false);
+  p.a_pe = with_pe[0].pll, p.b_pe = with_pe[1].pll, p.a_nope = without_pe[0].pll, p.b_nope = without_pe[1].pll;
+  p.prefers = p.a_pe > p.b_pe ? "a" : p.b_pe > p.a_pe ? "b" : "neither";
+  const char* which = p.prefers == "a" ? "A" : "B";
+  const double hi = std::max(p.a_pe, p.b_pe), lo = std::min(p.a_pe, p.b_pe);
+  if (a.ids == b.ids) {
+    p.verdict = format("Both texts are the same pieces in the same order, so they score the same (PLL %.2f).", p.a_pe);
+  } else if (reordered && !pipeline.sees_order(true)) {
+    p.verdict = format(
+        "This model has no positional encoding, so it cannot prefer either order: both score %.2f (PLL).", p.a_pe);
+  } else if (reordered) {
+    p.verdict =
+        (p.prefers == "neither" ? format("With positions both orders score the same (PLL %.2f).", hi)
+                                : std::string("The model finds ") + which +
+                                      format("'s order more natural: PLL %.2f against %.2f with positions.", hi, lo)) +
+        (p.a_nope == p.b_nope
+             ? format(" Without positions both score %.2f: the encoder then sees the same bag of pieces and "
+                      "cannot prefer either order.",
+                      p.a_nope)
+             : format(" Without positions they score %.2f and %.2f.", p.a_nope, p.b_nope));
+  } else {
+    p.verdict = std::string("The texts hold different pieces, so their scores differ in more than order: ") +
+                (p.prefers == "neither"
+                     ? format("both score %.2f with positions", hi)
+                     : std::string("the model prefers ") + which + format(" (PLL %.2f against %.2f)", hi, lo)) +
+                format(", and without positions they score %.2f and %.2f.", p.a_nope, p.b_nope);
+  }
+  return p;
+}
+
 }  // namespace
 
 int cmd_compare(int argc, char** argv) {
@@ -74,6 +120,9 @@ int cmd_compare(int argc, char** argv) {
   const auto pa = mean(rows_pe[0]), pb = mean(rows_pe[1]), na = mean(rows_nope[0]), nb = mean(rows_nope[1]);
   const double cos_pe = cosine(pa, pb), cos_nope = cosine(na, nb);
   const double diff_pe = max_abs_diff(pa.data(), pb.data(), d), diff_nope = max_abs_diff(na.data(), nb.data(), d);
+  // A model with a masked-language-model head can also say which order it finds more natural.
+  const bool head = pipeline.has_head() && pipeline.mask_id() >= 0;
+  const Preference pref = head ? prefer(pipeline, a, b, reordered) : Preference{};
 
   // Match the k-th occurrence of each id in A with the k-th occurrence in B.
   struct Move {
@@ -110,6 +159,12 @@ int cmd_compare(int argc, char** argv) {
                         {"cosine", {{"with_pe", cos_pe}, {"without_pe", cos_nope}}},
                         {"max_abs_diff", {{"with_pe", diff_pe}, {"without_pe", diff_nope}}},
                         {"tokens", tokens}};
+    if (head) {
+      j["pll"] = {{"a", {{"with_pe", pref.a_pe}, {"without_pe", pref.a_nope}}},
+                  {"b", {{"with_pe", pref.b_pe}, {"without_pe", pref.b_nope}}}};
+      j["prefers"] = pref.prefers;
+      j["verdict"] = pref.verdict;
+    }
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
@@ -135,6 +190,11 @@ int cmd_compare(int argc, char** argv) {
       std::printf("  %s %5d %5d   %15.6f   %17.3g\n", pad_right(a.pieces[m.i], 14).c_str(), m.i, m.j, m.with_pe,
                   m.without_pe);
   }
+  if (head) {
+    std::printf("\npseudo-log-likelihood (ordo score; higher = more natural)   with positions   without positions\n");
+    std::printf("  A                                                   %15.4f   %17.4f\n", pref.a_pe, pref.a_nope);
+    std::printf("  B                                                   %15.4f   %17.4f\n", pref.b_pe, pref.b_nope);
+  }
   std::printf("\n");
   if (!reordered) {
     std::printf(
@@ -157,6 +217,7 @@ int cmd_compare(int argc, char** argv) {
         "pooled cosine falls to %.4f: the order changes the result.\n",
         cos_nope, worst_moved, cos_pe);
   }
+  if (head) std::printf("%s\n", pref.verdict.c_str());
   return 0;
 }
 
