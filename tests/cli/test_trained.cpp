@@ -89,5 +89,22 @@ TEST(Trained, MovingTheMaskAmongTheSamePiecesMattersOnlyWithPositions) {
   EXPECT_EQ(without[1], without[2]);
 }
 
+// Byte fallback: a character outside the pieces is its UTF-8 bytes, printed as <0xC3> wherever pieces
+// are printed, and never <unk>.
+TEST(Trained, BytePiecesPrintAsTheyAreEverywhere) {
+  const std::string text = "caf\xc3\xa9 \xe7\x8c\xab";  // café 猫
+  for (const std::string& cmd :
+       std::vector<std::string>{"encode --json ", "trace --dims 2 ", "attention --layer 1 --head 3 ", "score ",
+                                "score --json ", "compare " + quote("cat") + " "}) {
+    const auto r = run_ordo(cmd + kModel + quote(text));
+    EXPECT_EQ(r.status, 0) << cmd << r.err;
+    EXPECT_NE(r.out.find("<0xC3>"), std::string::npos) << cmd << r.out;
+    EXPECT_EQ(r.out.find("<unk>"), std::string::npos) << cmd;
+  }
+  const auto f = run_ordo("fill --json" + kModel + quote(text + " <mask>"));
+  ASSERT_EQ(f.status, 0) << f.err;
+  EXPECT_EQ(json::parse(f.out)["pieces"][2], "<0xC3>");
+}
+
 }  // namespace
 }  // namespace ordo
