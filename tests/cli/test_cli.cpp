@@ -153,8 +153,9 @@ TEST(Cli, InitIsDeterministicAndInfoReadsIt) {
             0);
   const auto info = run_ordo("info --model " + dir.path + "/a");
   ASSERT_EQ(info.status, 0) << info.err;
-  // 8000·64 + 2 layers · (3·64·64 + 3·64 + 64·64 + 64 + 256·64 + 256 + 64·256 + 64 + 4·64)
-  EXPECT_NE(info.out.find("parameters  611968 "), std::string::npos) << info.out;
+  // 8000·64 + 2 layers · (3·64·64 + 3·64 + 64·64 + 64 + 256·64 + 256 + 64·256 + 64 + 4·64) = 611968,
+  // + the final norm 2·64 + the head's bias 8000
+  EXPECT_NE(info.out.find("parameters  620096 "), std::string::npos) << info.out;
 }
 
 TEST(Cli, PeTableAndCsv) {

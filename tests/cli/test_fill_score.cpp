@@ -219,5 +219,13 @@ TEST_F(FillScore, CompareAddsTheScoresWhenTheModelHasAHead) {
   EXPECT_FALSE(json::parse(plain.out).contains("pll")) << "a model without a head compares as before";
 }
 
+TEST_F(FillScore, InfoSaysWhetherTheModelHasAHead) {
+  const auto head = run_ordo("info" + model("head")), plain = run_ordo("info" + model("plain"));
+  ASSERT_EQ(head.status, 0) << head.err;
+  EXPECT_NE(head.out.find("head        masked-language-model: logits = h E^T + head.bias"), std::string::npos)
+      << head.out;
+  EXPECT_NE(plain.out.find("head        none"), std::string::npos) << plain.out;
+}
+
 }  // namespace
 }  // namespace ordo

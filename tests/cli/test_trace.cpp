@@ -97,13 +97,13 @@ TEST(Trace, EndsWithWhatEncodeGives) {
   const auto m = run_ordo("encode --json " + quote(kText));
   ASSERT_EQ(r.status + e.status + m.status, 0) << r.err << e.err << m.err;
   const auto hidden = nlohmann::json::parse(e.out)["hidden"];
-  const auto h = stage_rows(r.out, "[26] final hidden states", 6);
+  const auto h = stage_rows(r.out, "[27] final hidden states", 6);
   ASSERT_EQ(h.size(), 6u);
   for (int t = 0; t < 6; ++t)
     for (int j = 0; j < 8; ++j) EXPECT_NEAR(h[t][j], hidden[t][j].get<double>(), 5.1e-5) << t << "," << j;
   // The pooled line: "  [  0.4357,   0.6735, ...] |v| = 6.1767"
   const auto pooled = nlohmann::json::parse(m.out)["embedding"];
-  std::string line = r.out.substr(r.out.find("[", r.out.find("[27] pooled vector") + 5));
+  std::string line = r.out.substr(r.out.find("[", r.out.find("[28] pooled vector") + 5));
   std::istringstream in(line.substr(1));
   for (int j = 0; j < 8; ++j) {
     double v;

@@ -30,6 +30,11 @@ int cmd_info(int argc, char** argv) {
     std::printf(", %s layout, base %g", to_string(c.pe_layout), c.pe_base);
   if (c.positional_encoding == PositionalEncoding::Learned) std::printf(", max_positions %d", c.max_positions);
   std::printf("; embeddings %s sqrt(d)\n", c.scale_embedding ? "scaled by" : "not scaled by");
+  if (c.head == Head::MaskedLM)
+    std::printf("head        masked-language-model: logits = h E^T + head.bias (E the token embedding, tied)%s\n",
+                pipeline.mask_id() >= 0 ? "; ordo fill and ordo score use it" : "; the tokenizer has no <mask> piece");
+  else
+    std::printf("head        none (ordo fill and ordo score need a masked-language-model head)\n");
   std::printf("parameters  %llu (%.2f MB as float32); file %lld bytes\n", (unsigned long long)m.parameter_count(),
               m.parameter_count() * 4.0 / 1e6, (long long)st.st_size);
   std::printf("tokenizer   %s: %d pieces%s%s\n", pipeline.tokenizer().path().c_str(), pipeline.tokenizer().size(),
