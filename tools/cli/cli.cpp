@@ -143,7 +143,7 @@ std::string fit(const std::string& s, int width) {
 void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& where) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-  const uint64_t need = pipeline.encoder().activation_bytes(1, t.ids.size());
+  const uint64_t need = pipeline.encoder().activation_bytes(1, t.ids.size(), /*observed=*/true);
   if (need > memory / 2)
     throw InputError(where, "text of " + std::to_string(t.ids.size()) + " tokens needs " + std::to_string(need >> 20) +
                                 " MiB of working memory, more than half of this machine's " +
