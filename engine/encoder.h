@@ -1,15 +1,15 @@
 // ordo: token ids in, hidden states out — nn.TransformerEncoder(batch_first=True) in eval mode.
 #pragma once
 
-#include <ordo/engine/model.h>
-#include <ordo/engine/trace.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <ordo/engine/model.h>
+#include <ordo/engine/trace.h>
 
 namespace ordo {
 
@@ -27,12 +27,6 @@ struct Hidden {
   std::vector<float> data;   // (B, S, d)
   const float* row(int b, int t) const { return data.data() + (size_t(b) * S + t) * d; }
 };
-
-enum class Pooling { Mean, First, None };
-
-// mean: v = (1/L)·Σ_t h_t over the sequence's L rows (padding skipped); first: v = h_0. A sequence
-// of no tokens pools to zeros. Returns (d), or (L, d) for None.
-std::vector<float> pool(const Hidden& h, int b, Pooling pooling);
 
 // Activations of one forward pass. A pass borrows one from its Encoder and gives it back at the
 // end, so a second pass reuses the memory while shapes do not grow.
@@ -62,7 +56,8 @@ class Encoder {
   Encoder& operator=(const Encoder&) = delete;
 
   // ids: B sequences of token ids in [0, V). Throws InputError for an id out of range, a
-  // sequence past a learned position table, or a batch too large for memory.
+  // sequence past a learned position table, or a batch whose working memory (activation_bytes)
+  // is more than half of this machine's.
   Hidden forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options = {});
 
   // Bytes of activations forward() needs for a B × S batch; observed: with an observer, which
@@ -102,5 +97,6 @@ class Encoder {
 // passes running then have ended (a pass keeps the count it started with), and passes that start
 // meanwhile wait for the new count. Not from inside an observe callback (std::logic_error).
 void set_num_threads(int n);
+int num_threads();
 
 }  // namespace ordo
