@@ -1,15 +1,12 @@
 // The library, <ordo/ordo.h>: text in, vectors out.
 #include <gtest/gtest.h>
 
-#include <string>
-#include <vector>
-
-#include <ordo/ordo.h>
-
 #include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <ordo/ordo.h>
 
 namespace ordo {
 namespace {
