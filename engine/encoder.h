@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,54 +28,74 @@ struct Hidden {
   const float* row(int b, int t) const { return data.data() + (size_t(b) * S + t) * d; }
 };
 
-// Activations for one (B, S), allocated once and reused while shapes do not grow.
+// Activations of one forward pass. A pass borrows one from its Encoder and gives it back at the
+// end, so a second pass reuses the memory while shapes do not grow.
 struct RunState {
   std::vector<float> x;        // (T, d)   the residual stream
   std::vector<float> normed;   // (T, d)   a sublayer's normalised input (pre-LN)
   std::vector<float> qkv;      // (T, 3d)  queries | keys | values, heads side by side
   std::vector<float> context;  // (T, d)   attention output, heads concatenated
   std::vector<float> sub;      // (T, d)   a sublayer's output, before the residual add
-  std::vector<float> ff;       // (T, F)   feed-forward hidden layer
-  std::vector<float> probs;    // (threads, S, S) attention weights, one head per thread
+  std::vector<float> ff;       // (rows, F) feed-forward hidden layer, for a block of rows at a time
+  std::vector<float> probs;    // (threads, block, S) attention weights of a block of query rows
   std::vector<float> pe;       // (S, d)   positional encodings, kept between calls
+  int threads = 1;             // the engine's thread count, fixed for the pass
 };
 
+// Rows of the feed-forward layer computed at a time: its (rows, F) hidden layer is the largest
+// buffer after the residual stream's, and beyond 2048 rows a bigger block is no faster.
+constexpr int kFeedForwardRows = 2048;
+
+// Safe to share between threads: every pass has its own RunState (borrowed from a small list under
+// a mutex, made when none is free), and reads the model only. Passes running at once share the
+// engine's threads (set_num_threads), which take their jobs in turn.
 class Encoder {
  public:
   explicit Encoder(const Model& model) : model_(model) {}
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
 
   // ids: B sequences of token ids in [0, V). Throws InputError for an id out of range, a
   // sequence past a learned position table, or a batch whose working memory (activation_bytes)
   // is more than half of this machine's.
   Hidden forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options = {});
 
-  // Bytes of activations forward() needs for a B × S batch.
-  uint64_t activation_bytes(uint64_t B, uint64_t S) const;
+  // Bytes of activations forward() needs for a B × S batch; observed: with an observer, which
+  // sees each head's full S × S attention weights.
+  uint64_t activation_bytes(uint64_t B, uint64_t S, bool observed = false) const;
 
  private:
-  // x_t = E[id_t]·√d + PE(t)  into s_.x (T, d)
-  void embed(const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options);
-  // x = sublayer(SelfAttention), then x = sublayer(FFN), FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2, on s_.x (T, d)
-  void encoder_layer(int l, int B, int S, const std::vector<int>& lengths, const EncodeOptions& options);
-  // The sublayer connection on s_.x (T, d), the one place where post-LN and pre-LN differ:
+  // x_t = E[id_t]·√d + PE(t)  into s.x (T, d)
+  void embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options) const;
+  // x = sublayer(SelfAttention), then x = sublayer(FFN), FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2, on s.x (T, d)
+  void encoder_layer(RunState& s, int l, int B, int S, const std::vector<int>& lengths,
+                     const EncodeOptions& options) const;
+  // The sublayer connection on s.x (T, d), the one place where post-LN and pre-LN differ:
   //   post-LN: x = LayerNorm(x + f(x));  pre-LN: x = x + f(LayerNorm(x)).
-  // f(in) reads its input (T, d) and leaves its output in s_.sub (T, d).
-  void sublayer(int T, const float* gamma, const float* beta, const std::function<void(const float* in)>& f);
+  // f(in) reads its input (T, d) and leaves its output in s.sub (T, d).
+  void sublayer(RunState& s, int T, const float* gamma, const float* beta,
+                const std::function<void(const float* in)>& f) const;
   // MultiHead(in) = Concat(head_1 .. head_h)·W_oᵀ + b_o, head_i = softmax(q_i·k_iᵀ/√dh)·v_i
-  // in (T, d) -> s_.sub (T, d), through s_.qkv (T, 3d), s_.probs (S, S) and s_.context (T, d)
-  void self_attention(const LayerWeights& w, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
-                      const EncodeOptions& options);
+  // in (T, d) -> s.sub (T, d), through s.qkv (T, 3d), s.probs and s.context (T, d)
+  void self_attention(RunState& s, const LayerWeights& w, const float* in, int layer, int B, int S,
+                      const std::vector<int>& lengths, const EncodeOptions& options) const;
 
   // Hands a view of the first sequence's rows to options.observe, if set.
   void observe(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows, int cols,
                int stride) const;
 
+  std::unique_ptr<RunState> borrow_state();
+  void return_state(std::unique_ptr<RunState> state);
+
   const Model& model_;
-  RunState s_;
+  std::mutex states_mutex_;
+  std::vector<std::unique_ptr<RunState>> idle_states_;  // at most one per pass that ran at once
 };
 
 // Threads for the matrix work, the caller included (OpenBLAS runs single-threaded inside each).
-// 0: one per core.
+// 0: one per core. Process-wide. Safe to call while other threads encode: it waits until the
+// passes running then have ended (a pass keeps the count it started with), and passes that start
+// meanwhile wait for the new count. Not from inside an observe callback (std::logic_error).
 void set_num_threads(int n);
 int num_threads();
 

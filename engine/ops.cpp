@@ -88,22 +88,42 @@ void activate(float* x, size_t n, Activation act) {
   });
 }
 
-void attention_head(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh, int ld_qkv,
-                    int ld_out) {
+// With AVX-512 the keys and the values are packed once per head (gemm.h) and every block of query
+// rows meets them packed; otherwise cblas_sgemm reads them in place.
+size_t attention_scratch_floats(int L, int dh, int block) {
+  const size_t probs = size_t(std::min(block, L)) * L;
+  return kHaveGemm ? probs + packed_b_floats(L, dh) + packed_b_floats(dh, L) : probs;
+}
+
+void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
+                    int ld_qkv, int ld_out, int block) {
   if (L == 0) return;
   blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  // probs (L, L) = scale · Q (L, dh) · Kᵀ (dh, L)
-  if (kHaveGemm)
-    gemm(probs, L, q, ld_qkv, k, ld_qkv, /*b_is_nk=*/true, nullptr, scale, L, L, dh);
-  else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, ld_qkv, k, ld_qkv, 0.0f, probs, L);
-  softmax_rows(probs, L, L, L);
-  // out (L, dh) = probs (L, L) · V (L, dh)
-  if (kHaveGemm)
-    gemm(out, ld_out, probs, L, v, ld_qkv, /*b_is_nk=*/false, nullptr, 1.0f, L, dh, L);
-  else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, out, ld_out);
+  block = std::max(1, std::min(block, L));
+  float* probs = scratch;
+  float* k_packed = scratch + size_t(block) * L;
+  float* v_packed = k_packed + packed_b_floats(L, dh);
+  if (kHaveGemm) {
+    pack_b_all(k_packed, k, ld_qkv, /*b_is_nk=*/true, L, dh);   // Kᵀ (dh, L)
+    pack_b_all(v_packed, v, ld_qkv, /*b_is_nk=*/false, dh, L);  // V (L, dh)
+  }
+  for (int r0 = 0; r0 < L; r0 += block) {
+    const int n = std::min(block, L - r0);
+    const float* qb = q + size_t(r0) * ld_qkv;
+    float* ob = out + size_t(r0) * ld_out;
+    // probs (n, L) = scale · Q[r0 : r0+n] (n, dh) · Kᵀ (dh, L)
+    if (kHaveGemm)
+      gemm_packed(probs, L, qb, ld_qkv, k_packed, scale, n, L, dh);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, L, dh, scale, qb, ld_qkv, k, ld_qkv, 0.0f, probs, L);
+    softmax_rows(probs, n, L, L);
+    // out[r0 : r0+n] (n, dh) = probs (n, L) · V (L, dh)
+    if (kHaveGemm)
+      gemm_packed(ob, ld_out, probs, L, v_packed, 1.0f, n, dh, L);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, ob, ld_out);
+  }
 }
 
 }  // namespace ordo

@@ -52,9 +52,15 @@ void activate(float* x, size_t n, Activation act);
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V                                   [§3.2.1]
 // for one (sequence, head) of L valid tokens. q, k, v are (L, dh) views with row stride ld_qkv
 // (the heads are read in place inside the fused qkv buffer); out is (L, dh) with row stride ld_out.
-// probs receives the (L, L) attention weights: row i is query i's distribution over the L keys.
-// One thread: the encoder runs one (sequence, head) per task.
-void attention_head(float* out, const float* q, const float* k, const float* v, float* probs /* (L, L) */, int L,
-                    int dh, int ld_qkv, int ld_out);
+// The query rows go `block` at a time: a block's scores against all L keys, the softmax of each
+// full row, times V. So the working memory is (block, L), not (L, L), and the result is the same
+// as one block of all rows (each row of the softmax is complete either way).
+// scratch: attention_scratch_floats(L, dh, block) floats; its first block·L floats hold the last
+// block's weights (row stride L), so block ≥ L leaves the whole (L, L) table there, row i query i's
+// distribution over the L keys. One thread: the encoder runs one (sequence, head) per task.
+constexpr int kQueryBlock = 96;  // a multiple of the GEMM's 12-row tile; docs/performance.md
+size_t attention_scratch_floats(int L, int dh, int block);
+void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
+                    int ld_qkv, int ld_out, int block = kQueryBlock);
 
 }  // namespace ordo

@@ -208,6 +208,41 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, b
   }
 }
 
+// The packed B̂ holds its (NC, KC) blocks in the order gemm() packs them: block (jc, pc) starts at
+// jc·K + pc·nc, and within it panel jr at jr·kc. Columns are padded to whole panels of NR.
+size_t packed_b_floats(int N, int K) {
+  return size_t((N + NR - 1) / NR) * NR * size_t(std::max(K, 0));
+}
+
+void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K) {
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
+      for (int jr = 0; jr < nc; jr += NR) {
+        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
+        pack_b(block + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
+      }
+    }
+  }
+}
+
+void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      const float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
+      for (int ir = 0; ir < M; ir += MR)
+        for (int jr = 0; jr < nc; jr += NR)
+          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda, block + size_t(jr) * kc, kc,
+                       std::min(MR, M - ir), std::min(NR, nc - jr), alpha, nullptr, pc == 0);
+    }
+  }
+}
+
 // Tasks are blocks of columns of y (rows of W), at most NC wide and a whole number per thread; each
 // packs its own rows of W once.
 void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
@@ -271,6 +306,21 @@ void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, b
         acc += A[size_t(i) * lda + k] * (b_is_nk ? B[size_t(j) * ldb + k] : B[size_t(k) * ldb + j]);
       C[size_t(i) * ldc + j] = alpha * acc + (bias ? bias[j] : 0.0f);
     }
+}
+
+// Without AVX-512 the "packed" B̂ is B̂ itself, (K, N) row-major.
+size_t packed_b_floats(int N, int K) {
+  return size_t(std::max(N, 0)) * size_t(std::max(K, 0));
+}
+
+void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K) {
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j) Bp[size_t(k) * N + j] = b_is_nk ? B[size_t(j) * ldb + k] : B[size_t(k) * ldb + j];
+}
+
+void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K) {
+  if (K <= 0) return;
+  gemm(C, ldc, A, lda, Bp, N, false, nullptr, alpha, M, N, K);
 }
 
 void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {

@@ -3,6 +3,8 @@
 // environment may force OpenBLAS onto AVX2, half the peak; docs/performance.md).
 #pragma once
 
+#include <cstddef>
+
 namespace ordo {
 
 #if defined(__AVX512F__)
@@ -16,6 +18,13 @@ constexpr bool kHaveGemm = false;
 // bias (N) or null. One thread; without AVX-512 it is a plain triple loop (never used by the engine).
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
           float alpha, int M, int N, int K);
+
+// B̂ packed once for several products with different A (a head's keys and values, met by every
+// block of its query rows): packed_b_floats(N, K) floats, filled by pack_b_all, read by
+// gemm_packed, which is gemm() without its packing.
+size_t packed_b_floats(int N, int K);
+void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K);
+void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K);
 
 // y (M, N) = x (M, K) · Wᵀ (K, N) + b, W (N, K): gemm() on column blocks of y shared by the engine's
 // threads, each packing only its own rows of W.

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -24,7 +25,7 @@ class Pool {
   Pool() { resize(int(std::max(1u, std::thread::hardware_concurrency()))); }
   ~Pool() { resize(1); }
 
-  int size() const { return int(helpers_.size()) + 1; }
+  int size() const { return size_.load(std::memory_order_acquire); }
 
   void resize(int threads) {
     std::lock_guard<std::mutex> job(job_mutex_);
@@ -40,14 +41,19 @@ class Pool {
     // A helper starts from the generation current now: a job posted before its thread first runs is still its job.
     const uint64_t start = generation_.load(std::memory_order_acquire);
     for (int i = 1; i < threads; ++i) helpers_.emplace_back([this, i, start] { helper(i, start); });
+    size_.store(int(helpers_.size()) + 1, std::memory_order_release);
   }
 
   void run(int n_tasks, const std::function<void(int, int)>& body) {
-    if (helpers_.empty() || n_tasks <= 1) {
+    if (size() == 1 || n_tasks <= 1) {
       for (int i = 0; i < n_tasks; ++i) body(i, 0);
       return;
     }
     std::lock_guard<std::mutex> job(job_mutex_);
+    if (helpers_.empty()) {  // resized to one thread while this caller waited for the job lock
+      for (int i = 0; i < n_tasks; ++i) body(i, 0);
+      return;
+    }
     body_ = &body;
     n_tasks_ = n_tasks;
     next_.store(0, std::memory_order_relaxed);
@@ -95,6 +101,7 @@ class Pool {
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> next_{0}, busy_{0};
+  std::atomic<int> size_{1};  // helpers + 1, readable without the job lock
   const std::function<void(int, int)>* body_ = nullptr;
   int n_tasks_ = 0;
   bool stop_ = false;
@@ -105,10 +112,65 @@ Pool& pool() {
   return p;
 }
 
+// The gate between passes (PassThreads, many at once) and a change of the thread count (one, alone).
+// A waiting change goes first: passes that start after it wait, so a steady stream of passes
+// cannot hold it off for ever.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int passes = 0;           // passes running
+  int waiting_writers = 0;  // set_kernel_threads calls waiting for the passes to end
+  bool writing = false;
+};
+
+Gate& gate() {
+  static Gate g;
+  return g;
+}
+
+thread_local int pass_depth = 0;  // passes this thread is inside (an observer may start another)
+
 }  // namespace
 
+PassThreads::PassThreads() {
+  if (pass_depth++ == 0) {
+    Gate& g = gate();
+    std::unique_lock<std::mutex> lock(g.mutex);
+    g.changed.wait(lock, [&] { return !g.writing && g.waiting_writers == 0; });
+    ++g.passes;
+  }
+  threads_ = pool().size();
+}
+
+PassThreads::~PassThreads() {
+  if (--pass_depth == 0) {
+    Gate& g = gate();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (--g.passes == 0) g.changed.notify_all();
+  }
+}
+
 void set_kernel_threads(int n) {
+  if (pass_depth > 0) throw std::logic_error("set_num_threads called inside a forward pass (from an observer)");
   if (n <= 0) n = int(std::max(1u, std::thread::hardware_concurrency()));
+  Gate& g = gate();
+  {
+    std::unique_lock<std::mutex> lock(g.mutex);
+    ++g.waiting_writers;
+    g.changed.wait(lock, [&] { return !g.writing && g.passes == 0; });
+    --g.waiting_writers;
+    g.writing = true;
+  }
+  struct Done {  // reopens the gate however resize() ends
+    Gate& g;
+    ~Done() {
+      {
+        std::lock_guard<std::mutex> lock(g.mutex);
+        g.writing = false;
+      }
+      g.changed.notify_all();
+    }
+  } done{g};
   if (n != pool().size()) pool().resize(n);
 }
 

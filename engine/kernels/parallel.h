@@ -1,6 +1,9 @@
 // ordo: the engine's worker threads. The caller and (threads − 1) helpers share each job; the
 // helpers wait between jobs (a short spin, then asleep), so a forward pass that hands out dozens
 // of jobs pays no thread start-up after the first.
+//
+// Several threads may run forward passes at once: their jobs take turns on the one set of helpers
+// (one job at a time), so each job still sees every thread index it was promised.
 #pragma once
 
 #include <functional>
@@ -8,8 +11,26 @@
 namespace ordo {
 
 // Threads the engine's kernels use (the caller included). n ≤ 0 picks the number of cores.
+// Waits until no pass holds a PassThreads, then changes the count; passes that start meanwhile
+// wait for the new count. Throws std::logic_error when called from inside a pass on the same
+// thread (an observe callback), which would otherwise wait for itself.
 void set_kernel_threads(int n);
 int kernel_threads();
+
+// Held by a forward pass from its start to its end: the thread count cannot change under it, so
+// scratch sized by threads() at the start covers every thread index parallel_for hands out.
+// Passes hold it at the same time as each other; nested on one thread, the inner one is free.
+class PassThreads {
+ public:
+  PassThreads();
+  ~PassThreads();
+  PassThreads(const PassThreads&) = delete;
+  PassThreads& operator=(const PassThreads&) = delete;
+  int threads() const { return threads_; }
+
+ private:
+  int threads_ = 1;
+};
 
 // Runs body(task, thread) for every task in [0, n_tasks), each exactly once, spread over the
 // threads (thread in [0, kernel_threads()) names the one running it: per-thread scratch).

@@ -1,6 +1,7 @@
 // `ordo bench`: its JSON carries the keys, and its figures agree with each other.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
@@ -40,6 +41,25 @@ TEST(Bench, StdinModeAnswersEachLine) {
   ASSERT_TRUE(std::getline(in, a) && std::getline(in, b));
   EXPECT_EQ(json::parse(a)["seq"], 3);
   EXPECT_EQ(json::parse(b)["batch"], 2);
+}
+
+// The report says which kernels OpenBLAS picked, and says so plainly when the environment forced them.
+TEST(Bench, ReportNamesOpenBlasKernelsAndAForcedCoreType) {
+  const std::string args =
+      std::string("bench --batch 1 --seq 4 --repeat 2 --threads 1 --peak 100 --model ") + ORDO_DEFAULT_MODEL;
+  const char* saved = std::getenv("OPENBLAS_CORETYPE");
+  const std::string keep = saved ? saved : "";
+  ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  const auto forced = run_ordo(args);
+  ::unsetenv("OPENBLAS_CORETYPE");
+  const auto free = run_ordo(args);
+  if (saved) ::setenv("OPENBLAS_CORETYPE", keep.c_str(), 1);
+  ASSERT_EQ(forced.status, 0) << forced.err;
+  ASSERT_EQ(free.status, 0) << free.err;
+  EXPECT_NE(forced.out.find("OPENBLAS_CORETYPE=Haswell is set"), std::string::npos) << forced.out;
+  EXPECT_NE(forced.out.find("OpenBLAS picked its Haswell kernels"), std::string::npos) << forced.out;
+  EXPECT_NE(free.out.find("OPENBLAS_CORETYPE is not set"), std::string::npos) << free.out;
+  EXPECT_EQ(free.out.find("OPENBLAS_CORETYPE="), std::string::npos) << free.out;
 }
 
 TEST(Bench, BadShapeIsAUsageError) {

@@ -2,13 +2,18 @@
 // properties, batching, and the seeded initialiser.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
+#include <thread>
 
 #include <ordo/engine/encoder.h>
 #include <ordo/errors.h>
 
 #include "engine/init.h"
+#include "engine/kernels/parallel.h"
+#include "engine/ops.h"
 #include "engine/reference.h"
 #include "test_util.h"
 
@@ -115,6 +120,98 @@ TEST(Encoder, BatchEqualsEachTextAlone) {
         for (int j = 0; j < batch.d; ++j) ASSERT_EQ(batch.row(b, t)[j], 0.0f) << "padding row " << t;
     }
   }
+}
+
+// Attention goes kQueryBlock query rows at a time and the feed-forward layer kFeedForwardRows rows at
+// a time; a padded batch longer than both, with sequences ending inside, on and just past a block,
+// must still equal the plain encoder sequence by sequence.
+TEST(Encoder, LongPaddedBatchInBlocksMatchesThePlainEncoder) {
+  Config c = small_config();
+  c.d_model = 16, c.n_heads = 2, c.d_ff = 24;
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  const int S = 2 * kQueryBlock + 58;
+  std::vector<std::vector<int32_t>> ids;
+  for (int L : {S, kQueryBlock + 34, kQueryBlock, kQueryBlock + 1, 1, S, 2 * kQueryBlock, 17, S - 1}) {
+    ids.emplace_back(L);
+    for (int t = 0; t < L; ++t) ids.back()[t] = (t * 7 + L) % c.vocab_size;
+  }
+  ASSERT_GT(int(ids.size()) * S, kFeedForwardRows) << "the batch must span two feed-forward blocks";
+  const Hidden h = enc.forward(ids);
+  for (size_t b = 0; b < ids.size(); ++b) {
+    const double diff = diff_to_reference(h, int(b), reference::forward(m, ids[b]));
+    EXPECT_LT(diff, 2e-5) << "sequence " << b << " of " << ids[b].size()
+                          << " tokens: max |ordo - reference| = " << diff;
+    for (int t = h.lengths[b]; t < h.S; ++t)
+      for (int j = 0; j < h.d; ++j) ASSERT_EQ(h.row(int(b), t)[j], 0.0f) << "padding row " << t;
+  }
+}
+
+// The thread contract (encoder.h): one Encoder shared by many threads, while another thread keeps
+// changing the thread count, gives every caller what one thread alone gives. Run under
+// ThreadSanitizer in CI (ORDO_TSAN).
+TEST(Encoder, SharedByThreadsWhileTheThreadCountChanges) {
+  test::ThreadsGuard guard;
+  Config c = small_config();
+  c.d_model = 32, c.n_heads = 4, c.d_ff = 48;
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  // Batches of different shapes: small-M, stream and GEMM products, attention over several blocks.
+  std::vector<std::vector<std::vector<int32_t>>> batches;
+  for (int B : {1, 3, 2})
+    for (int L : {5, 40, kQueryBlock + 30}) {
+      batches.emplace_back();
+      for (int b = 0; b < B; ++b) {
+        batches.back().emplace_back(L - 2 * b);
+        for (int t = 0; t < L - 2 * b; ++t) batches.back().back()[t] = (t * 13 + 7 * b + B) % c.vocab_size;
+      }
+    }
+  set_num_threads(1);
+  std::vector<Hidden> alone;
+  for (const auto& ids : batches) alone.push_back(enc.forward(ids));
+
+  std::atomic<int> passes{0}, mismatches{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&, i] {
+      for (int r = 0; r < 6; ++r) {
+        const size_t k = (size_t(i) * 5 + r) % batches.size();
+        const Hidden h = enc.forward(batches[k]);
+        if (h.data != alone[k].data) ++mismatches;  // the same arithmetic at any thread count: bit for bit
+        ++passes;
+      }
+    });
+  threads.emplace_back([&] {  // the thread count changes all along, until the encoding is over
+    for (int r = 0; !done; ++r) set_num_threads(1 + r % 4);
+  });
+  for (int i = 0; i < 6; ++i) threads[i].join();
+  done = true;
+  threads.back().join();
+  EXPECT_EQ(passes, 36);
+  EXPECT_EQ(mismatches, 0) << "passes whose result differs from the same batch on one thread";
+}
+
+TEST(Encoder, SetNumThreadsFromAnObserverIsRefused) {
+  test::ThreadsGuard guard;
+  test::TempDir dir;
+  const Model m = random_model(small_config(), dir.path);
+  Encoder enc(m);
+  EncodeOptions options;
+  int refused = 0;
+  options.observe = [&](const Stage&) {
+    try {
+      set_num_threads(2);
+    } catch (const std::logic_error&) {
+      ++refused;
+    }
+  };
+  enc.forward({{1, 2, 3}}, options);
+  EXPECT_GT(refused, 0);
+  set_num_threads(2);  // and outside a pass it works
+  EXPECT_EQ(kernel_threads(), 2);
 }
 
 // No texts, or only empty ones: a library caller gets an empty result, not a crash.

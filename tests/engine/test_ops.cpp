@@ -120,8 +120,10 @@ TEST(AttentionHead, HandComputed) {
   // p = e^{1/√2} / (e^{1/√2} + 1) = 0.66976 on its own token.
   const float qkv[] = {1, 0, 1, 0, 1, 2,   // token 0: q | k | v (dh = 2, row stride 6)
                        0, 1, 0, 1, 3, 4};  // token 1
-  float out[4], probs[4];
-  attention_head(out, qkv, qkv + 2, qkv + 4, probs, 2, 2, 6, 2);
+  float out[4];
+  std::vector<float> scratch(attention_scratch_floats(2, 2, 2));
+  attention_head(out, qkv, qkv + 2, qkv + 4, scratch.data(), 2, 2, 6, 2, /*block=*/2);
+  const float* probs = scratch.data();  // block ≥ L: the whole (L, L) table
   const double p = 0.6697615493266569;
   EXPECT_NEAR(probs[0], p, 1e-6);
   EXPECT_NEAR(probs[1], 1 - p, 1e-6);
@@ -134,11 +136,32 @@ TEST(AttentionHead, HandComputed) {
 TEST(AttentionHead, MatchesReference) {
   const int L = 37, dh = 12, ld = 3 * 60;
   const auto qkv = random_floats(size_t(L) * ld, 7, 2.0f);
-  std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), pf(size_t(L) * L), ps(size_t(L) * L);
-  attention_head(fast.data(), qkv.data(), qkv.data() + 60, qkv.data() + 120, pf.data(), L, dh, ld, dh);
+  std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), ps(size_t(L) * L);
+  std::vector<float> scratch(attention_scratch_floats(L, dh, L));
+  attention_head(fast.data(), qkv.data(), qkv.data() + 60, qkv.data() + 120, scratch.data(), L, dh, ld, dh, L);
   test::attention_head_reference(slow.data(), qkv.data(), qkv.data() + 60, qkv.data() + 120, ps.data(), L, dh, ld, dh);
   EXPECT_LT(max_abs_diff(fast.data(), slow.data(), fast.size()), 1e-5);
-  EXPECT_LT(max_abs_diff(pf.data(), ps.data(), pf.size()), 1e-6);
+  EXPECT_LT(max_abs_diff(scratch.data(), ps.data(), ps.size()), 1e-6);
+}
+
+// Blocks of query rows: each block's rows see all L keys, so any block size gives the reference's
+// result; the sizes cover one row, a block that does not divide L, the GEMM's 12-row tile and the
+// engine's own block, with L past several blocks and past the packed panels' 32 columns.
+TEST(Attention, BlocksOfQueryRowsMatchReference) {
+  for (int L : {1, 33, 200, 301})
+    for (int block : {1, 7, 12, kQueryBlock, L}) {
+      const int dh = 16, ld = 3 * 48 + 5;
+      const auto qkv = random_floats(size_t(L) * ld, 11 + L, 2.0f);
+      std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), ps(size_t(L) * L);
+      std::vector<float> scratch(attention_scratch_floats(L, dh, block), -7.0f);
+      attention_head(fast.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block);
+      test::attention_head_reference(slow.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, ps.data(), L, dh, ld,
+                                     dh);
+      EXPECT_LT(max_abs_diff(fast.data(), slow.data(), fast.size()), 1e-5) << "L " << L << " block " << block;
+      const int last = (L - 1) / std::min(block, L) * std::min(block, L);  // the last block's first row
+      EXPECT_LT(max_abs_diff(scratch.data(), ps.data() + size_t(last) * L, size_t(L - last) * L), 1e-6)
+          << "L " << L << " block " << block << ": the last block's weights";
+    }
 }
 
 }  // namespace

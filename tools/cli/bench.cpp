@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include <ordo/errors.h>
 
 #include "engine/kernels/blas.h"
+#include "engine/kernels/gemm.h"
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {
@@ -95,6 +97,27 @@ nlohmann::json forward_json(const Config& c, int B, int S, int threads, const Ti
           {"gflops", forward_flops(c, B, S) / (t.median / 1e3) / 1e9}};
 }
 
+// What in the environment changes OpenBLAS, said plainly: the kernels it picked, and the variables
+// that force its kernels or its threads. A user's shell rarely sets them; a benchmark machine's may.
+void print_blas_environment() {
+  std::printf("OpenBLAS picked its %s kernels", openblas_get_corename());
+  const char* core = std::getenv("OPENBLAS_CORETYPE");
+  if (core && *core)
+    std::printf(" because OPENBLAS_CORETYPE=%s is set; unset it to let OpenBLAS choose for this CPU\n", core);
+  else
+    std::printf(" for this CPU (OPENBLAS_CORETYPE is not set)\n");
+  for (const char* var : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (const char* v = std::getenv(var); v && *v)
+      std::printf(
+          "%s=%s is set: ordo's own threads (--threads) do the work, so it changes only bench --gemm's "
+          "reference figure if anything\n",
+          var, v);
+  std::printf("forward pass: %s\n", kHaveGemm ? "ordo's AVX-512 kernels for every matrix product (OpenBLAS's kernels "
+                                                "do not affect it)"
+                                              : "cblas_sgemm for products of more than 16 rows, so OpenBLAS's "
+                                                "kernels matter");
+}
+
 void check_shape(int B, int S) {
   if (B < 1 || B > 65536) throw UsageError("--batch must be in 1 .. 65536");
   if (S < 1 || S > 65536) throw UsageError("--seq must be in 1 .. 65536");
@@ -131,6 +154,7 @@ int cmd_bench(int argc, char** argv) {
     const int n = 2048;
     const Timing t = time_sgemm(n, std::max(repeat / 4, 3));
     const double gflops = 2.0 * n * n * n / (t.min / 1e3) / 1e9;
+    if (!json) print_blas_environment();
     if (json)
       std::cout << nlohmann::json{{"m", n},
                                   {"n", n},
@@ -178,8 +202,9 @@ int cmd_bench(int argc, char** argv) {
     return 2.0 * 2048 * 2048 * 2048 / (g.min / 1e3) / 1e9;
   }();
   const double gflops = j["gflops"];
-  std::printf("%d x %d tokens, %d layers, d=%d h=%d F=%d, %d threads, OpenBLAS %s kernels, %d runs\n", B, S, c.n_layers,
-              c.d_model, c.n_heads, c.d_ff, threads, openblas_get_corename(), repeat);
+  print_blas_environment();
+  std::printf("%d x %d tokens, %d layers, d=%d h=%d F=%d, %d threads, %d runs\n", B, S, c.n_layers, c.d_model,
+              c.n_heads, c.d_ff, threads, repeat);
   std::printf("  %.3f ms median, %.3f ms min, %.0f tokens/s\n", t.median, t.min, double(j["tokens_per_s"]));
   std::printf("  %.1f GFLOP/s = %.0f%% of sgemm peak %.1f GFLOP/s\n", gflops, 100 * gflops / peak, peak);
   return 0;

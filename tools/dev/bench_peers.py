@@ -12,6 +12,11 @@ ids -> E[id]*sqrt(d) + PE -> 6 encoder layers.
 ONNX Runtime comes from `npm install --ignore-scripts onnxruntime-node@1.30.0` in a scratch directory.
 Thread settings, each peer at its best on a 2-core machine: ordo --threads 2; ONNX Runtime intra-op 2;
 PyTorch torch.set_num_threads(1) with OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=2.
+
+Every peer runs as a user's machine would run it: OPENBLAS_CORETYPE (which forces OpenBLAS's
+kernels) is removed from each peer's environment, whatever the calling shell exports. Each peer's
+peak resident memory (VmHWM: its largest shape, the weights and, for PyTorch, the interpreter
+and torch) is printed after the table.
 """
 import argparse
 import json
@@ -24,7 +29,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHAPES = [(1, 8), (1, 32), (1, 128), (8, 128), (1, 512), (4, 512)]
+SHAPES = [(1, 8), (1, 32), (1, 128), (8, 128), (1, 512), (4, 512), (1, 2048), (1, 4096), (1, 8192)]
 D, H, F, LAYERS = 512, 8, 2048, 6
 
 
@@ -123,10 +128,30 @@ def torch_worker(out, vocab_size, max_len):
         print(json.dumps({"batch": B, "seq": S, "ms_median": statistics.median(ms), "ms_min": min(ms)}), flush=True)
 
 
+def peer_env(**extra):
+    """The caller's environment without OPENBLAS_CORETYPE, plus extra: what a user's shell would give."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env.update(extra)
+    return env
+
+
+def peak_rss_mb(pid):
+    """VmHWM of a running process, in MiB (None where /proc does not tell)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 class Peer:
-    def __init__(self, name, cmd, env=None):
+    def __init__(self, name, cmd, env):
         self.name = name
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.peak_mb = None
 
     def time(self, B, S, repeat):
         self.proc.stdin.write(f"{B} {S} {repeat}\n")
@@ -137,6 +162,7 @@ class Peer:
         return json.loads(line)["ms_median"]
 
     def close(self):
+        self.peak_mb = peak_rss_mb(self.proc.pid)
         self.proc.stdin.close()
         self.proc.wait()
 
@@ -159,27 +185,31 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--worker-torch", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    vocab_size, max_len = 8000, 4096
+    vocab_size, max_len = 8000, 8192
     if args.worker_torch:
         return torch_worker(args.out, vocab_size, max_len)
 
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    if max(S for _, S in shapes) > max_len:
+        sys.exit(f"error: --shapes: sequences up to {max_len} tokens")
     if not os.path.exists(os.path.join(args.out, "model.onnx")):
         export(args.out, vocab_size, max_len, args.seed)
 
     peers = []
     names = args.peers.split(",")
     if "ordo" in names:
-        peers.append(Peer("ordo", [args.ordo, "bench", "--model", args.out, "--threads", str(args.threads), "--stdin"]))
+        peers.append(Peer("ordo", [args.ordo, "bench", "--model", args.out, "--threads", str(args.threads), "--stdin"],
+                          peer_env()))
     if "ort" in names:
-        env = dict(os.environ, ORDO_BENCH_VOCAB=str(vocab_size))
+        env = peer_env(ORDO_BENCH_VOCAB=str(vocab_size))
         peers.append(Peer("ort", ["node", os.path.join(HERE, "bench_ort.mjs"), os.path.join(args.out, "model.onnx"),
                                   os.path.join(args.ort_modules, "node_modules"), str(args.threads)], env))
     if "torch" in names:
-        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS=str(args.threads), MKL_NUM_THREADS="1")
+        env = peer_env(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS=str(args.threads), MKL_NUM_THREADS="1")
         peers.append(Peer("torch", [sys.executable, os.path.abspath(__file__), "--worker-torch", "--out", args.out],
                           env))
 
+    load_start = os.getloadavg()[0]
     results = {(p.name, s): [] for p in peers for s in shapes}
     for r in range(args.rounds):
         for B, S in shapes:
@@ -191,8 +221,9 @@ def main():
         p.close()
 
     med = {k: statistics.median(v) for k, v in results.items()}
-    print(f"# {args.rounds} rounds, medians; threads {args.threads}; "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset: OpenBLAS detects the CPU)')}")
+    load = os.getloadavg()
+    print(f"# {args.rounds} rounds, medians; threads {args.threads}; OPENBLAS_CORETYPE unset for every peer; "
+          f"load average (1 min) {load_start:.1f} at the start, {load[0]:.1f} at the end")
     cols = [p.name for p in peers]
     head = "| B x S | " + " | ".join(f"{c} ms" for c in cols)
     if "ordo" in cols:
@@ -206,6 +237,11 @@ def main():
             row += f" | {flops(B, S) / o / 1e6:.0f}"
             row += "".join(f" | {o / med[(c, (B, S))]:.2f}" for c in cols if c != "ordo")
         print(row + " |")
+    weights = os.path.getsize(os.path.join(args.out, "model.safetensors")) / 2**20
+    print(f"# peak RSS over the run (each peer's largest shape); the weights file is {weights:.1f} MiB")
+    for p in peers:
+        if p.peak_mb is not None:
+            print(f"#   {p.name}: {p.peak_mb:.0f} MiB" + (f" (weights + {p.peak_mb - weights:.0f} MiB)" if p.name == "ordo" else ""))
     print(json.dumps({f"{c} {B}x{S}": round(med[(c, (B, S))], 3) for c in cols for B, S in shapes}), file=sys.stderr)
 
 

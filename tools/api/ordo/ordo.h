@@ -89,6 +89,17 @@ struct Scored {
 // id first). Probabilities are softmax over all n, in double.
 std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k);
 
+// Threads. A Pipeline (and an Encoder) may be shared by any number of threads: encode() and
+// tokenize() may run at the same time from several threads on one Pipeline, and each call gets
+// exactly what it would get alone. Every forward pass has its own working memory (kept in a small
+// list of idle ones under a mutex, so a thread's next call reuses it). The passes running at once
+// share the engine's threads, which take their matrix jobs in turn: several threads encoding
+// together are correct, not faster than one.
+//
+// set_num_threads(n) (encoder.h) is process-wide and may be called at any time from any thread:
+// it waits until the passes then running have ended (each keeps the thread count it started with)
+// and passes that start meanwhile wait for the new count. Calling it from inside an observe
+// callback would wait for itself, so it throws std::logic_error there.
 class Pipeline {
  public:
   // Loads dir/config.json, dir/model.safetensors and the tokenizer the config names, and checks
@@ -111,7 +122,7 @@ class Pipeline {
   // so the cut text still ends the way the model expects.
   void truncate(Tokenization& t, int n) const;
 
-  // Texts → vectors, run as one padded batch.
+  // Texts → vectors, run as one padded batch. Safe to call from several threads at once.
   std::vector<Encoded> encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
   // The same from tokenizations already made.

@@ -1,0 +1,204 @@
+// Each of ordo's own kernels against cblas_sgemm on the base encoder's shapes (d = 512, h = 8,
+// F = 2048, 6 layers), the evidence behind the choices in engine/ops.cpp (docs/performance.md).
+//
+//   env -u OPENBLAS_CORETYPE build/bench_kernels [--threads 2] [--rounds 9] [--only linear|attention]
+//
+// linear: one pass of the 24 weight products of a forward pass (distinct weights, 75.5 MB, as in
+// the model) at M rows, through each kernel that handles M: linear_small_m, linear_stream,
+// linear_gemm and linear_blas (single-threaded cblas_sgemm on column blocks of y, the threads
+// splitting them). attention: the 8 heads of one sequence of L tokens, one task per head as the
+// encoder runs them, in blocks of query rows: ordo's packed gemm against cblas_sgemm.
+// The variants take turns call by call; each cell is the median of all calls, with its ratio to
+// cblas_sgemm.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/blas.h"
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/parallel.h"
+#include "engine/kernels/small_m.h"
+#include "engine/ops.h"
+
+namespace {
+
+using namespace ordo;
+using Clock = std::chrono::steady_clock;
+
+constexpr int D = 512, H = 8, F = 2048, LAYERS = 6;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<float> noise(size_t n, unsigned seed) {
+  std::vector<float> v(n);
+  uint64_t s = seed * 2654435761u + 1;
+  for (float& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = float(int((s >> 40) & 0xFFFF) - 32768) / 32768.0f * 0.05f;
+  }
+  return v;
+}
+
+struct Variant {
+  std::string name;
+  std::function<void()> run;
+};
+
+// Runs the variants in turn, call by call (the order rotating), `rounds` × `calls` calls each, so a
+// change in the machine's load falls on all of them alike; prints the median ms of each and its
+// ratio to the last variant's.
+void compare(const std::string& shape, std::vector<Variant>& variants, int rounds, int calls) {
+  std::vector<std::vector<double>> ms(variants.size());
+  for (Variant& v : variants) v.run();  // warm-up
+  for (int r = 0; r < rounds * calls; ++r)
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const size_t k = (i + r) % variants.size();
+      const auto start = Clock::now();
+      variants[k].run();
+      ms[k].push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  const double base = median(ms.back());
+  std::printf("| %s |", shape.c_str());
+  for (size_t i = 0; i < variants.size(); ++i)
+    std::printf(" %s %.3f ms (%.2f) |", variants[i].name.c_str(), median(ms[i]), median(ms[i]) / base);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void bench_linear(const std::vector<int>& ms, int rounds) {
+  struct Layer {
+    std::vector<float> in_w, in_b, out_w, out_b, w1, b1, w2, b2;
+  };
+  std::vector<Layer> layers(LAYERS);
+  unsigned seed = 1;
+  for (Layer& l : layers) {
+    l.in_w = noise(size_t(3) * D * D, seed++), l.in_b = noise(3 * D, seed++);
+    l.out_w = noise(size_t(D) * D, seed++), l.out_b = noise(D, seed++);
+    l.w1 = noise(size_t(F) * D, seed++), l.b1 = noise(F, seed++);
+    l.w2 = noise(size_t(D) * F, seed++), l.b2 = noise(D, seed++);
+  }
+  using Linear = void (*)(float*, const float*, const float*, const float*, int, int, int);
+  for (int M : ms) {
+    // Fixed inputs: outputs fed back would shrink pass after pass into subnormal numbers.
+    const std::vector<float> x = noise(size_t(M) * D, 99), h = noise(size_t(M) * F, 98);
+    std::vector<float> qkv(size_t(M) * 3 * D), y(size_t(M) * D), ff(size_t(M) * F);
+    auto pass = [&](Linear linear) {
+      return [&, linear] {
+        for (const Layer& l : layers) {
+          linear(qkv.data(), x.data(), l.in_w.data(), l.in_b.data(), M, D, 3 * D);
+          linear(y.data(), x.data(), l.out_w.data(), l.out_b.data(), M, D, D);
+          linear(ff.data(), x.data(), l.w1.data(), l.b1.data(), M, D, F);
+          linear(y.data(), h.data(), l.w2.data(), l.b2.data(), M, F, D);
+        }
+      };
+    };
+    std::vector<Variant> variants;
+    if (M <= 16) variants.push_back({"small_m", pass(linear_small_m)});
+    if (M <= 512) variants.push_back({"stream", pass(linear_stream)});
+    if (M >= 64) variants.push_back({"gemm", pass(linear_gemm)});
+    variants.push_back({"cblas", pass(linear_blas)});
+    const int calls = std::max(2, std::min(10, 1000 / (M + 20)));
+    compare("linear M=" + std::to_string(M), variants, rounds, calls);
+  }
+}
+
+// The encoder's attention for one sequence of L tokens: a task per head, each thread with its scratch.
+void bench_attention(const std::vector<int>& Ls, int rounds, const std::vector<int>& blocks) {
+  const int dh = D / H, ld = 3 * D;
+  for (int L : Ls) {
+    const std::vector<float> qkv = noise(size_t(L) * ld, 7);
+    std::vector<float> out(size_t(L) * D);
+    std::vector<Variant> variants;
+    for (int block : blocks) {
+      const int b = std::min(block, L);
+      const size_t per_thread = attention_scratch_floats(L, dh, b);
+      auto scratch = std::make_shared<std::vector<float>>(per_thread * kernel_threads());
+      variants.push_back({"own/" + std::to_string(block), [&, b, per_thread, scratch] {
+                            parallel_for(H, [&](int i, int thread) {
+                              const float* q = qkv.data() + size_t(i) * dh;
+                              attention_head(out.data() + size_t(i) * dh, q, q + D, q + 2 * D,
+                                             scratch->data() + thread * per_thread, L, dh, ld, D, b);
+                            });
+                          }});
+    }
+    const int b = std::min(kQueryBlock, L);
+    auto probs = std::make_shared<std::vector<float>>(size_t(b) * L * kernel_threads());
+    variants.push_back({"cblas/" + std::to_string(kQueryBlock), [&, b, probs] {
+                          blas_setup();
+                          const float scale = 1.0f / std::sqrt(float(dh));
+                          parallel_for(H, [&](int i, int thread) {
+                            const float* q = qkv.data() + size_t(i) * dh;
+                            const float *k = q + D, *v = q + 2 * D;
+                            float* p = probs->data() + size_t(thread) * b * L;
+                            for (int r0 = 0; r0 < L; r0 += b) {
+                              const int n = std::min(b, L - r0);
+                              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, L, dh, scale, q + size_t(r0) * ld,
+                                          ld, k, ld, 0.0f, p, L);
+                              softmax_rows(p, n, L, L);
+                              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, L, 1.0f, p, L, v, ld, 0.0f,
+                                          out.data() + size_t(r0) * D + size_t(i) * dh, D);
+                            }
+                          });
+                        }});
+    const int calls = std::max(1, std::min(10, int(100000 / (double(L) * L / 8 + 1000))));
+    compare("attention L=" + std::to_string(L), variants, rounds, calls);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, rounds = 9;
+  std::string only;
+  std::vector<int> ms = {1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
+  std::vector<int> Ls = {8, 32, 128, 512, 2048, 4096};
+  std::vector<int> blocks = {kQueryBlock};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    auto list = [&] {
+      std::vector<int> v;
+      for (char* s = argv[i + 1]; *s;) {
+        v.push_back(int(std::strtol(s, &s, 10)));
+        if (*s == ',') ++s;
+      }
+      return v;
+    };
+    if (a == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (a == "--rounds")
+      rounds = std::atoi(argv[i + 1]);
+    else if (a == "--only")
+      only = argv[i + 1];
+    else if (a == "--m")
+      ms = list();
+    else if (a == "--l")
+      Ls = list();
+    else if (a == "--blocks")
+      blocks = list();
+    else {
+      std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  set_kernel_threads(threads);
+  blas_setup();
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("# %d threads, %d rounds, OpenBLAS %s kernels, OPENBLAS_CORETYPE %s\n", threads, rounds,
+              openblas_get_corename(), coretype ? coretype : "unset");
+  if (only.empty() || only == "linear") bench_linear(ms, rounds);
+  if (only.empty() || only == "attention") bench_attention(Ls, rounds, blocks);
+  return 0;
+}
