@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string_view>
 
 namespace ordo::cli {
 
@@ -30,55 +31,97 @@ std::string model_dir(const cxxopts::ParseResult& args) {
   return dir;
 }
 
-std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
-  std::vector<std::string> texts;
-  size_t start = 0, line = 1;
-  if (all.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;  // UTF-8 byte-order mark
-  if (all.compare(0, 2, "\xFF\xFE") == 0 || all.compare(0, 2, "\xFE\xFF") == 0)
-    throw InputError(name,
-                     "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
-  while (start < all.size()) {
-    size_t end = all.find('\n', start);
-    if (end == std::string::npos) end = all.size();
-    std::string text = all.substr(start, end - start);
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    const std::string at = name + ": line " + std::to_string(line);
-    if (const size_t nul = text.find('\0'); nul != std::string::npos)
-      throw InputError(at, "holds a NUL byte at byte " + std::to_string(nul) + " (binary data, not text)");
-    texts.push_back(std::move(text));
-    if (where) where->push_back(at);
-    start = end + 1;
-    ++line;
+LineReader::LineReader(std::FILE* in, std::string name, size_t keep)
+    : in_(in), name_(std::move(name)), keep_(keep), buf_(size_t(1) << 16) {}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  pos_ = 0;
+  end_ = std::fread(buf_.data(), 1, buf_.size(), in_);
+  if (end_ == 0) {
+    if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
+    eof_ = true;
+    return false;
   }
+  return true;
+}
+
+bool LineReader::next(Line* line) {
+  if (pos_ == end_ && !fill()) return false;
+  if (number_ == 0) {                   // the start of the stream: byte-order marks
+    while (end_ - pos_ < 3 && !eof_) {  // a short read (a pipe): gather the first three bytes
+      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      end_ -= pos_;
+      pos_ = 0;
+      const size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, in_);
+      if (n == 0) {
+        if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
+        eof_ = true;
+      }
+      end_ += n;
+    }
+    const std::string_view head(buf_.data() + pos_, std::min<size_t>(end_ - pos_, 3));
+    if (head.substr(0, 2) == "\xFF\xFE" || head.substr(0, 2) == "\xFE\xFF")
+      throw InputError(
+          name_, "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
+    if (head == "\xEF\xBB\xBF") pos_ += 3;  // UTF-8 byte-order mark
+    if (pos_ == end_ && !fill()) return false;
+  }
+  ++number_;
+  line->text.clear();
+  line->bytes = 0;
+  line->where = name_ + ": line " + std::to_string(number_);
+  line->problem.clear();
+  const size_t limit = keep_ + 4;
+  char last = 0;
+  for (;;) {
+    const char* begin = buf_.data() + pos_;
+    const char* nl = static_cast<const char*>(std::memchr(begin, '\n', end_ - pos_));
+    const size_t n = nl ? size_t(nl - begin) : end_ - pos_;
+    if (n > 0) {
+      if (line->problem.empty())
+        if (const void* nul = std::memchr(begin, '\0', n))
+          line->problem = "holds a NUL byte at byte " +
+                          std::to_string(line->bytes + size_t(static_cast<const char*>(nul) - begin)) +
+                          " (binary data, not text)";
+      if (line->text.size() < limit) line->text.append(begin, std::min(n, limit - line->text.size()));
+      line->bytes += n;
+      last = begin[n - 1];
+    }
+    pos_ += n;
+    if (nl) {
+      ++pos_;
+      break;
+    }
+    if (!fill()) break;
+  }
+  if (last == '\r') {  // CRLF
+    --line->bytes;
+    if (line->text.size() > line->bytes) line->text.resize(line->bytes);
+  }
+  return true;
+}
+
+std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
+  if (all.empty()) return {};
+  std::FILE* in = ::fmemopen(const_cast<char*>(all.data()), all.size(), "rb");
+  if (!in) throw std::runtime_error("fmemopen failed");
+  std::vector<std::string> texts;
+  try {
+    LineReader reader(in, name, SIZE_MAX - 8);
+    LineReader::Line line;
+    while (reader.next(&line)) {
+      if (!line.problem.empty()) throw InputError(line.where, line.problem);
+      texts.push_back(std::move(line.text));
+      if (where) where->push_back(line.where);
+    }
+  } catch (...) {
+    std::fclose(in);
+    throw;
+  }
+  std::fclose(in);
   return texts;
 }
-
-namespace {
-
-// Input is read whole before it is tokenized; past this it fails with a clear error rather than
-// by the out-of-memory killer. Tokens, pieces and vectors take several times the text's bytes.
-uint64_t max_input_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-  return std::min<uint64_t>(uint64_t(1) << 30, memory / 16);
-}
-
-std::string read_all(std::FILE* in, const std::string& name) {
-  const uint64_t limit = max_input_bytes();
-  std::string all;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) {
-    if (all.size() + n > limit)
-      throw InputError(name, "is larger than " + std::to_string(limit >> 20) +
-                                 " MiB, more than ordo reads at once; split it into smaller files");
-    all.append(buf, n);
-  }
-  if (std::ferror(in)) throw InputError(name, std::string("cannot read: ") + std::strerror(errno));
-  return all;
-}
-
-}  // namespace
 
 std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where) {
   if (args.count("texts")) {
@@ -87,24 +130,46 @@ std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vecto
       for (size_t i = 0; i < texts.size(); ++i) where->push_back("argument " + std::to_string(i + 1));
     return texts;
   }
-  if (args.count("input") && args["input"].as<std::string>() != "-") {
-    const std::string name = args["input"].as<std::string>();
-    struct stat st {};
-    if (::stat(name.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-      throw InputError(name, "is a directory, not a text file");
-    std::FILE* in = std::fopen(name.c_str(), "rb");
-    if (!in) throw InputError(name, std::string("cannot open: ") + std::strerror(errno));
-    std::string all;
-    try {
-      all = read_all(in, name);
-    } catch (...) {
-      std::fclose(in);
-      throw;
-    }
-    std::fclose(in);
-    return split_lines(all, name, where);
+  InputFile in(args.count("input") ? args["input"].as<std::string>() : "-");
+  std::vector<std::string> texts;
+  LineReader reader(in.get(), in.name(), SIZE_MAX - 8);
+  LineReader::Line line;
+  while (reader.next(&line)) {
+    if (!line.problem.empty()) throw InputError(line.where, line.problem);
+    texts.push_back(std::move(line.text));
+    if (where) where->push_back(line.where);
   }
-  return split_lines(read_all(stdin, "stdin"), "stdin", where);
+  return texts;
+}
+
+InputFile::InputFile(const std::string& path) : name_(path == "-" ? "stdin" : path) {
+  if (path == "-") {
+    f_ = stdin;
+    return;
+  }
+  const std::string& name = path;
+  struct stat st {};
+  if (::stat(name.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw InputError(name, "is a directory, not a text file");
+  f_ = std::fopen(name.c_str(), "rb");
+  if (!f_) throw InputError(name, std::string("cannot open: ") + std::strerror(errno));
+}
+
+InputFile::~InputFile() {
+  if (f_ && f_ != stdin) std::fclose(f_);
+}
+
+std::string one_line(const std::string& message) {
+  std::string out;
+  for (unsigned char c : message) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
 }
 
 std::string preview(const float* v, int n, int k) {
