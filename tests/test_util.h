@@ -35,6 +35,19 @@ inline double max_abs_diff(const float* a, const float* b, size_t n) {
   return m;
 }
 
+// The one tolerance for a fast float product against the plain one in double: a float sum of K
+// products drifts from the double sum by about √K roundings of the result's scale, so
+//   |fast − reference| ≤ 1e-5 · √K · max(1, max |reference|).
+inline double product_tolerance(int K, double scale) {
+  return 1e-5 * std::sqrt(double(std::max(K, 1))) * std::max(scale, 1.0);
+}
+
+inline double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float f : v) m = std::max(m, double(std::fabs(f)));
+  return m;
+}
+
 // The plain twins of engine/reference.h on float buffers, for the fast steps' tests: the inputs
 // widened to double, the result rounded to float.
 inline std::vector<double> widen(const float* x, size_t n) {

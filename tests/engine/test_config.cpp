@@ -1,5 +1,6 @@
 // config.json: defaults, and errors that name the key.
 #include <gtest/gtest.h>
+
 #include <ordo/engine/config.h>
 #include <ordo/errors.h>
 

@@ -3,9 +3,6 @@
 // padded batch and sequence by sequence, and through the plain encoder; every hidden state must satisfy
 //   max |ordo − torch| ≤ 2e-5 · max(1, max |torch|).
 #include <gtest/gtest.h>
-#include <ordo/engine/encoder.h>
-#include <ordo/engine/model.h>
-#include <ordo/engine/safetensors.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +11,10 @@
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <ordo/engine/encoder.h>
+#include <ordo/engine/model.h>
+#include <ordo/engine/safetensors.h>
 
 #include "engine/reference.h"
 

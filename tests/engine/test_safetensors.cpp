@@ -1,10 +1,11 @@
 // safetensors written and read back, half-precision conversions, and malformed files.
 #include <gtest/gtest.h>
-#include <ordo/engine/safetensors.h>
-#include <ordo/errors.h>
 
 #include <cstring>
 #include <fstream>
+
+#include <ordo/engine/safetensors.h>
+#include <ordo/errors.h>
 
 #include "test_util.h"
 

@@ -1,11 +1,19 @@
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "common/memory.h"
 
 namespace ordo {
 
@@ -30,6 +38,113 @@ Model load_model_dir(const std::string& dir) {
 }
 
 }  // namespace
+
+std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
+  std::vector<float> v(size_t(pooling == Pooling::None ? L : 1) * d, 0.0f);
+  if (pooling == Pooling::None) {
+    std::copy_n(rows, size_t(L) * d, v.data());
+  } else if (pooling == Pooling::First) {
+    if (L > 0) std::copy_n(rows, d, v.data());
+  } else if (L > 0) {
+    std::vector<double> sum(d, 0.0);
+    for (int t = 0; t < L; ++t)
+      for (int j = 0; j < d; ++j) sum[j] += rows[size_t(t) * d + j];
+    for (int j = 0; j < d; ++j) v[j] = static_cast<float>(sum[j] / L);
+  }
+  return v;
+}
+
+LineReader::LineReader(std::FILE* in, std::string name, size_t keep)
+    : in_(in), name_(std::move(name)), keep_(keep), buf_(size_t(1) << 16) {}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  pos_ = 0;
+  end_ = std::fread(buf_.data(), 1, buf_.size(), in_);
+  if (end_ == 0) {
+    if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
+    eof_ = true;
+    return false;
+  }
+  return true;
+}
+
+bool LineReader::next(Line* line) {
+  if (pos_ == end_ && !fill()) return false;
+  if (number_ == 0) {                   // the start of the stream: byte-order marks
+    while (end_ - pos_ < 3 && !eof_) {  // a short read (a pipe): gather the first three bytes
+      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      end_ -= pos_;
+      pos_ = 0;
+      const size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, in_);
+      if (n == 0) {
+        if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
+        eof_ = true;
+      }
+      end_ += n;
+    }
+    const std::string_view head(buf_.data() + pos_, std::min<size_t>(end_ - pos_, 3));
+    if (head.substr(0, 2) == "\xFF\xFE" || head.substr(0, 2) == "\xFE\xFF")
+      throw InputError(
+          name_, "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
+    if (head == "\xEF\xBB\xBF") pos_ += 3;  // UTF-8 byte-order mark
+    if (pos_ == end_ && !fill()) return false;
+  }
+  ++number_;
+  line->text.clear();
+  line->bytes = 0;
+  line->where = name_ + ": line " + std::to_string(number_);
+  line->problem.clear();
+  const size_t limit = keep_ + 4;
+  char last = 0;
+  for (;;) {
+    const char* begin = buf_.data() + pos_;
+    const char* nl = static_cast<const char*>(std::memchr(begin, '\n', end_ - pos_));
+    const size_t n = nl ? size_t(nl - begin) : end_ - pos_;
+    if (n > 0) {
+      if (line->problem.empty())
+        if (const void* nul = std::memchr(begin, '\0', n))
+          line->problem = "holds a NUL byte at byte " +
+                          std::to_string(line->bytes + size_t(static_cast<const char*>(nul) - begin)) +
+                          " (binary data, not text)";
+      if (line->text.size() < limit) line->text.append(begin, std::min(n, limit - line->text.size()));
+      line->bytes += n;
+      last = begin[n - 1];
+    }
+    pos_ += n;
+    if (nl) {
+      ++pos_;
+      break;
+    }
+    if (!fill()) break;
+  }
+  if (last == '\r') {  // CRLF
+    --line->bytes;
+    if (line->text.size() > line->bytes) line->text.resize(line->bytes);
+  }
+  return true;
+}
+
+std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
+  if (all.empty()) return {};
+  std::FILE* in = ::fmemopen(const_cast<char*>(all.data()), all.size(), "rb");
+  if (!in) throw std::runtime_error("fmemopen failed");
+  std::vector<std::string> texts;
+  try {
+    LineReader reader(in, name, SIZE_MAX - 8);
+    LineReader::Line line;
+    while (reader.next(&line)) {
+      if (!line.problem.empty()) throw InputError(line.where, line.problem);
+      texts.push_back(std::move(line.text));
+      if (where) where->push_back(line.where);
+    }
+  } catch (...) {
+    std::fclose(in);
+    throw;
+  }
+  std::fclose(in);
+  return texts;
+}
 
 std::string default_model_dir(const std::string& installed) {
   if (const char* env = std::getenv("ORDO_MODEL"); env && *env) return env;
@@ -68,6 +183,35 @@ Tokenization Pipeline::tokenize(std::string_view text, const std::string& where)
   return t;
 }
 
+int Pipeline::max_tokens() const {
+  // The largest S whose working memory for one text fits in half of this machine's memory;
+  // activation_bytes grows with S, so a binary search finds it.
+  const uint64_t budget = machine_memory_bytes() / 2;
+  int lo = 0, hi = std::min(position_limit(model_.config()), 1 << 24);  // 2^24 tokens: petabytes of scores
+  if (encoder_.activation_bytes(1, uint64_t(hi)) <= budget) return hi;
+  while (lo + 1 < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    (encoder_.activation_bytes(1, uint64_t(mid)) <= budget ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+std::string Pipeline::max_tokens_reason() const {
+  const int n = max_tokens();
+  if (n == position_limit(model_.config())) return "the model's max_positions " + std::to_string(n);
+  return "this machine's memory (a text of at most " + std::to_string(n) + " tokens)";
+}
+
+void Pipeline::truncate(Tokenization& t, int n) const {
+  if (n < 1 || t.ids.size() <= size_t(n)) return;
+  t.ids.resize(n);
+  t.pieces.resize(n);
+  if (model_.config().add_eos) {
+    t.ids.back() = tokenizer_.eos_id();
+    t.pieces.back() = tokenizer_.piece(t.ids.back());
+  }
+}
+
 std::vector<Encoded> Pipeline::encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize,
                                       const EncodeOptions& options) {
   std::vector<Tokenization> tokens;
@@ -79,20 +223,11 @@ std::vector<Encoded> Pipeline::encode(std::vector<Tokenization> tokens, Pooling 
                                       const EncodeOptions& options) {
   std::vector<std::vector<int32_t>> ids;
   for (const Tokenization& t : tokens) ids.push_back(t.ids);
-  // A batch of empty texts has no rows to run (S = 0): every result is zeros, without a forward.
-  const bool empty = std::all_of(ids.begin(), ids.end(), [](const auto& seq) { return seq.empty(); });
-  Hidden hidden;
-  if (empty) {
-    hidden.B = int(ids.size());
-    hidden.d = model_.config().d_model;
-    hidden.lengths.assign(ids.size(), 0);
-  } else {
-    hidden = encoder_.forward(ids, options);
-  }
+  const Hidden hidden = encoder_.forward(ids, options);
   std::vector<Encoded> out(tokens.size());
   for (size_t b = 0; b < tokens.size(); ++b) {
     out[b].tokens = std::move(tokens[b]);
-    out[b].values = pool(hidden, int(b), pooling);
+    out[b].values = pool(hidden.row(int(b), 0), hidden.lengths[b], hidden.d, pooling);
     out[b].rows = pooling == Pooling::None ? hidden.lengths[b] : 1;
     if (normalize)  // v / ‖v‖₂, row by row; a zero row stays zero
       for (int r = 0; r < out[b].rows; ++r) {

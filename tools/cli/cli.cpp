@@ -1,7 +1,5 @@
 #include "tools/cli/cli.h"
 
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +9,11 @@
 #include <cstring>
 #include <iostream>
 #include <string_view>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "common/memory.h"
 
 namespace ordo::cli {
 
@@ -29,117 +32,6 @@ std::string model_dir(const cxxopts::ParseResult& args) {
   const std::string dir = default_model_dir();
   if (dir.empty()) throw UsageError("no model found: pass --model DIR or set ORDO_MODEL");
   return dir;
-}
-
-LineReader::LineReader(std::FILE* in, std::string name, size_t keep)
-    : in_(in), name_(std::move(name)), keep_(keep), buf_(size_t(1) << 16) {}
-
-bool LineReader::fill() {
-  if (eof_) return false;
-  pos_ = 0;
-  end_ = std::fread(buf_.data(), 1, buf_.size(), in_);
-  if (end_ == 0) {
-    if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
-    eof_ = true;
-    return false;
-  }
-  return true;
-}
-
-bool LineReader::next(Line* line) {
-  if (pos_ == end_ && !fill()) return false;
-  if (number_ == 0) {                   // the start of the stream: byte-order marks
-    while (end_ - pos_ < 3 && !eof_) {  // a short read (a pipe): gather the first three bytes
-      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
-      end_ -= pos_;
-      pos_ = 0;
-      const size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, in_);
-      if (n == 0) {
-        if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
-        eof_ = true;
-      }
-      end_ += n;
-    }
-    const std::string_view head(buf_.data() + pos_, std::min<size_t>(end_ - pos_, 3));
-    if (head.substr(0, 2) == "\xFF\xFE" || head.substr(0, 2) == "\xFE\xFF")
-      throw InputError(
-          name_, "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
-    if (head == "\xEF\xBB\xBF") pos_ += 3;  // UTF-8 byte-order mark
-    if (pos_ == end_ && !fill()) return false;
-  }
-  ++number_;
-  line->text.clear();
-  line->bytes = 0;
-  line->where = name_ + ": line " + std::to_string(number_);
-  line->problem.clear();
-  const size_t limit = keep_ + 4;
-  char last = 0;
-  for (;;) {
-    const char* begin = buf_.data() + pos_;
-    const char* nl = static_cast<const char*>(std::memchr(begin, '\n', end_ - pos_));
-    const size_t n = nl ? size_t(nl - begin) : end_ - pos_;
-    if (n > 0) {
-      if (line->problem.empty())
-        if (const void* nul = std::memchr(begin, '\0', n))
-          line->problem = "holds a NUL byte at byte " +
-                          std::to_string(line->bytes + size_t(static_cast<const char*>(nul) - begin)) +
-                          " (binary data, not text)";
-      if (line->text.size() < limit) line->text.append(begin, std::min(n, limit - line->text.size()));
-      line->bytes += n;
-      last = begin[n - 1];
-    }
-    pos_ += n;
-    if (nl) {
-      ++pos_;
-      break;
-    }
-    if (!fill()) break;
-  }
-  if (last == '\r') {  // CRLF
-    --line->bytes;
-    if (line->text.size() > line->bytes) line->text.resize(line->bytes);
-  }
-  return true;
-}
-
-std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
-  if (all.empty()) return {};
-  std::FILE* in = ::fmemopen(const_cast<char*>(all.data()), all.size(), "rb");
-  if (!in) throw std::runtime_error("fmemopen failed");
-  std::vector<std::string> texts;
-  try {
-    LineReader reader(in, name, SIZE_MAX - 8);
-    LineReader::Line line;
-    while (reader.next(&line)) {
-      if (!line.problem.empty()) throw InputError(line.where, line.problem);
-      texts.push_back(std::move(line.text));
-      if (where) where->push_back(line.where);
-    }
-  } catch (...) {
-    std::fclose(in);
-    throw;
-  }
-  std::fclose(in);
-  return texts;
-}
-
-std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where) {
-  if (args.count("texts")) {
-    std::vector<std::string> texts = args["texts"].as<std::vector<std::string>>();
-    if (where)
-      for (size_t i = 0; i < texts.size(); ++i) where->push_back("argument " + std::to_string(i + 1));
-    return texts;
-  }
-  InputFile in(args.count("input") ? args["input"].as<std::string>() : "-");
-  std::vector<std::string> texts;
-  LineReader reader(in.get(), in.name(), SIZE_MAX - 8);
-  LineReader::Line line;
-  while (reader.next(&line)) {
-    if (!line.problem.empty()) throw InputError(line.where, line.problem);
-    texts.push_back(std::move(line.text));
-    if (where) where->push_back(line.where);
-  }
-  return texts;
 }
 
 InputFile::InputFile(const std::string& path) : name_(path == "-" ? "stdin" : path) {
@@ -201,18 +93,6 @@ std::string fit(const std::string& s, int width) {
     out += s[i];
   }
   return pad_right(out, width);
-}
-
-// The attention scores alone are S² floats: a text too long for this machine's memory is refused
-// by name here rather than by the encoder (or the out-of-memory killer) later.
-void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& where) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-  const uint64_t need = pipeline.encoder().activation_bytes(1, t.ids.size());
-  if (need > memory / 2)
-    throw InputError(where, "text of " + std::to_string(t.ids.size()) + " tokens needs " + std::to_string(need >> 20) +
-                                " MiB of working memory, more than half of this machine's " +
-                                std::to_string(memory >> 20) + " MiB (lower --max-tokens, or add --truncate)");
 }
 
 void add_model_options(cxxopts::Options& o) {

@@ -3,14 +3,13 @@
 
 // A text is one whole argument: by default cxxopts splits a vector<string> value at commas.
 #define CXXOPTS_VECTOR_DELIMITER '\0'
-#include <ordo/ordo.h>
-
-#include <cstdint>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <ordo/ordo.h>
 
 namespace ordo::cli {
 
@@ -24,39 +23,6 @@ bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResul
 
 // The model directory: --model if given, else the default one.
 std::string model_dir(const cxxopts::ParseResult& args);
-
-// Texts from positional arguments, else lines of --input FILE or of stdin. A UTF-8 BOM at
-// the start and a CR before each newline are dropped.
-std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where);
-
-// The lines of a text stream, one at a time, so that input of any length is read in bounded
-// memory: a UTF-8 BOM at the start and a CR before each newline are dropped, a UTF-16 BOM is an
-// InputError (the whole stream is in another encoding), a read error too. A line is kept up to
-// `keep` + 4 bytes (enough to finish a UTF-8 character cut at `keep`); the rest is counted and
-// checked, not kept.
-class LineReader {
- public:
-  LineReader(std::FILE* in, std::string name, size_t keep);
-  struct Line {
-    std::string text;     // the line, or its first keep + 4 bytes
-    uint64_t bytes = 0;   // the whole line's length, without newline and CR
-    std::string where;    // "<name>: line N"
-    std::string problem;  // what makes the line unusable (a NUL byte), or empty
-  };
-  // False at the end of the input.
-  bool next(Line* line);
-  const std::string& name() const { return name_; }
-
- private:
-  bool fill();
-  std::FILE* in_;
-  std::string name_;
-  size_t keep_;
-  uint64_t number_ = 0;
-  std::vector<char> buf_;
-  size_t pos_ = 0, end_ = 0;
-  bool eof_ = false;
-};
 
 // --input FILE (- for stdin), opened for reading and closed when it goes.
 class InputFile {
@@ -76,10 +42,6 @@ class InputFile {
 // A message on one line: control characters (from a file name or a text) escaped as \xNN.
 std::string one_line(const std::string& message);
 
-// The lines of a text file: a leading UTF-8 BOM and a CR before each newline are dropped; a NUL
-// byte is an InputError naming `name` and the line. `where` receives "<name>: line N" for each.
-std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where);
-
 // Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values.
 std::string preview(const float* v, int n, int k = 8);
 
@@ -90,10 +52,6 @@ int columns(const std::string& s);
 std::string pad_right(const std::string& s, int width);
 // `s` cut or padded to exactly `width` columns.
 std::string fit(const std::string& s, int width);
-
-// A text too long for this machine's memory (the attention scores alone are S² floats) is refused
-// by name here rather than by the encoder (or the out-of-memory killer) later.
-void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& where);
 
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);

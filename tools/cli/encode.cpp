@@ -1,6 +1,4 @@
 // ordo encode: texts -> vectors, pooled or one per token, human-readable or JSON.
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,10 @@
 #include <memory>
 #include <numeric>
 
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "common/memory.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/json_out.h"
 
@@ -68,9 +70,7 @@ std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> to
 // Bytes of one text that may go to the tokenizer: 256 per allowed token (a piece is at most 16
 // characters of up to 4 bytes, with room for runs of spaces), and at most 1/256 of memory.
 size_t max_text_bytes(int max_tokens) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-  return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, memory / 256));
+  return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, machine_memory_bytes() / 256));
 }
 
 // The longest prefix of at most n bytes that does not split a UTF-8 character.
@@ -115,8 +115,8 @@ struct TextRules {
   int limit;               // tokens
   std::string limit_name;  // what sets the limit, for the message
   size_t max_bytes;
+  std::string advice;  // how to get past it
   bool truncate;
-  bool keep_eos;
 };
 
 // The text as it will be encoded, and its tokens; throws InputError(line.where) for a text that
@@ -126,8 +126,7 @@ Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules
   if (line.bytes > rules.max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
     if (!rules.truncate)
       throw InputError(line.where, "text is " + std::to_string(line.bytes) + " bytes, more than " + rules.limit_name +
-                                       " allows (" + std::to_string(rules.max_bytes) +
-                                       " bytes; raise it, or add --truncate)");
+                                       " allows (" + std::to_string(rules.max_bytes) + " bytes; " + rules.advice + ")");
     // The cut falls before the character that crosses max_bytes; more than 3 bytes back can only
     // be a run of continuation bytes, which is not UTF-8 (and would otherwise leave nothing).
     const size_t cut = utf8_prefix(line.text, rules.max_bytes);
@@ -138,15 +137,9 @@ Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules
   if (int(t.ids.size()) > rules.limit) {
     if (!rules.truncate)
       throw InputError(line.where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " +
-                                       rules.limit_name + " (raise it, or add --truncate)");
-    t.ids.resize(rules.limit);
-    t.pieces.resize(rules.limit);
-    if (rules.keep_eos) {  // the cut text still ends the way the model expects
-      t.ids.back() = pipeline.tokenizer().eos_id();
-      t.pieces.back() = pipeline.tokenizer().piece(t.ids.back());
-    }
+                                       rules.limit_name + " (" + rules.advice + ")");
+    pipeline.truncate(t, rules.limit);
   }
-  check_fits(pipeline, t, line.where);
   return t;
 }
 
@@ -209,21 +202,18 @@ int cmd_encode(int argc, char** argv) {
   set_num_threads(args["threads"].as<int>());
   Pipeline pipeline(model_dir(args));
 
-  const Config& config = pipeline.model().config();
-  // A learned position table has no row past max_positions: the same limit, stated as the model's.
-  const bool learned = config.positional_encoding == PositionalEncoding::Learned;
+  // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
+  const bool flag_limits = max_tokens <= pipeline.max_tokens();
   TextRules rules;
-  rules.limit = learned ? std::min(max_tokens, config.max_positions) : max_tokens;
-  rules.limit_name = learned && config.max_positions < max_tokens
-                         ? "the model's max_positions " + std::to_string(config.max_positions)
-                         : "--max-tokens " + std::to_string(max_tokens);
+  rules.limit = flag_limits ? max_tokens : pipeline.max_tokens();
+  rules.limit_name = flag_limits ? "--max-tokens " + std::to_string(max_tokens) : pipeline.max_tokens_reason();
+  rules.advice = flag_limits ? "raise it, or add --truncate" : "add --truncate to cut it";
   rules.max_bytes = max_text_bytes(rules.limit);
   rules.truncate = args.count("truncate");
-  rules.keep_eos = config.add_eos;
   const bool skip_bad = args.count("skip-bad"), json = args.count("json"), normalize = args.count("normalize");
   EncodeOptions options;
   options.positions = !args.count("no-pe");
-  const int d = config.d_model;
+  const int d = pipeline.model().config().d_model;
 
   TextSource source(args, rules.max_bytes);
   const bool progress = ::isatty(STDERR_FILENO);

@@ -1,7 +1,5 @@
 // ordo pe: the sinusoidal positional encodings, their properties checked with numbers, their
 // common variants side by side, and pictures of them.
-#include <ordo/errors.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -10,7 +8,9 @@
 #include <fstream>
 #include <iostream>
 
-#include "engine/ops.h"
+#include <ordo/errors.h>
+
+#include "common/atomic_file.h"
 #include "tools/cli/cli.h"
 #include "tools/teach/pe_report.h"
 #include "tools/teach/png_image.h"
@@ -35,31 +35,16 @@ const char* frequency_rule(PeVariant v) {
 }
 
 void write_csv(const std::string& path, const std::vector<float>& pe, int N, int d) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw InputError(path, "cannot create");
-    out << "position";
-    for (int j = 0; j < d; ++j) out << ",d" << j;
-    out << "\n";
-    char buf[32];
+  write_atomically(path, [&](std::FILE* f) {
+    std::fprintf(f, "position");
+    for (int j = 0; j < d; ++j) std::fprintf(f, ",d%d", j);
+    std::fprintf(f, "\n");
     for (int t = 0; t < N; ++t) {
-      out << t;
-      for (int j = 0; j < d; ++j) {
-        std::snprintf(buf, sizeof buf, ",%.9g", pe[size_t(t) * d + j]);
-        out << buf;
-      }
-      out << "\n";
+      std::fprintf(f, "%d", t);
+      for (int j = 0; j < d; ++j) std::fprintf(f, ",%.9g", pe[size_t(t) * d + j]);
+      std::fprintf(f, "\n");
     }
-    if (!out.flush()) {  // a full disk: leave nothing half-written behind
-      std::remove(tmp.c_str());
-      throw InputError(path, "write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
-  }
+  });
 }
 
 void print_properties(const std::vector<float>& pe, int N, int d, PeVariant v, double base) {

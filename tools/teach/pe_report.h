@@ -5,10 +5,10 @@
 // 2π / w_i run from 2π to just under base·2π.
 #pragma once
 
-#include <ordo/engine/config.h>
-
 #include <string>
 #include <vector>
+
+#include <ordo/engine/config.h>
 
 namespace ordo::teach {
 
