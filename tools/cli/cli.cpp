@@ -95,6 +95,14 @@ std::string fit(const std::string& s, int width) {
   return pad_right(out, width);
 }
 
+int threads_option(const cxxopts::ParseResult& args) {
+  const int n = args["threads"].as<int>();
+  if (n < 0 || n > kMaxThreads)
+    throw UsageError("--threads must be in 0 .. " + std::to_string(kMaxThreads) + " (0: one per core), got " +
+                     std::to_string(n));
+  return n;
+}
+
 void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));

@@ -55,6 +55,9 @@ std::string fit(const std::string& s, int width);
 
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);
+// The value of --threads, checked: 0 (one per core) .. kMaxThreads.
+constexpr int kMaxThreads = 1024;
+int threads_option(const cxxopts::ParseResult& args);
 
 // --model, --no-pe and one positional TEXT, for trace and attention; the_text() reads it.
 void add_text_options(cxxopts::Options& o);

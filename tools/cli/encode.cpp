@@ -37,10 +37,12 @@ constexpr size_t kBatchTexts = 256;
 
 // Input is read, encoded and printed a window of texts at a time, so memory is bounded by the
 // window whatever the input's length. Inside a window the texts are sorted by length into
-// batches. The first window is one batch's worth, so the first vectors print at once; later ones
-// are larger, so batches of similar lengths can be found. Window sizes are multiples of
-// kBatchTexts: a window of short texts splits into whole batches.
-constexpr size_t kFirstWindowTexts = kBatchTexts;
+// batches. The first window is small, so the first vectors print at once (and a reader that stops
+// after them, `| head -1`, ends the command one small window later); each next window is twice as
+// large up to kWindowTexts, so batches of similar lengths can be found. A window of short texts
+// splits into whole batches (from 256 texts on, window sizes are multiples of kBatchTexts), so no
+// batch of 8 tokens or fewer is made unless the input ends there.
+constexpr size_t kFirstWindowTexts = 64;
 constexpr size_t kWindowTexts = 16 * kBatchTexts;
 constexpr size_t kWindowTokens = 1 << 16;          // a window ends once it holds this many tokens
 constexpr size_t kWindowBytes = size_t(16) << 20;  // ... or this many bytes of text
@@ -199,7 +201,7 @@ int cmd_encode(int argc, char** argv) {
   const Pooling pooling = parse_pooling(args["pooling"].as<std::string>());
   const int max_tokens = args["max-tokens"].as<int>();
   if (max_tokens <= 0) throw UsageError("--max-tokens must be positive");
-  set_num_threads(args["threads"].as<int>());
+  set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));
 
   // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
@@ -227,7 +229,7 @@ int cmd_encode(int argc, char** argv) {
   };
 
   bool more = true;
-  for (size_t window = kFirstWindowTexts; more; window = kWindowTexts) {
+  for (size_t window = kFirstWindowTexts; more; window = std::min(2 * window, kWindowTexts)) {
     std::vector<std::string> texts;
     std::vector<Tokenization> tokens;
     size_t window_tokens = 0, window_bytes = 0;

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     usage(stdout);
-    return 0;
+    return finish("help", 0);
   }
   // The default action even when the parent ignored it, so a closed pipe ends output the same
   // quiet way everywhere (status 128 + SIGPIPE, as `yes | head -1` shows).
