@@ -336,9 +336,9 @@ TEST(OutputFiles, InitRefusesATokenizerNamedLikeItsConfig) {
 
 TEST(OutputFiles, PeWritesAllItsFilesOrNone) {
   test::TempDir dir;
-  // The CSV (~30 KB) fits under the limit; the PNG of 512 x 512 does not.
-  const auto r = run_shell("cd " + dir.path + " && trap '' XFSZ; ulimit -f 64; " + std::string(ORDO_BINARY) +
-                           " pe --positions 256 --dim 8 --csv t.csv --similarity-png s.png "
+  // The CSV (~15 KB) fits under the limit of 16 KB; the picture (~17 KB) does not.
+  const auto r = run_shell("cd " + dir.path + " && trap '' XFSZ; ulimit -f 16; " + std::string(ORDO_BINARY) +
+                           " pe --positions 512 --dim 2 --csv t.csv --similarity-png s.png "
                            "--no-properties 2>&1 >/dev/null; echo \" status $?\"; ls -A");
   EXPECT_EQ(test::count_lines(r.out), 2) << "one error line (libpng adds none), the status, no files:\n" << r.out;
   EXPECT_NE(r.out.find("error: s.png: cannot write: "), std::string::npos) << r.out;

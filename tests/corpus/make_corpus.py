@@ -378,7 +378,7 @@ def text_cases():
     bad("txt_cut_sequence", b"caf\xc3", "line 1: invalid UTF-8 at byte 3")
     bad("txt_latin1", "café crème\n".encode("latin-1"), "line 1: invalid UTF-8 at byte 3")
     bad("txt_nul_byte", b"the cat\nsat\0on the mat\n", "line 2: holds a NUL byte at byte 3")
-    bad("txt_binary", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10", "line 3: holds a NUL byte at byte 0 (binary data, not text)")
+    bad("txt_binary", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10", "line 1: invalid UTF-8 at byte 0")  # the first bad line stops it
     bad("txt_utf16", "the cat sat\n".encode("utf-16"), "UTF-16 byte-order mark")
     bad("txt_too_many_tokens", b"the cat sat on the mat\n", "line 1: text has", "more than --max-tokens 3", args="--max-tokens 3")
     bad("txt_too_many_bytes", b"the cat sat on the mat " * 200 + b"\n", "line 1: text is 4600 bytes, more than --max-tokens 16 allows",
