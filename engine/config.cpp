@@ -11,6 +11,7 @@
 #include <ordo/engine/config.h>
 #include <ordo/errors.h>
 
+#include "common/regular_file.h"
 #include "engine/strict_json.h"
 
 namespace ordo {
@@ -128,6 +129,8 @@ Config parse_config(const std::string& text, const std::string& where) {
     if (c.tokenizer.find_first_of(std::string("/\0", 2)) != std::string::npos || c.tokenizer == "." ||
         c.tokenizer == "..")
       throw InputError(where, "key \"tokenizer\" must name a file inside the model directory, got " + brief(t));
+    if (c.tokenizer == "config.json" || c.tokenizer == "model.safetensors")  // the tokenizer cannot be either
+      throw InputError(where, "key \"tokenizer\" names " + brief(t) + ", a file of the model that is not a tokenizer");
   }
   c.add_bos = r.flag("add_bos", false);
   c.add_eos = r.flag("add_eos", false);
@@ -144,19 +147,10 @@ Config parse_config(const std::string& text, const std::string& where) {
 
 Config load_config(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
     throw InputError(path, "cannot open (a model directory holds config.json, model.safetensors and tokenizer.model)");
-  if (!S_ISREG(st.st_mode)) throw InputError(path, "not a regular file");
-  constexpr off_t kMaxBytes = 16 << 20;  // a config is a few hundred bytes
-  if (st.st_size > kMaxBytes)
-    throw InputError(path, "is " + std::to_string(st.st_size) + " bytes, too large for a config (max " +
-                               std::to_string(kMaxBytes) + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(path, "cannot read");
-  return parse_config(text.str(), path);
+  constexpr uint64_t kMaxBytes = 16 << 20;  // a config is a few hundred bytes
+  return parse_config(read_regular_file(path, kMaxBytes, "a config"), path);
 }
 
 int position_limit(const Config& c) {

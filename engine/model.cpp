@@ -84,7 +84,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     const float* values = nullptr;
     const size_t n = t->elements;
     if (t->dtype == "F32" && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
-      values = reinterpret_cast<const float*>(t->data);  // in place, straight from the mapped file
+      values = reinterpret_cast<const float*>(t->data);  // in place, straight from the file's image
     } else if (t->dtype == "F32" || t->dtype == "F16" || t->dtype == "BF16") {
       std::vector<float> wide(n);
       for (size_t i = 0; i < n; ++i) {

@@ -1,4 +1,4 @@
-// ordo: a model's weights, mapped from model.safetensors and checked against its config.
+// ordo: a model's weights, read from model.safetensors and checked against its config.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +50,7 @@ uint64_t expected_parameters(const Config& c, const std::string& where);
 
 class Model {
  public:
-  // Reads dir/config.json and dir/model.safetensors. F32 tensors stay in the mapped file
+  // Reads dir/config.json and dir/model.safetensors. F32 tensors stay in the file's image in memory
   // (copied only if the file misaligns them); F16 and BF16 are widened to F32 once, here.
   static Model load(const std::string& dir);
   // The same from a config already in hand and a weights file.

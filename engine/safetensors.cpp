@@ -1,5 +1,4 @@
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,8 @@
 #include <ordo/errors.h>
 
 #include "common/atomic_file.h"
+#include "common/memory.h"
+#include "common/regular_file.h"
 #include "engine/strict_json.h"
 
 namespace ordo {
@@ -21,46 +22,29 @@ namespace ordo {
 using nlohmann::json;
 
 // ---------------------------------------------------------------------------------------------
-// MappedFile
+// FileImage
 
-MappedFile::MappedFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path, "not a regular file");
-  }
-  size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      throw InputError(path, std::string("cannot map: ") + std::strerror(errno));
+FileImage::FileImage(const std::string& path) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
+  try {
+    if (size > machine_memory_bytes())
+      throw InputError(path, "is " + std::to_string(size) + " bytes, more than this machine's memory");
+    size_ = size_t(size);
+    data_.reset(new unsigned char[size_ ? size_ : 1]);
+    size_t done = 0;
+    while (done < size_) {
+      const ssize_t n = ::read(fd, data_.get() + done, std::min<size_t>(size_ - done, size_t(1) << 30));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw InputError(path, std::string("cannot read: ") + std::strerror(errno));
+      if (n == 0) throw InputError(path, "became shorter while it was read (changed by another program?)");
+      done += size_t(n);
     }
-    data_ = static_cast<const unsigned char*>(p);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
-}
-
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
-}
-
-MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
-  other.data_ = nullptr;
-  other.size_ = 0;
-}
-
-MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
-  if (this != &other) {
-    if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
-    data_ = other.data_;
-    size_ = other.size_;
-    other.data_ = nullptr;
-    other.size_ = 0;
-  }
-  return *this;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -198,12 +182,13 @@ std::vector<TensorInfo> parse_safetensors(const unsigned char* bytes, size_t siz
 
 SafeTensors::SafeTensors(const std::string& path) : path_(path), file_(path) {
   tensors_ = parse_safetensors(file_.data(), file_.size(), path, &metadata_);
+  index_.reserve(tensors_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
 }
 
 const TensorInfo* SafeTensors::find(const std::string& name) const {
-  for (const auto& t : tensors_)
-    if (t.name == name) return &t;
-  return nullptr;
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
 // ---------------------------------------------------------------------------------------------

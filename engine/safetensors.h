@@ -7,34 +7,34 @@
 //   rest      the data buffer; offsets are relative to its start; tensors are contiguous,
 //             do not overlap and cover the buffer exactly.
 //
-// The reader maps the file and checks every one of those rules before anything is used, so
+// The reader reads the file and checks every one of those rules before anything is used, so
 // that a stranger's file can never make ordo read out of bounds or allocate from a lie.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ordo {
 
-// A read-only memory map of a whole file. Empty files map to nothing.
-class MappedFile {
+// A whole file, read into memory. (Not mapped: a mapped file that another program truncates
+// while ordo runs would end the process with SIGBUS at the next read of a lost page, and one
+// rewritten in place would change the weights under a running pass, after they were checked.
+// Every weight is read at load anyway, to check that it is finite.)
+class FileImage {
  public:
-  MappedFile() = default;
-  explicit MappedFile(const std::string& path);  // throws InputError naming the path
-  ~MappedFile();
-  MappedFile(MappedFile&& other) noexcept;
-  MappedFile& operator=(MappedFile&& other) noexcept;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
+  FileImage() = default;
+  explicit FileImage(const std::string& path);  // throws InputError naming the path
 
-  const unsigned char* data() const { return data_; }
+  const unsigned char* data() const { return data_.get(); }
   size_t size() const { return size_; }
 
  private:
-  const unsigned char* data_ = nullptr;
+  std::unique_ptr<unsigned char[]> data_;
   size_t size_ = 0;
 };
 
@@ -44,7 +44,7 @@ struct TensorInfo {
   std::vector<uint64_t> shape;
   uint64_t elements = 0;                // product of shape (1 for a scalar)
   uint64_t begin = 0, end = 0;          // byte range within the data buffer
-  const unsigned char* data = nullptr;  // points into the mapped file
+  const unsigned char* data = nullptr;  // points into the file's image
 };
 
 // Bytes per element of a safetensors dtype name, or 0 if the name is not a safetensors dtype.
@@ -60,15 +60,16 @@ class SafeTensors {
   SafeTensors() = default;
   explicit SafeTensors(const std::string& path);  // maps, then parse_safetensors
 
-  const TensorInfo* find(const std::string& name) const;  // nullptr if absent
+  const TensorInfo* find(const std::string& name) const;  // nullptr if absent; by hash, not a scan
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
-  MappedFile file_;
+  FileImage file_;
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;
 };
 

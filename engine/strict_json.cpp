@@ -1,6 +1,7 @@
 #include "engine/strict_json.h"
 
-#include <set>
+#include <cstring>
+#include <unordered_set>
 #include <vector>
 
 #include <ordo/errors.h>
@@ -28,35 +29,73 @@ std::string cut(std::string s, size_t n) {
 
 }  // namespace
 
-json parse_strict_json(const char* begin, const char* end, const std::string& where, const std::string& what) {
-  const std::string subject = what.empty() ? "JSON" : what;
-  std::vector<std::set<std::string>> open_objects;  // the keys seen so far in each enclosing object
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth)
-          throw InputError(where, subject + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second)
-          throw InputError(where, subject + " repeats the key " + quote_name(parsed.get<std::string>()));
-        break;
-      default:
-        break;
-    }
+namespace {
+
+// The strict rules, checked in one SAX pass before the value is built: no repeated key, no
+// nesting past kMaxJsonDepth, and nlohmann's own syntax errors. (A parse callback could check the
+// same, but nlohmann's callback parser rescans the enclosing object each time a value inside it
+// ends, which makes a header of n tensors cost n² steps.)
+class StrictChecker : public nlohmann::json_sax<json> {
+ public:
+  StrictChecker(const std::string& where, const std::string& what) : where_(where), what_(what) {}
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open(true);
     return true;
-  };
+  }
+  bool key(string_t& k) override {
+    if (!keys_.back().insert(k).second) throw InputError(where_, subject() + " repeats the key " + quote_name(k));
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    open(false);
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw InputError(where_, (what_.empty() ? "" : what_ + " is ") + "not valid JSON: " + json_message(e));
+  }
+
+ private:
+  std::string subject() const { return what_.empty() ? "JSON" : what_; }
+  void open(bool object) {
+    if (depth_ >= kMaxJsonDepth)
+      throw InputError(where_, subject() + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    ++depth_;
+    if (object) keys_.emplace_back();
+  }
+  const std::string& where_;
+  const std::string& what_;
+  int depth_ = 0;
+  std::vector<std::unordered_set<std::string>> keys_;  // the keys seen so far in each open object
+};
+
+}  // namespace
+
+json parse_strict_json(const char* begin, const char* end, const std::string& where, const std::string& what) {
   // nlohmann stops at a NUL as if the text ended there; JSON has no raw NUL, so refuse it first.
   if (const void* nul = std::memchr(begin, '\0', size_t(end - begin)))
     throw InputError(where, (what.empty() ? "" : what + " is ") + "not valid JSON: a NUL byte at byte " +
                                 std::to_string(static_cast<const char*>(nul) - begin));
-  try {
-    return json::parse(begin, end, callback);
+  StrictChecker checker(where, what);
+  json::sax_parse(begin, end, &checker);
+  try {  // the text is known to be valid and within the rules: build the value
+    return json::parse(begin, end);
   } catch (const json::exception& e) {
     throw InputError(where, (what.empty() ? "" : what + " is ") + "not valid JSON: " + json_message(e));
   }

@@ -1,6 +1,8 @@
 // Fuzzes text input with the default model: bytes as `ordo encode --input` reads them (BOM, CRLF,
-// NUL, invalid UTF-8), each line tokenized, cut to 64 tokens as --truncate does, then encoded.
+// NUL, invalid UTF-8), each line tokenized, cut to 64 tokens as --truncate does, then encoded; and
+// the same bytes through the streaming reader that keeps only the start of each line.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -19,6 +21,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const auto out = pipeline.encode(std::move(tokens), ordo::Pooling::None, true);
     if (out.size() != lines.size()) std::abort();
+    // The streaming reader keeping only 16 (+4) bytes of each line sees the same lines: each kept
+    // text a prefix of the whole line, with the whole line's length.
+    if (size > 0) {
+      std::FILE* in = ::fmemopen(const_cast<uint8_t*>(data), size, "rb");
+      if (!in) std::abort();
+      ordo::LineReader reader(in, "fuzz", 16);
+      ordo::LineReader::Line line;
+      size_t n = 0;
+      while (reader.next(&line)) {
+        if (n >= lines.size() || line.bytes != lines[n].size() || lines[n].compare(0, line.text.size(), line.text) != 0)
+          std::abort();
+        ++n;
+      }
+      std::fclose(in);
+      if (n != lines.size()) std::abort();
+    }
   } catch (const ordo::InputError&) {
   }
   return 0;

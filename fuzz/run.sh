@@ -8,7 +8,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 python3 "$here/seeds.py" "$work/seeds"
-for target in safetensors config model text; do
+for target in safetensors config model tokenizer text; do
   dict=()
   if [ -f "$here/$target.dict" ]; then dict=(-dict="$here/$target.dict"); fi
   mkdir -p "$work/corpus-$target"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Seeds the fuzz targets from tests/corpus: python3 fuzz/seeds.py OUT_DIR
 
-Writes OUT_DIR/{safetensors,config,model,text}/, one file per corpus file (model seeds pack a
+Writes OUT_DIR/{safetensors,config,model,tokenizer,text}/, one file per corpus file (model seeds pack a
 case's config and weights, plus its tokenizer when it is not the tiny one, as fuzz_model reads them).
 """
 import hashlib
@@ -30,8 +30,10 @@ for kind in ("bad", "odd"):
         config, weights, tokenizer = (read(os.path.join(d, f)) for f in ("config.json", "model.safetensors", "tokenizer.model"))
         put("safetensors", weights)
         put("config", config)
+        put("tokenizer", tokenizer)
         put("model", struct.pack("<I", len(config)) + config + struct.pack("<I", len(weights)) + weights +
             (b"" if tokenizer == tiny else tokenizer))
         if os.path.isfile(os.path.join(d, "input.txt")):
             put("text", read(os.path.join(d, "input.txt"))[:4096])
 put("text", b"the cat sat on the mat\nthe mat sat on the cat\n")
+put("tokenizer", read(os.path.join(corpus, "..", "..", "models", "default", "tokenizer.model")))

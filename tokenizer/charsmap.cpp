@@ -126,7 +126,22 @@ std::string check_sentencepiece_model(std::string_view proto) {
   std::vector<Field> top;
   size_t at = 0;
   if (!fields(proto, top, at)) return "broken protobuf framing at byte " + std::to_string(at);
+  size_t piece_index = 0;
   for (const Field& f : top) {
+    if (f.number == 1) {  // ModelProto.pieces: SentencePiece {piece = 1, score = 2, type = 3}
+      if (f.type != 2) return "piece " + std::to_string(piece_index) + " is not a message";
+      std::vector<Field> piece;
+      size_t inner = 0;
+      if (!fields(f.bytes, piece, inner))
+        return "broken protobuf framing in piece " + std::to_string(piece_index) + " at byte " +
+               std::to_string(size_t(f.bytes.data() - proto.data()) + inner);
+      for (const Field& g : piece)
+        if (g.number == 1 && g.bytes.size() > kMaxPieceBytes)
+          return "piece " + std::to_string(piece_index) + " is " + std::to_string(g.bytes.size()) +
+                 " bytes long, more than the " + std::to_string(kMaxPieceBytes) + " a piece may have";
+      ++piece_index;
+      continue;
+    }
     if (f.number != 3 && f.number != 5) continue;  // ModelProto.normalizer_spec, .denormalizer_spec
     if (f.type != 2) return "normalizer spec is not a message";
     std::vector<Field> spec;

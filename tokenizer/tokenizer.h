@@ -26,6 +26,8 @@ class Tokenizer {
  public:
   // Throws InputError naming the file if it is missing or not a sentencepiece model.
   static Tokenizer load(const std::string& path);
+  // The same from the file's bytes; `path` names it in errors.
+  static Tokenizer parse(const std::string& bytes, const std::string& path);
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();

@@ -1,5 +1,6 @@
 // Reliability of the command line: long and broken input, closed pipes, full disks, huge configs.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -63,6 +64,119 @@ TEST(Input, ClosedPipeEndsQuietly) {
   EXPECT_EQ(err_text, "") << "a reader that went away is not an error";
 }
 
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// Texts of 0 to 40 words, from a fixed-seed generator: more lines than one window of `encode`.
+std::vector<std::string> many_texts(int n) {
+  static const char* words[] = {"the",  "cat",  "sat",       "on",      "mat",   "a",    "dog",
+                                "ran",  "far",  "away",      "quick",   "brown", "fox",  "jumps",
+                                "over", "lazy", "positions", "encoder", "sees",  "order"};
+  uint64_t state = 20261123;
+  std::vector<std::string> texts;
+  for (int i = 0; i < n; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int k = int((state >> 33) % 41);
+    std::string t;
+    for (int w = 0; w < k; ++w) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      t += (w ? " " : "") + std::string(words[(state >> 33) % 20]);
+    }
+    texts.push_back(t);
+  }
+  return texts;
+}
+
+TEST(Stream, ManyLinesComeBackInInputOrder) {
+  const auto texts = many_texts(5000);  // windows of 64, 128, ... 4096 texts
+  test::TempDir dir;
+  {
+    std::ofstream out(dir.path + "/in.txt");
+    for (const auto& t : texts) out << t << "\n";
+  }
+  const auto r = run_ordo("encode --json" + kModel + "--input " + dir.path + "/in.txt");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) ASSERT_EQ(lines[i]["text"], texts[i]) << "line " << i + 1;
+  // A text's vector does not depend on the lines around it (or on which window it fell in).
+  for (size_t i : {0u, 255u, 256u, 4351u, 4999u}) {
+    const auto alone = json_lines(run_ordo("encode --json" + kModel + quote(texts[i])).out);
+    ASSERT_EQ(alone.size(), 1u);
+    const auto &a = lines[i]["embedding"], &b = alone[0]["embedding"];
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j].get<double>(), b[j].get<double>(), 1e-5) << i;
+  }
+}
+
+// Output starts before the input ends: an endless input still gives its first line, and the
+// command ends when its reader does (read whole, this input would never end).
+TEST(Stream, EndlessInputGivesItsFirstLine) {
+  const std::string cmd = "bash -c " + quote("yes 'the cat sat on the mat' | " + std::string(ORDO_BINARY) +
+                                             " encode --json" + kModel + "2>/dev/null | head -n 1");
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  ASSERT_EQ(test::count_lines(out), 1) << out.substr(0, 200);
+  EXPECT_EQ(nlohmann::json::parse(out)["text"], "the cat sat on the mat");
+}
+
+// One bad line among good ones: by default everything before it is printed and the command
+// stops there with one error line; with --skip-bad every good line is printed, each bad one is
+// named, and the summary is the one error line.
+TEST(Stream, BadLineKeepsTheLinesBeforeIt) {
+  test::TempDir dir;
+  const std::string file = dir.path + "/in.txt";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (int i = 1; i <= 3000; ++i) {
+      if (i == 2001)
+        out << "bad \xC3\x28 line\n";  // invalid UTF-8
+      else if (i == 2500)
+        out << std::string("nul\0here", 8) << "\n";
+      else
+        out << "line number " << i << "\n";
+    }
+  }
+  auto r = run_ordo("encode --json" + kModel + "--input " + file);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "error: " + file + ": line 2001: invalid UTF-8 at byte 4\n");
+  auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2000u);
+  EXPECT_EQ(lines.back()["text"], "line number 2000");
+
+  r = run_ordo("encode --json --skip-bad" + kModel + "--input " + file);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "skipped: " + file + ": line 2001: invalid UTF-8 at byte 4\n" + "skipped: " + file +
+                       ": line 2500: holds a NUL byte at byte 3 (binary data, not text)\n" + "error: " + file +
+                       ": skipped 2 of 3000 texts that could not be encoded (line 2001, line 2500); the other 2998 "
+                       "were printed\n");
+  lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2998u);
+  EXPECT_EQ(lines[1999]["text"], "line number 2000");
+  EXPECT_EQ(lines[2000]["text"], "line number 2002");
+  EXPECT_EQ(lines.back()["text"], "line number 3000");
+}
+
+// --truncate cuts a long text at a character boundary; a "text" of continuation bytes has none,
+// and is refused rather than cut to nothing.
+TEST(Stream, TruncateRefusesInvalidUtf8) {
+  test::TempDir dir;
+  const std::string file = dir.path + "/in.txt";
+  std::ofstream(file, std::ios::binary) << std::string(3 << 20, '\x80') << "\nshort line\n";
+  const auto r = run_ordo("encode --json --truncate" + kModel + "--input " + file);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(file + ": line 1: invalid UTF-8 at byte 0"), std::string::npos) << r.err;
+}
+
 TEST(Input, FullDiskIsAnError) {
   const auto r = run_ordo("encode" + kModel + "hello >/dev/full");
   EXPECT_EQ(r.status, 1);
@@ -88,6 +202,147 @@ TEST(InitCommand, RefusesAConfigTooLargeForMemory) {
   EXPECT_EQ(r.status, 2);
   // V·d + 4d² + 2F·d + F + 9d = 2^40 + 2^34 + 2^17 + 1 + 9·2^16 floats = 4466769395428 bytes
   EXPECT_NE(r.err.find("big.json: asks for 4259842 MiB of weights"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ordo
+
+namespace ordo {
+namespace {
+
+using test::quote;
+using test::run_ordo;
+
+const std::string kDefault = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+
+// A copy of the default model in `dir`.
+void copy_default_model(const std::string& dir) {
+  ASSERT_EQ(std::system(("cp -r " + std::string(ORDO_DEFAULT_MODEL) + " " + quote(dir)).c_str()), 0);
+}
+
+// Runs a shell command line with bash; stdout and the status.
+test::Run run_shell(const std::string& line) {
+  test::Run r{-1, "", ""};
+  if (FILE* p = ::popen(("bash -c " + quote(line)).c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  return r;
+}
+
+// A FIFO in place of any of the three files is refused at once. (`timeout` only keeps a hang
+// from stalling the suite: a hang is status 124.)
+TEST(SpecialFiles, FifoAsAModelFileIsRefused) {
+  for (const char* name : {"model.safetensors", "config.json", "tokenizer.model"}) {
+    test::TempDir dir;
+    const std::string m = dir.path + "/m";
+    copy_default_model(m);
+    ASSERT_EQ(std::system(("rm " + m + "/" + name + " && mkfifo " + m + "/" + name).c_str()), 0);
+    const auto r = run_shell("timeout 30 " + std::string(ORDO_BINARY) + " encode --model " + m + " hello 2>&1");
+    EXPECT_EQ(r.status, 2) << name << ": " << r.out;
+    EXPECT_EQ(r.out, "error: " + m + "/" + name + ": not a regular file (a FIFO)\n") << name;
+  }
+}
+
+// The weights are read, not mapped: a file truncated (or rewritten) after loading changes
+// nothing for the loaded model (a mapped one would end the process with SIGBUS).
+TEST(SpecialFiles, WeightsTruncatedAfterLoadingKeepWorking) {
+  test::TempDir dir;
+  const std::string m = dir.path + "/m";
+  copy_default_model(m);
+  Pipeline pipeline(m);
+  const auto before = pipeline.encode(std::vector<std::string>{"the cat sat on the mat"}, Pooling::Mean);
+  ASSERT_EQ(::truncate((m + "/model.safetensors").c_str(), 0), 0);
+  const auto after = pipeline.encode(std::vector<std::string>{"the cat sat on the mat"}, Pooling::Mean);
+  EXPECT_EQ(before[0].values, after[0].values);
+}
+
+TEST(Limits, PeAtTheEdges) {
+  auto r = run_ordo("pe --dim 1 --variant paper");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("needs an even --dim"), std::string::npos) << r.out;
+  r = run_ordo("pe --positions 4096 --dim 65536 --no-properties --similarity-png /nonexistent/x.png");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.rfind("error: ordo pe: --similarity-png of 4096 positions x 65536 dims is too many", 0), 0u) << r.err;
+}
+
+TEST(Limits, ThreadsOutOfRangeAreUsageErrors) {
+  for (const char* n : {"-1", "100000"}) {
+    const auto r = run_ordo(std::string("encode --threads ") + n + kDefault + "hello");
+    EXPECT_EQ(r.status, 2) << n;
+    EXPECT_EQ(r.err,
+              std::string("error: ordo encode: --threads must be in 0 .. 1024 (0: one per core), got ") + n + "\n");
+  }
+}
+
+TEST(Limits, HelpIntoAFullDiskFails) {
+  const auto r = run_shell(std::string(ORDO_BINARY) + " --help 2>&1 >/dev/full; echo \" status $?\"");
+  EXPECT_EQ(r.out, "error: ordo help: cannot write to stdout: No space left on device\n status 1\n");
+}
+
+TEST(Limits, BenchChecksMemoryBeforeAllocating) {
+  const auto r = run_ordo("bench --batch 65536 --seq 8192 --repeat 1" + kDefault);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.rfind("error: ordo bench: --batch 65536 x --seq 8192 needs ", 0), 0u) << r.err;
+}
+
+// Past the learned positions: one error line and nothing printed before it.
+TEST(Limits, TracePastTheLearnedPositionsPrintsNothing) {
+  const std::string m = std::string(ORDO_SOURCE_DIR) + "/tests/corpus/odd/learned_positions";
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "the cat ";
+  for (const char* cmd : {"trace", "attention"}) {
+    const auto r = run_ordo(std::string(cmd) + " --model " + m + " " + quote(text));
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("argument 1: text has"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the model's max_positions 32"), std::string::npos) << r.err;
+  }
+}
+
+// Writes that fail part-way (a file-size limit stands in for a full disk): one error line, and
+// none of the command's files left, whole or partial.
+TEST(OutputFiles, FailedInitLeavesNothing) {
+  test::TempDir dir;
+  std::ofstream(dir.path + "/c.json") << R"({"vocab_size": 8000, "d_model": 4, "n_heads": 1, "d_ff": 4,
+    "n_layers": 1, "positional_encoding": "none"})";
+  // The weights (~130 KB) fit under the limit; the tokenizer (~380 KB) does not.
+  const auto r = run_shell("trap '' XFSZ; ulimit -f 256; " + std::string(ORDO_BINARY) + " init --config " + dir.path +
+                           "/c.json --out " + dir.path + "/m --tokenizer " + ORDO_DEFAULT_MODEL +
+                           "/tokenizer.model 2>&1; echo \" status $?\"");
+  EXPECT_NE(r.out.find(" status 2\n"), std::string::npos) << r.out;
+  EXPECT_EQ(test::count_lines(r.out), 2) << r.out;
+  EXPECT_FALSE(std::ifstream(dir.path + "/m/model.safetensors").good());
+  EXPECT_FALSE(std::ifstream(dir.path + "/m/config.json").good());
+  EXPECT_NE(std::system(("test -e " + dir.path + "/m").c_str()), 0) << "the directory it made goes too";
+}
+
+TEST(OutputFiles, InitRefusesATokenizerNamedLikeItsConfig) {
+  test::TempDir dir;
+  std::ofstream(dir.path + "/c.json") << R"({"vocab_size": 8000, "d_model": 4, "n_heads": 1, "d_ff": 4,
+    "n_layers": 1, "positional_encoding": "none", "tokenizer": "config.json"})";
+  const auto r = run_ordo("init --config " + dir.path + "/c.json --out " + dir.path + "/m --tokenizer " +
+                          ORDO_DEFAULT_MODEL + "/tokenizer.model");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "error: " + dir.path +
+                       "/c.json: key \"tokenizer\" names \"config.json\", a file of the model that is not a "
+                       "tokenizer\n");
+  EXPECT_NE(std::system(("test -e " + dir.path + "/m").c_str()), 0);
+}
+
+TEST(OutputFiles, PeWritesAllItsFilesOrNone) {
+  test::TempDir dir;
+  // The CSV (~15 KB) fits under the limit of 16 KB; the picture (~17 KB) does not.
+  const auto r = run_shell("cd " + dir.path + " && trap '' XFSZ; ulimit -f 16; " + std::string(ORDO_BINARY) +
+                           " pe --positions 512 --dim 2 --csv t.csv --similarity-png s.png "
+                           "--no-properties 2>&1 >/dev/null; echo \" status $?\"; ls -A");
+  EXPECT_EQ(test::count_lines(r.out), 2) << "one error line (libpng adds none), the status, no files:\n" << r.out;
+  EXPECT_NE(r.out.find("error: s.png: cannot write: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" status 2\n"), std::string::npos) << r.out;
 }
 
 }  // namespace

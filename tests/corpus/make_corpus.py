@@ -287,6 +287,8 @@ def config_cases():
     CF = "config.json: "
     bad = lambda name, config, *expect, **kw: case("bad", name, config=config, expect=(CF,) + expect, **kw)
     bad("cfg_empty", b"", "not valid JSON")
+    bad("cfg_tokenizer_is_config", cfg(tokenizer="config.json"), 'key "tokenizer" names "config.json"')
+    bad("cfg_tokenizer_is_weights", cfg(tokenizer="model.safetensors"), 'key "tokenizer" names "model.safetensors"')
     bad("cfg_not_json", b"vocab_size = 64\n", "not valid JSON")
     bad("cfg_truncated", json.dumps(BASE_CONFIG).encode()[:-5], "not valid JSON")
     bad("cfg_array", b"[64, 8]", "holds an array of 2, not a JSON object")
@@ -359,6 +361,11 @@ def tokenizer_cases():
     bad("tok_charsmap_trie_out_of_range", with_charsmap(TOKENIZER, bad_trie=True), "charsmap trie")
     bad("tok_charsmap_size_lies", with_charsmap(TOKENIZER, size_lie=True), "charsmap trie of")
     bad("tok_charsmap_not_terminated", with_charsmap(TOKENIZER, unterminated=True), "not NUL-terminated")
+    # One piece of 100 KB: sentencepiece's trie builder recurses once per byte and overflows the stack.
+    bad("tok_piece_100kb", with_piece(TOKENIZER, b"x" * 100000), "piece 64 is 100000 bytes long, more than the 512")
+    # A self-test sample that fails: sentencepiece would print the samples on stderr, raw bytes and all.
+    bad("tok_self_test_fails", with_self_test(TOKENIZER, b"the cat", b"\x01\x1b[31m not these pieces"),
+        "not a sentencepiece model")
 
 
 def text_cases():
@@ -371,7 +378,7 @@ def text_cases():
     bad("txt_cut_sequence", b"caf\xc3", "line 1: invalid UTF-8 at byte 3")
     bad("txt_latin1", "café crème\n".encode("latin-1"), "line 1: invalid UTF-8 at byte 3")
     bad("txt_nul_byte", b"the cat\nsat\0on the mat\n", "line 2: holds a NUL byte at byte 3")
-    bad("txt_binary", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10", "line 3: holds a NUL byte at byte 0 (binary data, not text)")
+    bad("txt_binary", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10", "line 1: invalid UTF-8 at byte 0")  # the first bad line stops it
     bad("txt_utf16", "the cat sat\n".encode("utf-16"), "UTF-16 byte-order mark")
     bad("txt_too_many_tokens", b"the cat sat on the mat\n", "line 1: text has", "more than --max-tokens 3", args="--max-tokens 3")
     bad("txt_too_many_bytes", b"the cat sat on the mat " * 200 + b"\n", "line 1: text is 4600 bytes, more than --max-tokens 16 allows",
@@ -518,6 +525,20 @@ def with_charsmap(model, bad_trie=False, size_lie=False, unterminated=False):
     blob = struct.pack("<I", size) + trie + strings
     spec = b"\x0a" + varint(8) + b"charsmap" + b"\x12" + varint(len(blob)) + blob
     return model + b"\x1a" + varint(len(spec)) + spec  # a later field 3 merges into the first
+
+
+def message(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def with_piece(model, piece):
+    """model with one more piece (ModelProto field 1), user-defined (type 4), score 0."""
+    return model + message(1, message(1, piece) + b"\x15" + struct.pack("<f", 0.0) + b"\x18" + varint(4))
+
+
+def with_self_test(model, text, expected):
+    """model with self_test_data (field 4): one sample whose expected pieces are wrong."""
+    return model + message(4, message(1, message(1, text) + message(2, expected)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,9 @@ int cmd_attention(int argc, char** argv) {
   const Tokenization tok = pipeline.tokenize(text, "argument 1");
   const int S = static_cast<int>(tok.ids.size());
   if (S == 0) throw UsageError("the text has no tokens");
+  if (S > pipeline.max_tokens())
+    throw InputError("argument 1",
+                     "text has " + std::to_string(S) + " tokens, more than " + pipeline.max_tokens_reason());
   if (args.count("png") && S > 2048) throw UsageError("--png draws at most 2048 tokens");
 
   std::vector<float> A;  // (S, S)

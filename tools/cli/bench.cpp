@@ -18,6 +18,7 @@
 #include <ordo/engine/model.h>
 #include <ordo/errors.h>
 
+#include "common/memory.h"
 #include "engine/kernels/blas.h"
 #include "engine/kernels/gemm.h"
 #include "tools/cli/cli.h"
@@ -76,6 +77,12 @@ Timing time_sgemm(int n, int repeat) {
 }
 
 Timing time_forward(Encoder& encoder, const Config& c, int B, int S, int repeat) {
+  // The ids and the forward pass's working memory, checked before either is allocated.
+  const uint64_t need = uint64_t(B) * S * sizeof(int32_t) + encoder.activation_bytes(B, S);
+  if (need > machine_memory_bytes() / 2)
+    throw UsageError("--batch " + std::to_string(B) + " x --seq " + std::to_string(S) + " needs " +
+                     std::to_string(need >> 20) + " MiB, more than half of this machine's " +
+                     std::to_string(machine_memory_bytes() >> 20) + " MiB");
   const auto ids = random_ids(B, S, c.vocab_size);
   encoder.forward(ids);  // warm-up: buffers sized, weights paged in
   std::vector<double> ms;
@@ -143,8 +150,7 @@ int cmd_bench(int argc, char** argv) {
   if (!parse(o, argc, argv, args)) return 0;
   const int repeat = args["repeat"].as<int>();
   if (repeat < 1 || repeat > 100000) throw UsageError("--repeat must be in 1 .. 100000");
-  if (args["threads"].as<int>() < 0) throw UsageError("--threads must be 0 or more");
-  set_num_threads(args["threads"].as<int>());
+  set_num_threads(threads_option(args));
   const int threads = num_threads();
   const bool json = args.count("json") > 0;
 

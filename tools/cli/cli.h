@@ -3,6 +3,7 @@
 
 // A text is one whole argument: by default cxxopts splits a vector<string> value at commas.
 #define CXXOPTS_VECTOR_DELIMITER '\0'
+#include <cstdio>
 #include <cxxopts.hpp>
 #include <stdexcept>
 #include <string>
@@ -23,9 +24,23 @@ bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResul
 // The model directory: --model if given, else the default one.
 std::string model_dir(const cxxopts::ParseResult& args);
 
-// Texts from positional arguments, else lines of --input FILE or of stdin. A UTF-8 BOM at
-// the start and a CR before each newline are dropped.
-std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where);
+// --input FILE (- for stdin), opened for reading and closed when it goes.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);  // throws InputError naming the file
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  std::FILE* get() const { return f_; }
+  const std::string& name() const { return name_; }  // the path, or "stdin"
+
+ private:
+  std::string name_;
+  std::FILE* f_ = nullptr;
+};
+
+// A message on one line: control characters (from a file name or a text) escaped as \xNN.
+std::string one_line(const std::string& message);
 
 // Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values.
 std::string preview(const float* v, int n, int k = 8);
@@ -44,6 +59,9 @@ void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string
 
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);
+// The value of --threads, checked: 0 (one per core) .. kMaxThreads.
+constexpr int kMaxThreads = 1024;
+int threads_option(const cxxopts::ParseResult& args);
 
 // --model, --no-pe and one positional TEXT, for trace and attention; the_text() reads it.
 void add_text_options(cxxopts::Options& o);

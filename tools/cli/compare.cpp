@@ -96,7 +96,7 @@ int cmd_compare(int argc, char** argv) {
     throw UsageError(
         "needs exactly two texts, e.g. ordo compare \"the cat sat on the mat\" \"the mat sat on the cat\"");
   const auto texts = args["texts"].as<std::vector<std::string>>();
-  set_num_threads(args["threads"].as<int>());
+  set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));
   const int d = pipeline.model().config().d_model;
   const bool has_positions = pipeline.model().config().positional_encoding != PositionalEncoding::None;

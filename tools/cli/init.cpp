@@ -3,12 +3,15 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
+#include <vector>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
 #include "common/atomic_file.h"
 #include "common/memory.h"
+#include "common/regular_file.h"
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {
@@ -41,14 +44,40 @@ int cmd_init(int argc, char** argv) {
       throw InputError(
           src, "has " + std::to_string(tok.size()) + " pieces but vocab_size is " + std::to_string(c.vocab_size));
   }
-  write_random_model(c, args["seed"].as<uint64_t>(), out);
-  if (args.count("tokenizer")) {
-    const std::string src = args["tokenizer"].as<std::string>(), dst = out + "/" + c.tokenizer;
-    std::ifstream in(src, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-    if (!in.good() && !in.eof()) throw InputError(src, "cannot read");
-    write_atomically(dst, [&](std::FILE* f) { std::fwrite(bytes.data(), 1, bytes.size(), f); });
+  std::string tokenizer_bytes;
+  if (args.count("tokenizer"))
+    tokenizer_bytes =
+        read_regular_file(args["tokenizer"].as<std::string>(), uint64_t(256) << 20, "a sentencepiece model");
+
+  // All the files or none: they are written into a fresh directory inside `out`, each whole
+  // (write_atomically), and only then moved into place; a failure (a full disk) removes them and
+  // leaves `out` as it was.
+  const bool created = ::mkdir(out.c_str(), 0755) == 0;
+  if (!created && errno != EEXIST)
+    throw InputError(out, std::string("cannot create directory: ") + std::strerror(errno));
+  std::string stage = out + "/.ordo-init-XXXXXX";
+  if (!::mkdtemp(stage.data())) {
+    const int err = errno;
+    if (created) ::rmdir(out.c_str());
+    throw InputError(out, std::string("cannot write: ") + std::strerror(err));
   }
+  std::vector<std::string> names = {"model.safetensors", "config.json"};
+  if (args.count("tokenizer")) names.push_back(c.tokenizer);
+  try {
+    write_random_model(c, args["seed"].as<uint64_t>(), stage);
+    if (args.count("tokenizer"))
+      write_atomically(stage + "/" + c.tokenizer,
+                       [&](std::FILE* f) { std::fwrite(tokenizer_bytes.data(), 1, tokenizer_bytes.size(), f); });
+    for (const std::string& name : names)
+      if (std::rename((stage + "/" + name).c_str(), (out + "/" + name).c_str()) != 0)
+        throw InputError(out + "/" + name, std::string("cannot write: ") + std::strerror(errno));
+  } catch (...) {
+    for (const std::string& name : names) ::unlink((stage + "/" + name).c_str());
+    ::rmdir(stage.c_str());
+    if (created) ::rmdir(out.c_str());
+    throw;
+  }
+  ::rmdir(stage.c_str());
   std::printf("wrote %s: d_model %d, %d heads, d_ff %d, %d layers, vocab %d, seed %llu\n", out.c_str(), c.d_model,
               c.n_heads, c.d_ff, c.n_layers, c.vocab_size, (unsigned long long)args["seed"].as<uint64_t>());
   return 0;

@@ -17,6 +17,9 @@ namespace {
 
 using teach::PeVariant;
 
+// Multiply-adds a report or picture may take (a few seconds).
+constexpr double kMaxProducts = 4e9;
+
 void write_csv(const std::string& path, const std::vector<float>& pe, int N, int d) {
   write_atomically(path, [&](std::FILE* f) {
     std::fprintf(f, "position");
@@ -36,7 +39,7 @@ void print_properties(const std::vector<float>& pe, int N, int d, PeVariant v, d
     return;
   }
   const int ks = N <= 1024 ? N - 1 : 512 + 16;
-  if (double(N) * d * ks > 4e9) {
+  if (double(N) * d * ks > kMaxProducts) {
     std::printf("\n(property report skipped: %d positions x %d dims is too many pairs to check; try fewer)\n", N, d);
     return;
   }
@@ -157,6 +160,10 @@ int cmd_pe(int argc, char** argv) {
   if (variant != PeVariant::Paper && variant != PeVariant::Split && d % 2 != 0)
     throw UsageError("--variant " + variant_name + " needs an even --dim");
   if (args.count("similarity-png") && N > 4096) throw UsageError("--similarity-png draws at most 4096 positions");
+  // N² dot products of d terms each: the same budget as the property report's.
+  if (args.count("similarity-png") && double(N) * N * d > kMaxProducts)
+    throw UsageError("--similarity-png of " + std::to_string(N) + " positions x " + std::to_string(d) +
+                     " dims is too many products to compute (N x N x d at most 4e9); try fewer");
   if (args.count("png") && (N > 4096 || d > 4096)) throw UsageError("--png draws at most 4096 positions and 4096 dims");
 
   if (all) {
@@ -169,46 +176,58 @@ int cmd_pe(int argc, char** argv) {
 
   const std::vector<float> pe = teach::pe_table(variant, N, d, base);
   const PeLayout layout = teach::layout_of(variant);
-  if (args.count("csv")) write_csv(args["csv"].as<std::string>(), pe, N, d);
-
-  // Files first: a path that cannot be written stops the command before it prints anything.
+  // All the files or none: each is written whole; if a later one fails, the earlier ones go too.
+  std::vector<std::string> written;
   std::string pictures;  // what to print about each picture
-  if (args.count("png")) {
-    teach::Heatmap h{N, d, std::vector<double>(pe.begin(), pe.end()), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
-    teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
-    const auto image = teach::render(h);
-    const std::string path = args["png"].as<std::string>();
-    teach::write_png(path, image);
-    pictures += "\n" + teach::describe(h, image, path, "positions t = 0 .. " + std::to_string(N - 1),
-                                       "dimensions 0 .. " + std::to_string(d - 1), "PE(t, dim)");
-  }
-  if (args.count("similarity-png")) {
-    // S[s][t] = <P_s, P_t> / (d/2): every row has |P|² = d/2 (d even), so this is the cosine of the two positions.
-    teach::Heatmap h{N, N, std::vector<double>(size_t(N) * N), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
-    const double scale = 2.0 / d;
-    for (int s = 0; s < N; ++s)
-      for (int t = 0; t < N; ++t) {
-        double dot = 0;
-        for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
-        h.values[size_t(s) * N + t] = dot * scale;
-      }
-    // All positive (the usual case: the slow dims keep every pair alike)? Then [0, 1] on the
-    // sequential map, the same scale for every N and d, so two pictures compare at a glance.
-    size_t low = 0;
-    for (size_t n = 1; n < h.values.size(); ++n)
-      if (h.values[n] < h.values[low]) low = n;
-    if (h.values[low] >= 0) h.lo = 0, h.map = teach::ColourMap::Sequential;
-    char least[96];
-    std::snprintf(least, sizeof least, "\nleast alike: positions %d and %d, cosine %.4f\n", int(low / N), int(low % N),
-                  h.values[low]);
-    pictures += least;
-    teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
-    const auto image = teach::render(h);
-    const std::string path = args["similarity-png"].as<std::string>();
-    teach::write_png(path, image);
-    pictures += "\n" + teach::describe(h, image, path, "positions s = 0 .. " + std::to_string(N - 1),
-                                       "positions t = 0 .. " + std::to_string(N - 1),
-                                       "<P_s, P_t> / (d/2), the cosine between the two positions");
+  try {
+    if (args.count("csv")) {
+      write_csv(args["csv"].as<std::string>(), pe, N, d);
+      written.push_back(args["csv"].as<std::string>());
+    }
+
+    // Files first: a path that cannot be written stops the command before it prints anything.
+    if (args.count("png")) {
+      teach::Heatmap h{N, d, std::vector<double>(pe.begin(), pe.end()), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+      teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
+      const auto image = teach::render(h);
+      const std::string path = args["png"].as<std::string>();
+      teach::write_png(path, image);
+      written.push_back(path);
+      pictures += "\n" + teach::describe(h, image, path, "positions t = 0 .. " + std::to_string(N - 1),
+                                         "dimensions 0 .. " + std::to_string(d - 1), "PE(t, dim)");
+    }
+    if (args.count("similarity-png")) {
+      // S[s][t] = <P_s, P_t> / (d/2): every row has |P|² = d/2 (d even), so this is the cosine of the two positions.
+      teach::Heatmap h{N, N, std::vector<double>(size_t(N) * N), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+      const double scale = 2.0 / d;
+      for (int s = 0; s < N; ++s)
+        for (int t = 0; t < N; ++t) {
+          double dot = 0;
+          for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
+          h.values[size_t(s) * N + t] = dot * scale;
+        }
+      // All positive (the usual case: the slow dims keep every pair alike)? Then [0, 1] on the
+      // sequential map, the same scale for every N and d, so two pictures compare at a glance.
+      size_t low = 0;
+      for (size_t n = 1; n < h.values.size(); ++n)
+        if (h.values[n] < h.values[low]) low = n;
+      if (h.values[low] >= 0) h.lo = 0, h.map = teach::ColourMap::Sequential;
+      char least[96];
+      std::snprintf(least, sizeof least, "\nleast alike: positions %d and %d, cosine %.4f\n", int(low / N),
+                    int(low % N), h.values[low]);
+      pictures += least;
+      teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
+      const auto image = teach::render(h);
+      const std::string path = args["similarity-png"].as<std::string>();
+      teach::write_png(path, image);
+      written.push_back(path);
+      pictures += "\n" + teach::describe(h, image, path, "positions s = 0 .. " + std::to_string(N - 1),
+                                         "positions t = 0 .. " + std::to_string(N - 1),
+                                         "<P_s, P_t> / (d/2), the cosine between the two positions");
+    }
+  } catch (...) {
+    for (const std::string& path : written) std::remove(path.c_str());
+    throw;
   }
   const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
   std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d,
@@ -226,7 +245,12 @@ int cmd_pe(int argc, char** argv) {
   }
   if (args.count("csv")) std::printf("wrote %s (%d x %d)\n", args["csv"].as<std::string>().c_str(), N, d);
   if (!args.count("no-properties")) print_properties(pe, N, d, variant, base);
-  if (!variant_name.empty()) print_variants(N, d, base);
+  if (!variant_name.empty()) {
+    if (d % 2 == 0)
+      print_variants(N, d, base);
+    else  // the variants pair sines with cosines
+      std::printf("\n(the comparison of variants needs an even --dim)\n");
+  }
 
   std::printf("%s", pictures.c_str());
   return 0;

@@ -53,6 +53,9 @@ int cmd_trace(int argc, char** argv) {
   const Tokenization tok = pipeline.tokenize(text, "argument 1");
   const int S = static_cast<int>(tok.ids.size());
   if (S == 0) throw UsageError("the text has no tokens to trace");
+  if (S > pipeline.max_tokens())  // checked before the first line is printed, not by the encoder halfway
+    throw InputError("argument 1",
+                     "text has " + std::to_string(S) + " tokens, more than " + pipeline.max_tokens_reason());
   const std::vector<std::string>& pieces = tok.pieces;
 
   const std::string model_name = args.count("model") ? args["model"].as<std::string>() : "the default model";

@@ -3,8 +3,10 @@
 #include <png.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <ordo/errors.h>
 
@@ -267,9 +269,17 @@ std::string describe(const Heatmap& h, const Image& image, const std::string& pa
 
 namespace {
 
+// libpng's own handlers print to stderr; these keep its message for ordo's one error line and
+// drop its warnings.
+[[noreturn]] void png_failed(png_structp png, png_const_charp message) {
+  *static_cast<std::string*>(png_get_error_ptr(png)) = message ? message : "";
+  png_longjmp(png, 1);
+}
+void png_warned(png_structp, png_const_charp) {}
+
 // libpng reports errors by longjmp; nothing here changes after setjmp, so nothing is clobbered.
-bool encode_png(std::FILE* f, const Image& image) {
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+bool encode_png(std::FILE* f, const Image& image, std::string* error) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, error, png_failed, png_warned);
   if (!png) return false;
   png_infop info = png_create_info_struct(png);
   if (!info || setjmp(png_jmpbuf(png))) {
@@ -292,7 +302,10 @@ bool encode_png(std::FILE* f, const Image& image) {
 
 void write_png(const std::string& path, const Image& image) {
   write_atomically(path, [&](std::FILE* f) {
-    if (!encode_png(f, image)) throw InputError(path, "cannot write: libpng could not encode the image");
+    std::string error;
+    if (!encode_png(f, image, &error))
+      throw InputError(path,
+                       "cannot write: " + (errno == ENOSPC ? std::string(std::strerror(errno)) : "libpng: " + error));
   });
 }
 
