@@ -31,12 +31,16 @@ std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vecto
 // byte is an InputError naming `name` and the line. `where` receives "<name>: line N" for each.
 std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where);
 
+// "1 piece", "2 pieces": a count with its noun in the right number.
+std::string count(long long n, const std::string& one, const std::string& many);
+
 // Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values.
 std::string preview(const float* v, int n, int k = 8);
 
-// Columns of UTF-8 text on screen: one per code point (continuation bytes 10xxxxxx take none, so the
-// pieces' "▁the" is 4 wide, not 6).
+// Columns of UTF-8 text on a terminal: one per code point ("▁the" is 4 wide, not 6 bytes), two for
+// East Asian wide characters (日本語 is 6), none for combining marks.
 int columns(const std::string& s);
+int display_width(char32_t code_point);
 // `s` padded with spaces to `width` columns (a longer `s` is left whole).
 std::string pad_right(const std::string& s, int width);
 // `s` cut or padded to exactly `width` columns.

@@ -18,7 +18,10 @@ namespace ordo {
 
 // The model used when none is named: $ORDO_MODEL; else models/default beside the running
 // binary (a build tree); else ../share/ordo/models/default from it (an installed `ordo`); else
-// `installed`, which a program built against an installed ordo gets from find_package(ordo).
+// `installed`, which a program built against an installed ordo gets from find_package(ordo) (with
+// pkg-config: -DORDO_INSTALLED_MODEL_DIR="\"$(pkg-config --variable=modeldir ordo)\""); else the
+// model directory of an installation at the prefix the library was configured with, if it exists;
+// else "".
 #ifndef ORDO_INSTALLED_MODEL_DIR
 #define ORDO_INSTALLED_MODEL_DIR ""
 #endif
@@ -41,7 +44,7 @@ class Pipeline {
   // Pieces and ids of one text, with BOS/EOS when the config asks for them.
   Tokenization tokenize(std::string_view text, const std::string& where = "input") const;
 
-  // Texts → vectors, run as one padded batch.
+  // Texts → vectors, run as one padded batch. An error in one text names it by its index: "texts[2]: ...".
   std::vector<Encoded> encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
   // The same from tokenizations already made.
