@@ -1,7 +1,5 @@
 // Places where ordo used to surprise its users silently: each now does what it says, or says why not.
 #include <gtest/gtest.h>
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -9,6 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 #include "cli/cli_util.h"
 #include "test_util.h"

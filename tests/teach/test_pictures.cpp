@@ -1,7 +1,6 @@
 // The pictures of `ordo pe` and `ordo attention`, end to end: the files the commands write, read
 // back cell by cell through the layout numbers the PNG carries (so no font's widths matter).
 #include <gtest/gtest.h>
-#include <ordo/errors.h>
 #include <sys/stat.h>
 
 #include <cctype>
@@ -9,6 +8,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include <ordo/errors.h>
 
 #include "cli/cli_util.h"
 #include "teach/png_read.h"

@@ -1,13 +1,13 @@
 // ordo compare: the word-order report, two texts with and without positional encoding.
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 
@@ -75,16 +75,10 @@ int cmd_compare(int argc, char** argv) {
   for (const auto& [t, name] : {std::pair{&a, "A"}, std::pair{&b, "B"}})
     if (t->ids.empty())
       std::cerr << "note: text " << name << " has no tokens, so it has no vector: its cosines are undefined\n";
-  check_fits(pipeline, a, "argument 1");
-  check_fits(pipeline, b, "argument 2");
-  if (pipeline.model().config().positional_encoding == PositionalEncoding::Learned) {
-    const int max_positions = pipeline.model().config().max_positions;
-    const std::pair<const Tokenization*, const char*> both[] = {{&a, "argument 1"}, {&b, "argument 2"}};
-    for (const auto& [t, where] : both)
-      if (int(t->ids.size()) > max_positions)
-        throw InputError(where, "text has " + std::to_string(t->ids.size()) +
-                                    " tokens, more than the model's max_positions " + std::to_string(max_positions));
-  }
+  for (const auto& [t, where] : {std::pair{&a, "argument 1"}, std::pair{&b, "argument 2"}})
+    if (t->ids.size() > size_t(pipeline.max_tokens()))
+      throw InputError(
+          where, "text has " + std::to_string(t->ids.size()) + " tokens, more than " + pipeline.max_tokens_reason());
   std::vector<int32_t> sa = a.ids, sb = b.ids;
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
@@ -95,14 +89,7 @@ int cmd_compare(int argc, char** argv) {
   without_pe.positions = false;
   const auto rows_pe = pipeline.encode({a, b}, Pooling::None, false, with_pe);
   const auto rows_nope = pipeline.encode({a, b}, Pooling::None, false, without_pe);
-  auto mean = [&](const Encoded& e) {
-    std::vector<float> m(d, 0.0f);
-    std::vector<double> s(d, 0.0);
-    for (int r = 0; r < e.rows; ++r)
-      for (int j = 0; j < d; ++j) s[j] += e.values[size_t(r) * d + j];
-    for (int j = 0; j < d && e.rows > 0; ++j) m[j] = float(s[j] / e.rows);
-    return m;
-  };
+  auto mean = [&](const Encoded& e) { return pool(e.values.data(), e.rows, d, Pooling::Mean); };
   const auto pa = mean(rows_pe[0]), pb = mean(rows_pe[1]), na = mean(rows_nope[0]), nb = mean(rows_nope[1]);
   const double cos_pe = cosine(pa, pb), cos_nope = cosine(na, nb);
   const double diff_pe = max_abs_diff(pa.data(), pb.data(), d), diff_nope = max_abs_diff(na.data(), nb.data(), d);

@@ -1,6 +1,4 @@
 // ordo — a small transformer encoder you can read. The command line.
-#include <ordo/errors.h>
-
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -8,6 +6,8 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+
+#include <ordo/errors.h>
 
 #include "tools/cli/cli.h"
 

@@ -1,10 +1,10 @@
 // ordo trace: one sentence's path through the encoder, stage by stage.
-#include <ordo/ordo.h>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 #include "tools/cli/json_out.h"
@@ -142,7 +142,7 @@ int cmd_trace(int argc, char** argv) {
     }
   };
   const Hidden h = pipeline.encoder().forward({tok.ids}, options);
-  const std::vector<float> pooled = pool(h, 0, Pooling::Mean);
+  const std::vector<float> pooled = pool(h.row(0, 0), S, d, Pooling::Mean);
   if (json) {
     ojson j = {{"text", text},
                {"model", model_name},

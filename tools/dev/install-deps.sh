@@ -12,6 +12,7 @@ packages=(
   libpng-dev libcairo2-dev libpango1.0-dev  # pictures: ordo pe --png, ordo attention --png (PNG or SVG)
   fonts-dejavu-core fonts-droid-fallback     # their labels: Latin, Greek, Cyrillic, "▁"; Chinese, Japanese, Korean
   clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
+  clang-format                         # the formatting check of .ci/run (.clang-format)
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

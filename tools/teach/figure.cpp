@@ -2,7 +2,6 @@
 
 #include <cairo-svg.h>
 #include <cairo.h>
-#include <ordo/errors.h>
 #include <pango/pangocairo.h>
 #include <png.h>
 
@@ -11,6 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+#include <ordo/errors.h>
+
+#include "common/atomic_file.h"
 
 namespace ordo::teach {
 
@@ -184,23 +187,6 @@ std::vector<double> ticks(double lo, double hi, int want) {
 
 // ---- writing --------------------------------------------------------------------------------
 
-// Writes `bytes` to `path` all or nothing: a temporary file beside it, renamed over it when it is
-// complete; on any failure the temporary file is removed and `path` is left as it was.
-void write_all_or_nothing(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".partial";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw InputError(path, std::string("cannot create: ") + std::strerror(errno));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = std::fflush(f) == 0 && ok;
-  const int err = errno;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(ok ? errno : err);
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot write: " + why);
-  }
-}
-
 struct PngText {
   std::string key, value;
 };
@@ -329,7 +315,10 @@ void render(const std::string& path, const Drawn& d, const std::string& title, c
       svg.insert(at + 7, "style=\"image-rendering:pixelated;image-rendering:crisp-edges\" ");
     bytes = std::move(svg);
   }
-  write_all_or_nothing(path, bytes);
+  write_atomically(path, [&](std::FILE* f) {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size())
+      throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  });
 }
 
 // Numbers for the text chunks: as many digits as they need.
