@@ -125,7 +125,13 @@ TEST(Cli, BadModelsGiveOneErrorLineAndExitTwo) {
 }
 
 TEST(Cli, BadTextAndUsage) {
-  expect_one_error(run_ordo("encode" + kModel, std::string("ok\nbad \xff byte\n")), "stdin: line 2: invalid UTF-8");
+  expect_one_error(run_ordo("encode" + kModel, std::string("bad \xff byte\nok\n")), "stdin: line 1: invalid UTF-8");
+  // The lines before a bad one are printed (input is encoded as it is read); nothing after it.
+  const auto stopped = run_ordo("encode --json" + kModel, std::string("ok\nbad \xff byte\nok too\n"));
+  EXPECT_EQ(stopped.status, 2);
+  EXPECT_EQ(stopped.err, "error: stdin: line 2: invalid UTF-8 at byte 4\n");
+  EXPECT_EQ(test::count_lines(stopped.out), 1);
+  EXPECT_EQ(json::parse(stopped.out)["text"], "ok");
   expect_one_error(run_ordo("encode --pooling max" + kModel + "x"), "--pooling");
   expect_one_error(run_ordo("compare" + kModel + "onlyone"), "two texts");
   expect_one_error(run_ordo("frobnicate"), "unknown command");

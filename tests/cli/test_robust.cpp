@@ -63,6 +63,119 @@ TEST(Input, ClosedPipeEndsQuietly) {
   EXPECT_EQ(err_text, "") << "a reader that went away is not an error";
 }
 
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// Texts of 0 to 40 words, from a fixed-seed generator: more lines than one window of `encode`.
+std::vector<std::string> many_texts(int n) {
+  static const char* words[] = {"the",  "cat",  "sat",       "on",      "mat",   "a",    "dog",
+                                "ran",  "far",  "away",      "quick",   "brown", "fox",  "jumps",
+                                "over", "lazy", "positions", "encoder", "sees",  "order"};
+  uint64_t state = 20261123;
+  std::vector<std::string> texts;
+  for (int i = 0; i < n; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int k = int((state >> 33) % 41);
+    std::string t;
+    for (int w = 0; w < k; ++w) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      t += (w ? " " : "") + std::string(words[(state >> 33) % 20]);
+    }
+    texts.push_back(t);
+  }
+  return texts;
+}
+
+TEST(Stream, ManyLinesComeBackInInputOrder) {
+  const auto texts = many_texts(5000);  // the first window and a second, partly filled one
+  test::TempDir dir;
+  {
+    std::ofstream out(dir.path + "/in.txt");
+    for (const auto& t : texts) out << t << "\n";
+  }
+  const auto r = run_ordo("encode --json" + kModel + "--input " + dir.path + "/in.txt");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) ASSERT_EQ(lines[i]["text"], texts[i]) << "line " << i + 1;
+  // A text's vector does not depend on the lines around it (or on which window it fell in).
+  for (size_t i : {0u, 255u, 256u, 4351u, 4999u}) {
+    const auto alone = json_lines(run_ordo("encode --json" + kModel + quote(texts[i])).out);
+    ASSERT_EQ(alone.size(), 1u);
+    const auto &a = lines[i]["embedding"], &b = alone[0]["embedding"];
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j].get<double>(), b[j].get<double>(), 1e-5) << i;
+  }
+}
+
+// Output starts before the input ends: an endless input still gives its first line, and the
+// command ends when its reader does (read whole, this input would never end).
+TEST(Stream, EndlessInputGivesItsFirstLine) {
+  const std::string cmd = "bash -c " + quote("yes 'the cat sat on the mat' | " + std::string(ORDO_BINARY) +
+                                             " encode --json" + kModel + "2>/dev/null | head -n 1");
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  ASSERT_EQ(test::count_lines(out), 1) << out.substr(0, 200);
+  EXPECT_EQ(nlohmann::json::parse(out)["text"], "the cat sat on the mat");
+}
+
+// One bad line among good ones: by default everything before it is printed and the command
+// stops there with one error line; with --skip-bad every good line is printed, each bad one is
+// named, and the summary is the one error line.
+TEST(Stream, BadLineKeepsTheLinesBeforeIt) {
+  test::TempDir dir;
+  const std::string file = dir.path + "/in.txt";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (int i = 1; i <= 3000; ++i) {
+      if (i == 2001)
+        out << "bad \xC3\x28 line\n";  // invalid UTF-8
+      else if (i == 2500)
+        out << std::string("nul\0here", 8) << "\n";
+      else
+        out << "line number " << i << "\n";
+    }
+  }
+  auto r = run_ordo("encode --json" + kModel + "--input " + file);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "error: " + file + ": line 2001: invalid UTF-8 at byte 4\n");
+  auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2000u);
+  EXPECT_EQ(lines.back()["text"], "line number 2000");
+
+  r = run_ordo("encode --json --skip-bad" + kModel + "--input " + file);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "skipped: " + file + ": line 2001: invalid UTF-8 at byte 4\n" + "skipped: " + file +
+                       ": line 2500: holds a NUL byte at byte 3 (binary data, not text)\n" + "error: " + file +
+                       ": skipped 2 of 3000 texts that could not be encoded (line 2001, line 2500); the other 2998 "
+                       "were printed\n");
+  lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2998u);
+  EXPECT_EQ(lines[1999]["text"], "line number 2000");
+  EXPECT_EQ(lines[2000]["text"], "line number 2002");
+  EXPECT_EQ(lines.back()["text"], "line number 3000");
+}
+
+// --truncate cuts a long text at a character boundary; a "text" of continuation bytes has none,
+// and is refused rather than cut to nothing.
+TEST(Stream, TruncateRefusesInvalidUtf8) {
+  test::TempDir dir;
+  const std::string file = dir.path + "/in.txt";
+  std::ofstream(file, std::ios::binary) << std::string(3 << 20, '\x80') << "\nshort line\n";
+  const auto r = run_ordo("encode --json --truncate" + kModel + "--input " + file);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(file + ": line 1: invalid UTF-8 at byte 0"), std::string::npos) << r.err;
+}
+
 TEST(Input, FullDiskIsAnError) {
   const auto r = run_ordo("encode" + kModel + "hello >/dev/full");
   EXPECT_EQ(r.status, 1);

@@ -2,9 +2,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
@@ -50,26 +54,95 @@ std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
   return v;
 }
 
-std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
-  std::vector<std::string> texts;
-  size_t start = 0, line = 1;
-  if (all.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;  // UTF-8 byte-order mark
-  if (all.compare(0, 2, "\xFF\xFE") == 0 || all.compare(0, 2, "\xFE\xFF") == 0)
-    throw InputError(name,
-                     "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
-  while (start < all.size()) {
-    size_t end = all.find('\n', start);
-    if (end == std::string::npos) end = all.size();
-    std::string text = all.substr(start, end - start);
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    const std::string at = name + ": line " + std::to_string(line);
-    if (const size_t nul = text.find('\0'); nul != std::string::npos)
-      throw InputError(at, "holds a NUL byte at byte " + std::to_string(nul) + " (binary data, not text)");
-    texts.push_back(std::move(text));
-    if (where) where->push_back(at);
-    start = end + 1;
-    ++line;
+LineReader::LineReader(std::FILE* in, std::string name, size_t keep)
+    : in_(in), name_(std::move(name)), keep_(keep), buf_(size_t(1) << 16) {}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  pos_ = 0;
+  end_ = std::fread(buf_.data(), 1, buf_.size(), in_);
+  if (end_ == 0) {
+    if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
+    eof_ = true;
+    return false;
   }
+  return true;
+}
+
+bool LineReader::next(Line* line) {
+  if (pos_ == end_ && !fill()) return false;
+  if (number_ == 0) {                   // the start of the stream: byte-order marks
+    while (end_ - pos_ < 3 && !eof_) {  // a short read (a pipe): gather the first three bytes
+      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      end_ -= pos_;
+      pos_ = 0;
+      const size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, in_);
+      if (n == 0) {
+        if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
+        eof_ = true;
+      }
+      end_ += n;
+    }
+    const std::string_view head(buf_.data() + pos_, std::min<size_t>(end_ - pos_, 3));
+    if (head.substr(0, 2) == "\xFF\xFE" || head.substr(0, 2) == "\xFE\xFF")
+      throw InputError(
+          name_, "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
+    if (head == "\xEF\xBB\xBF") pos_ += 3;  // UTF-8 byte-order mark
+    if (pos_ == end_ && !fill()) return false;
+  }
+  ++number_;
+  line->text.clear();
+  line->bytes = 0;
+  line->where = name_ + ": line " + std::to_string(number_);
+  line->problem.clear();
+  const size_t limit = keep_ + 4;
+  char last = 0;
+  for (;;) {
+    const char* begin = buf_.data() + pos_;
+    const char* nl = static_cast<const char*>(std::memchr(begin, '\n', end_ - pos_));
+    const size_t n = nl ? size_t(nl - begin) : end_ - pos_;
+    if (n > 0) {
+      if (line->problem.empty())
+        if (const void* nul = std::memchr(begin, '\0', n))
+          line->problem = "holds a NUL byte at byte " +
+                          std::to_string(line->bytes + size_t(static_cast<const char*>(nul) - begin)) +
+                          " (binary data, not text)";
+      if (line->text.size() < limit) line->text.append(begin, std::min(n, limit - line->text.size()));
+      line->bytes += n;
+      last = begin[n - 1];
+    }
+    pos_ += n;
+    if (nl) {
+      ++pos_;
+      break;
+    }
+    if (!fill()) break;
+  }
+  if (last == '\r') {  // CRLF
+    --line->bytes;
+    if (line->text.size() > line->bytes) line->text.resize(line->bytes);
+  }
+  return true;
+}
+
+std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
+  if (all.empty()) return {};
+  std::FILE* in = ::fmemopen(const_cast<char*>(all.data()), all.size(), "rb");
+  if (!in) throw std::runtime_error("fmemopen failed");
+  std::vector<std::string> texts;
+  try {
+    LineReader reader(in, name, SIZE_MAX - 8);
+    LineReader::Line line;
+    while (reader.next(&line)) {
+      if (!line.problem.empty()) throw InputError(line.where, line.problem);
+      texts.push_back(std::move(line.text));
+      if (where) where->push_back(line.where);
+    }
+  } catch (...) {
+    std::fclose(in);
+    throw;
+  }
+  std::fclose(in);
   return texts;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string_view>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
@@ -42,56 +43,34 @@ std::string model_dir(const cxxopts::ParseResult& args) {
   return dir;
 }
 
-namespace {
-
-// Input is read whole before it is tokenized; past this it fails with a clear error rather than
-// by the out-of-memory killer. Tokens, pieces and vectors take several times the text's bytes.
-uint64_t max_input_bytes() {
-  return std::min<uint64_t>(uint64_t(1) << 30, machine_memory_bytes() / 16);
+InputFile::InputFile(const std::string& path) : name_(path == "-" ? "stdin" : path) {
+  if (path == "-") {
+    f_ = stdin;
+    return;
+  }
+  const std::string& name = path;
+  struct stat st {};
+  if (::stat(name.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw InputError(name, "is a directory, not a text file");
+  f_ = std::fopen(name.c_str(), "rb");
+  if (!f_) throw InputError(name, std::string("cannot open: ") + std::strerror(errno));
 }
 
-std::string read_all(std::FILE* in, const std::string& name) {
-  const uint64_t limit = max_input_bytes();
-  std::string all;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) {
-    if (all.size() + n > limit)
-      throw InputError(name, "is larger than " + std::to_string(limit >> 20) +
-                                 " MiB, more than ordo reads at once; split it into smaller files");
-    all.append(buf, n);
-  }
-  if (std::ferror(in)) throw InputError(name, std::string("cannot read: ") + std::strerror(errno));
-  return all;
+InputFile::~InputFile() {
+  if (f_ && f_ != stdin) std::fclose(f_);
 }
 
-}  // namespace
-
-std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where) {
-  if (args.count("texts")) {
-    std::vector<std::string> texts = args["texts"].as<std::vector<std::string>>();
-    if (where)
-      for (size_t i = 0; i < texts.size(); ++i) where->push_back("argument " + std::to_string(i + 1));
-    return texts;
-  }
-  if (args.count("input") && args["input"].as<std::string>() != "-") {
-    const std::string name = args["input"].as<std::string>();
-    struct stat st {};
-    if (::stat(name.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-      throw InputError(name, "is a directory, not a text file");
-    std::FILE* in = std::fopen(name.c_str(), "rb");
-    if (!in) throw InputError(name, std::string("cannot open: ") + std::strerror(errno));
-    std::string all;
-    try {
-      all = read_all(in, name);
-    } catch (...) {
-      std::fclose(in);
-      throw;
+std::string one_line(const std::string& message) {
+  std::string out;
+  for (unsigned char c : message) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
     }
-    std::fclose(in);
-    return split_lines(all, name, where);
   }
-  return split_lines(read_all(stdin, "stdin"), "stdin", where);
+  return out;
 }
 
 std::string count(long long n, const std::string& one, const std::string& many) {

@@ -3,6 +3,7 @@
 
 // A text is one whole argument: by default cxxopts splits a vector<string> value at commas.
 #define CXXOPTS_VECTOR_DELIMITER '\0'
+#include <cstdio>
 #include <cxxopts.hpp>
 #include <stdexcept>
 #include <string>
@@ -23,9 +24,23 @@ bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResul
 // The model directory: --model if given, else the default one.
 std::string model_dir(const cxxopts::ParseResult& args);
 
-// Texts from positional arguments, else lines of --input FILE or of stdin. A UTF-8 BOM at
-// the start and a CR before each newline are dropped.
-std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where);
+// --input FILE (- for stdin), opened for reading and closed when it goes.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);  // throws InputError naming the file
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  std::FILE* get() const { return f_; }
+  const std::string& name() const { return name_; }  // the path, or "stdin"
+
+ private:
+  std::string name_;
+  std::FILE* f_ = nullptr;
+};
+
+// A message on one line: control characters (from a file name or a text) escaped as \xNN.
+std::string one_line(const std::string& message);
 
 // "1 piece", "2 pieces": a count with its noun in the right number.
 std::string count(long long n, const std::string& one, const std::string& many);

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <iostream>
+#include <memory>
 #include <numeric>
 
 #include <ordo/errors.h>
@@ -33,13 +35,22 @@ const char* pooling_name(Pooling p) {
 constexpr size_t kBatchTokens = 8192;  // padded tokens per batch (B · S)
 constexpr size_t kBatchTexts = 256;
 
+// Input is read, encoded and printed a window of texts at a time, so memory is bounded by the
+// window whatever the input's length. Inside a window the texts are sorted by length into
+// batches. The first window is one batch's worth, so the first vectors print at once; later ones
+// are larger, so batches of similar lengths can be found. Window sizes are multiples of
+// kBatchTexts: a window of short texts splits into whole batches.
+constexpr size_t kFirstWindowTexts = kBatchTexts;
+constexpr size_t kWindowTexts = 16 * kBatchTexts;
+constexpr size_t kWindowTokens = 1 << 16;          // a window ends once it holds this many tokens
+constexpr size_t kWindowBytes = size_t(16) << 20;  // ... or this many bytes of text
+
 std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> tokens, Pooling pooling, bool normalize,
                                 const EncodeOptions& options) {
   std::vector<size_t> order(tokens.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return tokens[a].ids.size() < tokens[b].ids.size(); });
-  const bool progress = tokens.size() >= 1000 && ::isatty(STDERR_FILENO);
   std::vector<Encoded> out(tokens.size());
   size_t done = 0;
   while (done < order.size()) {
@@ -52,9 +63,7 @@ std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> to
     std::vector<Encoded> results = pipeline.encode(std::move(batch), pooling, normalize, options);
     for (size_t i = done; i < end; ++i) out[order[i]] = std::move(results[i - done]);
     done = end;
-    if (progress) std::cerr << "\rencoded " << done << " / " << order.size() << " texts" << std::flush;
   }
-  if (progress) std::cerr << "\n";
   return out;
 }
 
@@ -71,20 +80,117 @@ size_t utf8_prefix(const std::string& s, size_t n) {
   return n;
 }
 
+// Where the texts come from: the arguments, or the lines of --input FILE or stdin.
+class TextSource {
+ public:
+  TextSource(const cxxopts::ParseResult& args, size_t keep) {
+    if (args.count("texts")) {
+      args_ = args["texts"].as<std::vector<std::string>>();
+      return;
+    }
+    file_ = std::make_unique<InputFile>(args.count("input") ? args["input"].as<std::string>() : "-");
+    reader_ = std::make_unique<LineReader>(file_->get(), file_->name(), keep);
+  }
+  bool next(LineReader::Line* line) {
+    if (reader_) return reader_->next(line);
+    if (next_arg_ == args_.size()) return false;
+    line->text = std::move(args_[next_arg_++]);
+    line->bytes = line->text.size();
+    line->where = "argument " + std::to_string(next_arg_);
+    line->problem.clear();
+    return true;
+  }
+  // What names the input in a summary: the file, or "arguments".
+  std::string name() const { return reader_ ? reader_->name() : "arguments"; }
+
+ private:
+  std::vector<std::string> args_;
+  size_t next_arg_ = 0;
+  std::unique_ptr<InputFile> file_;
+  std::unique_ptr<LineReader> reader_;
+};
+
+// The rules a text meets before it is encoded, and what --truncate does to one that does not.
+struct TextRules {
+  int limit;               // tokens
+  std::string limit_name;  // what sets the limit, for the message
+  size_t max_bytes;
+  std::string advice;  // how to get past it
+  bool truncate;
+};
+
+// The text as it will be encoded, and its tokens; throws InputError(line.where) for a text that
+// cannot be.
+Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules& rules) {
+  if (!line.problem.empty()) throw InputError(line.where, line.problem);
+  if (line.bytes > rules.max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
+    if (!rules.truncate)
+      throw InputError(line.where, "text is " + std::to_string(line.bytes) + " bytes, more than " + rules.limit_name +
+                                       " allows (" + std::to_string(rules.max_bytes) + " bytes; " + rules.advice + ")");
+    // The cut falls before the character that crosses max_bytes; more than 3 bytes back can only
+    // be a run of continuation bytes, which is not UTF-8 (and would otherwise leave nothing).
+    const size_t cut = utf8_prefix(line.text, rules.max_bytes);
+    if (rules.max_bytes - cut > 3) throw InputError(line.where, "invalid UTF-8 at byte " + std::to_string(cut));
+    line.text.resize(cut);
+  }
+  Tokenization t = pipeline.tokenize(line.text, line.where);
+  if (int(t.ids.size()) > rules.limit) {
+    if (!rules.truncate)
+      throw InputError(line.where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " +
+                                       rules.limit_name + " (" + rules.advice + ")");
+    pipeline.truncate(t, rules.limit);
+  }
+  return t;
+}
+
+// One text's result as `ordo encode` prints it.
+void format(std::string& out, const std::string& text, const Encoded& e, int d, Pooling pooling, bool json) {
+  if (json) {
+    nlohmann::json j = {{"text", text}, {"pieces", e.tokens.pieces}, {"ids", e.tokens.ids}};
+    if (pooling == Pooling::None) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (int r = 0; r < e.rows; ++r) rows.push_back(json_floats(e.values.data() + size_t(r) * d, d));
+      j["hidden"] = std::move(rows);
+    } else {
+      j["embedding"] = json_floats(e.values.data(), d);
+    }
+    // A tokenizer's pieces are bytes it chose; one that is not UTF-8 is printed with U+FFFD.
+    out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    return;
+  }
+  out += "\"" + text + "\"\n  " + std::to_string(e.tokens.ids.size()) + " pieces:";
+  for (const std::string& p : e.tokens.pieces) out += " " + p;
+  out += "\n";
+  for (int r = 0; r < e.rows; ++r) {
+    const float* v = e.values.data() + size_t(r) * d;
+    double sq = 0;
+    for (int j = 0; j < d; ++j) sq += double(v[j]) * v[j];
+    char norm[64];
+    std::snprintf(norm, sizeof norm, "  |v| = %.4f", std::sqrt(sq));
+    const std::string label =
+        pooling == Pooling::None ? "  " + e.tokens.pieces[r] + ": "
+                                 : std::string("  ") + pooling_name(pooling) + "-pooled, d=" + std::to_string(d) + ": ";
+    out += label + preview(v, d) + norm + "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_encode(int argc, char** argv) {
-  cxxopts::Options o(
-      "ordo encode",
-      "Encode texts into vectors. Texts come from the arguments, else one per line from --input FILE or stdin.");
+  cxxopts::Options o("ordo encode",
+                     "Encode texts into vectors. Texts come from the arguments, else one per line from --input FILE "
+                     "or stdin, read, encoded and printed a few thousand lines at a time, in input order. A bad line "
+                     "stops the command after everything before it is printed (exit 2); with --skip-bad it is "
+                     "reported on stderr and left out, and the command ends with exit 2 once the rest is printed.");
   add_model_options(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "pooling", "mean | first | none (one vector per token)", cxxopts::value<std::string>()->default_value("mean"))(
       "normalize", "scale each vector to unit L2 length")("no-pe", "skip the positional encoding (ablation)")(
       "json", "one JSON object per text, in input order")("max-tokens", "longest text accepted, in tokens",
                                                           cxxopts::value<int>()->default_value("8192"))(
-      "truncate", "cut texts longer than --max-tokens instead of failing")("texts", "texts",
-                                                                           cxxopts::value<std::vector<std::string>>());
+      "truncate", "cut texts longer than --max-tokens instead of failing")(
+      "skip-bad", "leave out lines that cannot be encoded (each named on stderr) instead of stopping at the first")(
+      "texts", "texts", cxxopts::value<std::vector<std::string>>());
   o.parse_positional({"texts"});
   o.positional_help("[TEXT ...]");
   cxxopts::ParseResult args;
@@ -96,69 +202,88 @@ int cmd_encode(int argc, char** argv) {
   set_num_threads(args["threads"].as<int>());
   Pipeline pipeline(model_dir(args));
 
-  std::vector<std::string> where;
-  std::vector<std::string> texts = read_texts(args, &where);
   // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
   const bool flag_limits = max_tokens <= pipeline.max_tokens();
-  const int limit = flag_limits ? max_tokens : pipeline.max_tokens();
-  const std::string limit_name =
-      flag_limits ? "--max-tokens " + std::to_string(max_tokens) : pipeline.max_tokens_reason();
-  const std::string advice = flag_limits ? "raise it, or add --truncate" : "add --truncate to cut it";
-  const size_t max_bytes = max_text_bytes(limit);
-  std::vector<Tokenization> tokens;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (texts[i].size() > max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
-      if (!args.count("truncate"))
-        throw InputError(where[i], "text is " + std::to_string(texts[i].size()) + " bytes, more than " + limit_name +
-                                       " allows (" + std::to_string(max_bytes) + " bytes; " + advice + ")");
-      texts[i].resize(utf8_prefix(texts[i], max_bytes));
-    }
-    tokens.push_back(pipeline.tokenize(texts[i], where[i]));
-    Tokenization& t = tokens.back();
-    if (int(t.ids.size()) > limit) {
-      if (!args.count("truncate"))
-        throw InputError(where[i], "text has " + std::to_string(t.ids.size()) + " tokens, more than " + limit_name +
-                                       " (" + advice + ")");
-      pipeline.truncate(t, limit);
-    }
-  }
+  TextRules rules;
+  rules.limit = flag_limits ? max_tokens : pipeline.max_tokens();
+  rules.limit_name = flag_limits ? "--max-tokens " + std::to_string(max_tokens) : pipeline.max_tokens_reason();
+  rules.advice = flag_limits ? "raise it, or add --truncate" : "add --truncate to cut it";
+  rules.max_bytes = max_text_bytes(rules.limit);
+  rules.truncate = args.count("truncate");
+  const bool skip_bad = args.count("skip-bad"), json = args.count("json"), normalize = args.count("normalize");
   EncodeOptions options;
   options.positions = !args.count("no-pe");
-  const std::vector<Encoded> out = encode_all(pipeline, std::move(tokens), pooling, args.count("normalize"), options);
-
   const int d = pipeline.model().config().d_model;
-  std::string text_out;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Encoded& e = out[i];
-    if (args.count("json")) {
-      nlohmann::json j = {{"text", texts[i]}, {"pieces", e.tokens.pieces}, {"ids", e.tokens.ids}};
-      if (pooling == Pooling::None) {
-        nlohmann::json rows = nlohmann::json::array();
-        for (int r = 0; r < e.rows; ++r) rows.push_back(json_floats(e.values.data() + size_t(r) * d, d));
-        j["hidden"] = std::move(rows);
-      } else {
-        j["embedding"] = json_floats(e.values.data(), d);
+
+  TextSource source(args, rules.max_bytes);
+  const bool progress = ::isatty(STDERR_FILENO);
+  uint64_t lines = 0, encoded = 0;
+  std::vector<std::string> skipped;  // the first few, for the summary
+  uint64_t skipped_count = 0;
+  bool shown = false;  // a progress line is on the terminal
+  auto end_progress = [&] {
+    if (shown) std::cerr << "\n";
+    shown = false;
+  };
+
+  bool more = true;
+  for (size_t window = kFirstWindowTexts; more; window = kWindowTexts) {
+    std::vector<std::string> texts;
+    std::vector<Tokenization> tokens;
+    size_t window_tokens = 0, window_bytes = 0;
+    std::exception_ptr stop;  // a bad line: everything before it is printed first
+    while (texts.size() < window && window_tokens < kWindowTokens && window_bytes < kWindowBytes) {
+      LineReader::Line line;
+      if (!source.next(&line)) {
+        more = false;
+        break;
       }
-      // A tokenizer's pieces are bytes it chose; one that is not UTF-8 is printed with U+FFFD.
-      text_out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    } else {
-      text_out += "\"" + texts[i] + "\"\n  " + std::to_string(e.tokens.ids.size()) + " pieces:";
-      for (const std::string& p : e.tokens.pieces) text_out += " " + p;
-      text_out += "\n";
-      for (int r = 0; r < e.rows; ++r) {
-        const float* v = e.values.data() + size_t(r) * d;
-        double sq = 0;
-        for (int j = 0; j < d; ++j) sq += double(v[j]) * v[j];
-        char norm[64];
-        std::snprintf(norm, sizeof norm, "  |v| = %.4f", std::sqrt(sq));
-        const std::string label = pooling == Pooling::None ? "  " + e.tokens.pieces[r] + ": "
-                                                           : std::string("  ") + pooling_name(pooling) +
-                                                                 "-pooled, d=" + std::to_string(d) + ": ";
-        text_out += label + preview(v, d) + norm + "\n";
+      ++lines;
+      try {
+        Tokenization t = prepare(pipeline, line, rules);
+        window_tokens += t.ids.size();
+        window_bytes += line.text.size();
+        texts.push_back(std::move(line.text));
+        tokens.push_back(std::move(t));
+      } catch (const InputError& e) {
+        if (!skip_bad) {
+          stop = std::current_exception();
+          more = false;
+          break;
+        }
+        end_progress();
+        std::cerr << "skipped: " << one_line(e.what()) << "\n";
+        if (skipped.size() < 10) {
+          const size_t at = line.where.rfind(": line ");
+          skipped.push_back(at == std::string::npos ? line.where : line.where.substr(at + 2));
+        }
+        ++skipped_count;
       }
     }
+    const std::vector<Encoded> out = encode_all(pipeline, std::move(tokens), pooling, normalize, options);
+    std::string text_out;
+    for (size_t i = 0; i < out.size(); ++i) format(text_out, texts[i], out[i], d, pooling, json);
+    std::cout << text_out << std::flush;
+    if (!std::cout) return 1;  // stdout is gone (a full disk): main names it
+    encoded += out.size();
+    if (progress && encoded >= 1000) {
+      std::cerr << "\rencoded " << encoded << " texts" << std::flush;
+      shown = true;
+    }
+    if (stop) {
+      end_progress();
+      std::rethrow_exception(stop);
+    }
   }
-  std::cout << text_out << std::flush;
+  end_progress();
+  if (skipped_count > 0) {
+    std::string list;
+    for (const std::string& s : skipped) list += (list.empty() ? "" : ", ") + s;
+    if (skipped_count > skipped.size()) list += ", ...";
+    throw InputError(source.name(), "skipped " + std::to_string(skipped_count) + " of " + std::to_string(lines) +
+                                        " texts that could not be encoded (" + list + "); the other " +
+                                        std::to_string(encoded) + " were printed");
+  }
   return 0;
 }
 

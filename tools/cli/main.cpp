@@ -35,21 +35,6 @@ void usage(std::FILE* out) {
   for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
 }
 
-// An error is one line: control characters from a file name or a text are escaped, not printed.
-std::string one_line(const std::string& message) {
-  std::string out;
-  for (unsigned char c : message) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
-}
-
 // Everything a command printed reached stdout, or the reason why not. A reader that went away
 // (`ordo encode ... | head -1`) is not an error: SIGPIPE ends the process quietly before this.
 int finish(const std::string& name, int status) {
@@ -97,25 +82,25 @@ int main(int argc, char** argv) {
     try {
       return finish(name, c.run(argc - 1, argv + 1));
     } catch (const ordo::InputError& e) {
-      std::cerr << "error: " << one_line(e.what()) << "\n";
+      std::cerr << "error: " << ordo::cli::one_line(e.what()) << "\n";
       return 2;
     } catch (const ordo::cli::UsageError& e) {
-      std::cerr << "error: ordo " << name << ": " << one_line(e.what()) << "\n";
+      std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
       return 2;
     } catch (const cxxopts::exceptions::parsing& e) {
       std::cerr << "error: ordo " << name << ": " << one_line(e.what()) << dash_hint(name, argc, argv) << "\n";
       return 2;
     } catch (const cxxopts::exceptions::exception& e) {
-      std::cerr << "error: ordo " << name << ": " << one_line(e.what()) << "\n";
+      std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
       return 2;
     } catch (const std::bad_alloc&) {
       std::cerr << "error: ordo " << name << ": out of memory\n";
       return 1;
     } catch (const std::exception& e) {
-      std::cerr << "error: ordo " << name << ": internal failure: " << one_line(e.what()) << "\n";
+      std::cerr << "error: ordo " << name << ": internal failure: " << ordo::cli::one_line(e.what()) << "\n";
       return 1;
     }
   }
-  std::cerr << "error: ordo: unknown command \"" << one_line(name) << "\" (try ordo --help)\n";
+  std::cerr << "error: ordo: unknown command \"" << ordo::cli::one_line(name) << "\" (try ordo --help)\n";
   return 2;
 }

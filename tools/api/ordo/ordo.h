@@ -6,6 +6,8 @@
 //   // out[0].tokens.pieces, out[0].values: d floats
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -35,9 +37,37 @@ std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODE
 enum class Pooling { Mean, First, None };
 std::vector<float> pool(const float* rows /* (L, d) */, int L, int d, Pooling pooling);
 
-// The lines of a text file, one text each: a leading UTF-8 byte-order mark and the CR before
-// each newline are dropped. A UTF-16 byte-order mark or a NUL byte is an InputError naming
-// `name` (and the line). `where`, if given, receives "<name>: line N" for each text.
+// The lines of a text stream, one at a time, so that input of any length is read in bounded
+// memory: a UTF-8 BOM at the start and a CR before each newline are dropped, a UTF-16 BOM is an
+// InputError (the whole stream is in another encoding), a read error too. A line is kept up to
+// `keep` + 4 bytes (enough to finish a UTF-8 character cut at `keep`); the rest is counted and
+// checked, not kept.
+class LineReader {
+ public:
+  LineReader(std::FILE* in, std::string name, size_t keep);
+  struct Line {
+    std::string text;     // the line, or its first keep + 4 bytes
+    uint64_t bytes = 0;   // the whole line's length, without newline and CR
+    std::string where;    // "<name>: line N"
+    std::string problem;  // what makes the line unusable (a NUL byte), or empty
+  };
+  // False at the end of the input.
+  bool next(Line* line);
+  const std::string& name() const { return name_; }
+
+ private:
+  bool fill();
+  std::FILE* in_;
+  std::string name_;
+  size_t keep_;
+  uint64_t number_ = 0;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  bool eof_ = false;
+};
+
+// The lines of a text held whole, one text each, by the rules of LineReader; a NUL byte is an
+// InputError naming the line. `where`, if given, receives "<name>: line N" for each text.
 std::vector<std::string> split_lines(const std::string& all, const std::string& name,
                                      std::vector<std::string>* where = nullptr);
 
