@@ -231,3 +231,52 @@ TEST(Surprises, CompareColumnsLineUpWithWideCharacters) {
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+// encode: a file and texts together is a mistake, not "the texts win".
+TEST(Surprises, EncodeInputWithTextsIsRefused) {
+  test::TempDir dir;
+  std::ofstream(dir.path + "/in.txt") << "one\ntwo\n";
+  const auto r = test::run_ordo("encode --input " + dir.path + "/in.txt extra");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("not both"), std::string::npos) << r.err;
+}
+
+// --truncate: the text as given, and a flag saying it was cut.
+TEST(Surprises, EncodeTruncateKeepsTheTextAndSaysSo) {
+  const auto r = test::run_ordo("encode --json --truncate --max-tokens 2 " + test::quote("the cat sat on the mat") +
+                                " " + test::quote("a"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string first, second;
+  std::getline(lines, first);
+  std::getline(lines, second);
+  const auto a = nlohmann::ordered_json::parse(first), b = nlohmann::ordered_json::parse(second);
+  EXPECT_EQ(a["text"], "the cat sat on the mat");
+  EXPECT_EQ(a["truncated"], true);
+  EXPECT_EQ(a["ids"].size(), 2u);
+  EXPECT_FALSE(b.contains("truncated"));
+  // Keys in the documented order.
+  std::vector<std::string> keys;
+  for (auto it = a.begin(); it != a.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"text", "truncated", "pieces", "ids", "embedding"}));
+  const auto t = test::run_ordo("encode --truncate --max-tokens 2 " + test::quote("the cat sat"));
+  EXPECT_NE(t.out.find("\"the cat sat\" (truncated)\n  2 pieces:"), std::string::npos) << t.out;
+}
+
+// An empty text has no vector: null in JSON and a note, not a row of zeros; counts in the singular.
+TEST(Surprises, EncodeEmptyTextHasNoVector) {
+  const auto r = test::run_ordo("encode --json --normalize " + test::quote("") + " " + test::quote("a"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  EXPECT_TRUE(j["embedding"].is_null()) << r.out;
+  EXPECT_NE(r.err.find("note: argument 1: the text has no tokens"), std::string::npos) << r.err;
+  const auto t = test::run_ordo("encode " + test::quote("a"));
+  EXPECT_NE(t.out.find("  1 piece: "), std::string::npos) << t.out;
+}
+
+}  // namespace
+}  // namespace ordo

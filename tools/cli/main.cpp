@@ -57,7 +57,7 @@ std::string dash_hint(const std::string& name, int argc, char** argv) {
     const bool option_like = (a[1] == '-' && a.size() > 2 && std::isalpha(static_cast<unsigned char>(a[2]))) ||
                              (a.size() == 2 && std::isalpha(static_cast<unsigned char>(a[1])));
     if (!option_like)
-      return " (a text that starts with '-' goes after --: ordo " + name + " -- \"" + one_line(a) + "\")";
+      return " (a text that starts with '-' goes after --: ordo " + name + " -- \"" + ordo::cli::one_line(a) + "\")";
   }
   return "";
 }
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
       return 2;
     } catch (const cxxopts::exceptions::parsing& e) {
-      std::cerr << "error: ordo " << name << ": " << one_line(e.what()) << dash_hint(name, argc, argv) << "\n";
+      std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << dash_hint(name, argc, argv) << "\n";
       return 2;
     } catch (const cxxopts::exceptions::exception& e) {
       std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
