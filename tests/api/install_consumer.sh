@@ -11,3 +11,16 @@ cmake --build "$work/consumer" >/dev/null
 out=$("$work/consumer/embed" "the cat sat on the mat" "hello")
 echo "$out"
 [ "$(echo "$out" | grep -c -- '-> 64 floats, norm 1.0000')" -eq 2 ]
+
+# The same program built without CMake, from the installed pkg-config file (ordo.pc), the model
+# directory taken from its modeldir variable.
+pc=$(dirname "$(find "$work/prefix" -name ordo.pc | head -1)")
+export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+model_dir=$(pkg-config --variable=modeldir ordo)
+[ -f "$model_dir/model.safetensors" ]
+# shellcheck disable=SC2046  # pkg-config's output is meant to be split into words
+c++ -std=c++17 -O1 -I"$source_dir/tests/api/consumer" "$source_dir/tests/api/consumer/embed.cpp" \
+  -DORDO_INSTALLED_MODEL_DIR="\"$model_dir\"" $(pkg-config --cflags --libs ordo) -o "$work/embed_pc"
+out=$(cd / && env -u ORDO_MODEL "$work/embed_pc" "the cat sat on the mat" "hello")
+echo "$out"
+[ "$(echo "$out" | grep -c -- '-> 64 floats, norm 1.0000')" -eq 2 ]

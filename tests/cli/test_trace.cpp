@@ -116,8 +116,9 @@ TEST(Trace, EndsWithWhatEncodeGives) {
 TEST(Trace, NoPeDropsThePositions) {
   const auto r = run_ordo("trace --no-pe " + quote(kText));
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out.find("positional encoding"), std::string::npos);
-  EXPECT_EQ(stage_rows(r.out, "[3] after x sqrt(d)", 6), stage_rows(r.out, "[4] input", 6));
+  // Stage 4 keeps its number, marked skipped, so the input (stage 5) is the scaled embedding itself.
+  EXPECT_NE(r.out.find("[4] positional encoding   skipped"), std::string::npos) << r.out;
+  EXPECT_EQ(stage_rows(r.out, "[3] after x sqrt(d)", 6), stage_rows(r.out, "[5] input", 6));
 }
 
 TEST(AttentionCommand, SameTableAsTheTrace) {

@@ -148,12 +148,20 @@ std::vector<std::string> split_lines(const std::string& all, const std::string& 
   return texts;
 }
 
+// Where `cmake --install` puts the default model when the prefix is the one configured.
+#ifndef ORDO_CONFIGURED_MODEL_DIR
+#define ORDO_CONFIGURED_MODEL_DIR ""
+#endif
+
 std::string default_model_dir(const std::string& installed) {
   if (const char* env = std::getenv("ORDO_MODEL"); env && *env) return env;
   const std::string exe = executable_dir();
   for (const std::string& dir : {exe + "/models/default", exe + "/../share/ordo/models/default"})
     if (!exe.empty() && is_dir(dir)) return dir;
-  return installed;
+  if (!installed.empty()) return installed;
+  // A program built without find_package(ordo) (plain flags, pkg-config) still finds the model of
+  // an installation at the configured prefix.
+  return is_dir(ORDO_CONFIGURED_MODEL_DIR) ? ORDO_CONFIGURED_MODEL_DIR : "";
 }
 
 Pipeline::Pipeline(const std::string& model_dir)
@@ -216,8 +224,8 @@ void Pipeline::truncate(Tokenization& t, int n) const {
 
 std::vector<Encoded> Pipeline::encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize,
                                       const EncodeOptions& options) {
-  std::vector<Tokenization> tokens;
-  for (const std::string& text : texts) tokens.push_back(tokenize(text));
+  std::vector<Tokenization> tokens;  // an error names the text: "texts[2]: ..."
+  for (size_t i = 0; i < texts.size(); ++i) tokens.push_back(tokenize(texts[i], "texts[" + std::to_string(i) + "]"));
   return encode(std::move(tokens), pooling, normalize, options);
 }
 

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string_view>
@@ -31,6 +33,13 @@ std::string model_dir(const cxxopts::ParseResult& args) {
   if (args.count("model")) return args["model"].as<std::string>();
   const std::string dir = default_model_dir();
   if (dir.empty()) throw UsageError("no model found: pass --model DIR or set ORDO_MODEL");
+  // A directory named by the environment says so when it is wrong: the command line did not name it.
+  const char* env = std::getenv("ORDO_MODEL");
+  struct stat st {};
+  if (env && *env && dir == env && !(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    throw InputError(dir,
+                     "no such model directory (named by the environment variable ORDO_MODEL; unset it to use "
+                     "the default model, or pass --model DIR)");
   return dir;
 }
 
@@ -64,6 +73,10 @@ std::string one_line(const std::string& message) {
   return out;
 }
 
+std::string count(long long n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string preview(const float* v, int n, int k) {
   std::string s = "[";
   char buf[32];
@@ -74,9 +87,44 @@ std::string preview(const float* v, int n, int k) {
   return s + (n > k ? ", ...]" : "]");
 }
 
+namespace {
+
+// The code point starting at s[i] and its length in bytes (a bad byte: U+FFFD, 1 byte).
+char32_t decode(const std::string& s, size_t i, size_t* len) {
+  const unsigned char c = s[i];
+  const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return *len = 1, U'\uFFFD';
+  char32_t cp = n == 1 ? c : c & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) {
+    const unsigned char b = s[i + k];
+    if ((b & 0xC0) != 0x80) return *len = 1, U'\uFFFD';
+    cp = cp << 6 | (b & 0x3F);
+  }
+  *len = n;
+  return cp;
+}
+
+}  // namespace
+
+int display_width(char32_t cp) {
+  if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0)) return 0;
+  // Combining marks and zero-width characters take no column of their own.
+  if ((cp >= 0x0300 && cp <= 0x036F) || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x20D0 && cp <= 0x20FF) ||
+      (cp >= 0xFE00 && cp <= 0xFE0F))
+    return 0;
+  // East Asian wide and fullwidth characters (Unicode's EastAsianWidth W and F, the common blocks) take two.
+  static const char32_t wide[][2] = {{0x1100, 0x115F},   {0x2E80, 0x303E},  {0x3041, 0x33FF}, {0x3400, 0x4DBF},
+                                     {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},  {0xAC00, 0xD7A3}, {0xF900, 0xFAFF},
+                                     {0xFE30, 0xFE4F},   {0xFF00, 0xFF60},  {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F},
+                                     {0x1F900, 0x1F9FF}, {0x20000, 0x3FFFD}};
+  for (const auto& r : wide)
+    if (cp >= r[0] && cp <= r[1]) return 2;
+  return 1;
+}
+
 int columns(const std::string& s) {
   int n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) n += display_width(decode(s, i, &len));
   return n;
 }
 
@@ -87,10 +135,11 @@ std::string pad_right(const std::string& s, int width) {
 std::string fit(const std::string& s, int width) {
   std::string out;
   int n = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = s[i];
-    if ((c & 0xC0) != 0x80 && n++ == width) break;
-    out += s[i];
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    const int w = display_width(decode(s, i, &len));
+    if (n + w > width) break;  // a wide character that would straddle the edge is left out whole
+    out.append(s, i, len);
+    n += w;
   }
   return pad_right(out, width);
 }
@@ -127,6 +176,22 @@ std::string the_text(const cxxopts::ParseResult& args, const char* command) {
   if (!args.count("text") || !args.unmatched().empty())
     throw UsageError(std::string("needs one text, e.g. ordo ") + command + " \"the cat sat on the mat\"");
   return args["text"].as<std::string>();
+}
+
+void add_scale_options(cxxopts::Options& o) {
+  o.add_options()("vmin", "the value at the colour scale's low end (values below take its colour)",
+                  cxxopts::value<double>())(
+      "vmax", "the value at the colour scale's high end (values above take its colour)", cxxopts::value<double>());
+}
+
+void scale(const cxxopts::ParseResult& args, double* vmin, double* vmax) {
+  if (args.count("vmin")) *vmin = args["vmin"].as<double>();
+  if (args.count("vmax")) *vmax = args["vmax"].as<double>();
+  if (!std::isfinite(*vmin) || !std::isfinite(*vmax) || !(*vmin < *vmax)) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "--vmin must be below --vmax (the scale would run from %g to %g)", *vmin, *vmax);
+    throw UsageError(buf);
+  }
 }
 
 namespace {

@@ -42,12 +42,16 @@ class InputFile {
 // A message on one line: control characters (from a file name or a text) escaped as \xNN.
 std::string one_line(const std::string& message);
 
+// "1 piece", "2 pieces": a count with its noun in the right number.
+std::string count(long long n, const std::string& one, const std::string& many);
+
 // Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values.
 std::string preview(const float* v, int n, int k = 8);
 
-// Columns of UTF-8 text on screen: one per code point (continuation bytes 10xxxxxx take none, so the
-// pieces' "▁the" is 4 wide, not 6).
+// Columns of UTF-8 text on a terminal: one per code point ("▁the" is 4 wide, not 6 bytes), two for
+// East Asian wide characters (日本語 is 6), none for combining marks.
 int columns(const std::string& s);
+int display_width(char32_t code_point);
 // `s` padded with spaces to `width` columns (a longer `s` is left whole).
 std::string pad_right(const std::string& s, int width);
 // `s` cut or padded to exactly `width` columns.
@@ -67,6 +71,11 @@ int threads_option(const cxxopts::ParseResult& args);
 void add_text_options(cxxopts::Options& o);
 // One text: a plain string option, not a list, so that commas stay inside the text.
 std::string the_text(const cxxopts::ParseResult& args, const char* command);
+
+// --vmin and --vmax: the ends of a picture's colour scale. scale() replaces *vmin and *vmax (the
+// command's defaults) with those given, and refuses a scale that is empty or not finite.
+void add_scale_options(cxxopts::Options& o);
+void scale(const cxxopts::ParseResult& args, double* vmin, double* vmax);
 
 // A token × token table of attention weights: row t = query token, column u = key token.
 void print_attention(const float* A, int L, int stride, const std::vector<std::string>& pieces);

@@ -15,10 +15,24 @@ namespace ordo::cli {
 
 namespace {
 
+// NaN when either vector is zero (an empty text): the angle to a zero vector is undefined.
 double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   double ab = 0, aa = 0, bb = 0;
   for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : (aa == bb ? 1.0 : 0.0);
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : NAN;
+}
+
+nlohmann::ordered_json number_or_null(double v) {
+  return std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v);
+}
+
+std::string fixed(double v, int width, int decimals) {
+  char buf[64];
+  if (std::isnan(v))
+    std::snprintf(buf, sizeof buf, "%*s", width, "undefined");
+  else
+    std::snprintf(buf, sizeof buf, "%*.*f", width, decimals, v);
+  return buf;
 }
 
 double max_abs_diff(const float* a, const float* b, size_t n) {
@@ -102,6 +116,11 @@ int cmd_compare(int argc, char** argv) {
   const bool has_positions = pipeline.model().config().positional_encoding != PositionalEncoding::None;
 
   const Tokenization a = pipeline.tokenize(texts[0], "argument 1"), b = pipeline.tokenize(texts[1], "argument 2");
+  // An empty text has no tokens and so no vector to compare: said once, and its cosines are left
+  // undefined rather than made up.
+  for (const auto& [t, name] : {std::pair{&a, "A"}, std::pair{&b, "B"}})
+    if (t->ids.empty())
+      std::cerr << "note: text " << name << " has no tokens, so it has no vector: its cosines are undefined\n";
   for (const auto& [t, where] : {std::pair{&a, "argument 1"}, std::pair{&b, "argument 2"}})
     if (t->ids.size() > size_t(pipeline.max_tokens()))
       throw InputError(
@@ -143,22 +162,23 @@ int cmd_compare(int argc, char** argv) {
   }
 
   if (args.count("json")) {
+    using ojson = nlohmann::ordered_json;  // keys in the order documented, not alphabetical
     auto side = [](const std::string& text, const Tokenization& t) {
-      return nlohmann::json{{"text", text}, {"pieces", t.pieces}, {"ids", t.ids}};
+      return ojson{{"text", text}, {"pieces", t.pieces}, {"ids", t.ids}};
     };
-    nlohmann::json tokens = nlohmann::json::array();
+    ojson tokens = ojson::array();
     for (const Move& m : moves)
       tokens.push_back({{"piece", a.pieces[m.i]},
                         {"position_a", m.i},
                         {"position_b", m.j},
                         {"moved_with_pe", m.with_pe},
                         {"moved_without_pe", m.without_pe}});
-    nlohmann::json j = {{"a", side(texts[0], a)},
-                        {"b", side(texts[1], b)},
-                        {"same_tokens_reordered", reordered},
-                        {"cosine", {{"with_pe", cos_pe}, {"without_pe", cos_nope}}},
-                        {"max_abs_diff", {{"with_pe", diff_pe}, {"without_pe", diff_nope}}},
-                        {"tokens", tokens}};
+    ojson j = {{"a", side(texts[0], a)},
+               {"b", side(texts[1], b)},
+               {"same_tokens_reordered", reordered},
+               {"cosine", {{"with_pe", number_or_null(cos_pe)}, {"without_pe", number_or_null(cos_nope)}}},
+               {"max_abs_diff", {{"with_pe", diff_pe}, {"without_pe", diff_nope}}},
+               {"tokens", tokens}};
     if (head) {
       j["pll"] = {{"a", {{"with_pe", pref.a_pe}, {"without_pe", pref.a_nope}}},
                   {"b", {{"with_pe", pref.b_pe}, {"without_pe", pref.b_nope}}}};
@@ -181,7 +201,8 @@ int cmd_compare(int argc, char** argv) {
   std::printf("\nSame tokens reordered: %s\n\n", reordered ? (a.ids == b.ids ? "yes (in the same order)" : "yes")
                                                            : "no (the texts hold different tokens)");
   std::printf("mean-pooled vectors (d=%d)        with positions   without positions\n", d);
-  std::printf("  cosine similarity              %15.9f   %17.9f\n", cos_pe, cos_nope);
+  std::printf("  cosine similarity              %s   %s\n", fixed(cos_pe, 15, 9).c_str(),
+              fixed(cos_nope, 17, 9).c_str());
   std::printf("  max |A - B|                    %15.3g   %17.3g\n", diff_pe, diff_nope);
   if (!moves.empty()) {
     std::printf("\nper token: how far its output vector moved between A and B (L2 distance)\n");
@@ -196,7 +217,9 @@ int cmd_compare(int argc, char** argv) {
     std::printf("  B                                                   %15.4f   %17.4f\n", pref.b_pe, pref.b_nope);
   }
   std::printf("\n");
-  if (!reordered) {
+  if (a.ids.empty() || b.ids.empty()) {
+    std::printf("An empty text has no tokens and no vector, so there is nothing to compare.\n");
+  } else if (!reordered) {
     std::printf(
         "The texts hold different tokens, so they differ with or without positions; the order test needs "
         "the same tokens reordered.\n");

@@ -121,9 +121,10 @@ struct TextRules {
   bool truncate;
 };
 
-// The text as it will be encoded, and its tokens; throws InputError(line.where) for a text that
-// cannot be.
-Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules& rules) {
+// The text's tokens as it will be encoded (cut when --truncate cuts it: *truncated says so, and
+// line.text keeps the text as read); throws InputError(line.where) for a text that cannot be.
+Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules& rules, bool* truncated) {
+  *truncated = false;
   if (!line.problem.empty()) throw InputError(line.where, line.problem);
   if (line.bytes > rules.max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
     if (!rules.truncate)
@@ -133,7 +134,10 @@ Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules
     // be a run of continuation bytes, which is not UTF-8 (and would otherwise leave nothing).
     const size_t cut = utf8_prefix(line.text, rules.max_bytes);
     if (rules.max_bytes - cut > 3) throw InputError(line.where, "invalid UTF-8 at byte " + std::to_string(cut));
-    line.text.resize(cut);
+    *truncated = true;
+    Tokenization t = pipeline.tokenize(std::string_view(line.text).substr(0, cut), line.where);
+    pipeline.truncate(t, rules.limit);
+    return t;
   }
   Tokenization t = pipeline.tokenize(line.text, line.where);
   if (int(t.ids.size()) > rules.limit) {
@@ -141,28 +145,42 @@ Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules
       throw InputError(line.where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " +
                                        rules.limit_name + " (" + rules.advice + ")");
     pipeline.truncate(t, rules.limit);
+    *truncated = true;
   }
   return t;
 }
 
 // One text's result as `ordo encode` prints it.
-void format(std::string& out, const std::string& text, const Encoded& e, int d, Pooling pooling, bool json) {
+// Keys in the documented order: text, truncated (when cut), pieces, ids, embedding or hidden. A
+// text of no tokens has no vector: its embedding is null, not zeros.
+void format(std::string& out, const std::string& text, bool truncated, const Encoded& e, int d, Pooling pooling,
+            bool json) {
+  const bool empty = e.tokens.ids.empty();
   if (json) {
-    nlohmann::json j = {{"text", text}, {"pieces", e.tokens.pieces}, {"ids", e.tokens.ids}};
+    using ojson = nlohmann::ordered_json;
+    ojson j = {{"text", text}};
+    if (truncated) j["truncated"] = true;
+    j["pieces"] = e.tokens.pieces;
+    j["ids"] = e.tokens.ids;
     if (pooling == Pooling::None) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (int r = 0; r < e.rows; ++r) rows.push_back(json_floats(e.values.data() + size_t(r) * d, d));
+      ojson rows = ojson::array();
+      for (int r = 0; r < e.rows; ++r) rows.push_back(json_floats<ojson>(e.values.data() + size_t(r) * d, d));
       j["hidden"] = std::move(rows);
     } else {
-      j["embedding"] = json_floats(e.values.data(), d);
+      j["embedding"] = empty ? ojson(nullptr) : json_floats<ojson>(e.values.data(), d);
     }
     // A tokenizer's pieces are bytes it chose; one that is not UTF-8 is printed with U+FFFD.
     out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     return;
   }
-  out += "\"" + text + "\"\n  " + std::to_string(e.tokens.ids.size()) + " pieces:";
+  out += "\"" + text + "\"" + (truncated ? " (truncated)" : "") + "\n  " +
+         count(long(e.tokens.ids.size()), "piece", "pieces") + ":";
   for (const std::string& p : e.tokens.pieces) out += " " + p;
   out += "\n";
+  if (empty && pooling != Pooling::None) {
+    out += "  no tokens, so no vector\n";
+    return;
+  }
   for (int r = 0; r < e.rows; ++r) {
     const float* v = e.values.data() + size_t(r) * d;
     double sq = 0;
@@ -213,6 +231,8 @@ int cmd_encode(int argc, char** argv) {
   rules.max_bytes = max_text_bytes(rules.limit);
   rules.truncate = args.count("truncate");
   const bool skip_bad = args.count("skip-bad"), json = args.count("json"), normalize = args.count("normalize");
+  if (args.count("texts") && args.count("input"))
+    throw UsageError("give texts as arguments or --input FILE, not both (the file's lines would be ignored)");
   EncodeOptions options;
   options.positions = !args.count("no-pe");
   const int d = pipeline.model().config().d_model;
@@ -231,6 +251,7 @@ int cmd_encode(int argc, char** argv) {
   bool more = true;
   for (size_t window = kFirstWindowTexts; more; window = std::min(2 * window, kWindowTexts)) {
     std::vector<std::string> texts;
+    std::vector<bool> truncated;
     std::vector<Tokenization> tokens;
     size_t window_tokens = 0, window_bytes = 0;
     std::exception_ptr stop;  // a bad line: everything before it is printed first
@@ -242,7 +263,14 @@ int cmd_encode(int argc, char** argv) {
       }
       ++lines;
       try {
-        Tokenization t = prepare(pipeline, line, rules);
+        bool cut = false;
+        Tokenization t = prepare(pipeline, line, rules, &cut);
+        if (t.ids.empty()) {
+          end_progress();
+          std::cerr << "note: " << one_line(line.where) << ": the text has no tokens, so it has no vector"
+                    << (json && pooling != Pooling::None ? " (null)" : "") << "\n";
+        }
+        truncated.push_back(cut);
         window_tokens += t.ids.size();
         window_bytes += line.text.size();
         texts.push_back(std::move(line.text));
@@ -264,7 +292,7 @@ int cmd_encode(int argc, char** argv) {
     }
     const std::vector<Encoded> out = encode_all(pipeline, std::move(tokens), pooling, normalize, options);
     std::string text_out;
-    for (size_t i = 0; i < out.size(); ++i) format(text_out, texts[i], out[i], d, pooling, json);
+    for (size_t i = 0; i < out.size(); ++i) format(text_out, texts[i], truncated[i], out[i], d, pooling, json);
     std::cout << text_out << std::flush;
     if (!std::cout) return 1;  // stdout is gone (a full disk): main names it
     encoded += out.size();

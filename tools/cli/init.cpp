@@ -1,9 +1,14 @@
 // ordo init: a model with deterministic random weights from a config and a seed.
 #include "engine/init.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include <ordo/errors.h>
@@ -23,7 +28,9 @@ int cmd_init(int argc, char** argv) {
   o.add_options()("config", "config.json to read", cxxopts::value<std::string>())(
       "seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))("out", "model directory to write",
                                                                              cxxopts::value<std::string>())(
-      "tokenizer", "sentencepiece model to copy into the directory", cxxopts::value<std::string>());
+      "tokenizer", "sentencepiece model to copy into the directory (default: the default model's tokenizer)",
+      cxxopts::value<std::string>())("no-tokenizer", "copy no tokenizer (the directory then needs one added)")(
+      "force", "replace a model already in DIR");
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   if (!args.count("config") || !args.count("out")) throw UsageError("needs --config FILE and --out DIR");
@@ -37,17 +44,32 @@ int cmd_init(int argc, char** argv) {
                                                              " MiB of weights, more than a quarter of this machine's " +
                                                              std::to_string(memory >> 20) + " MiB");
   }
+  // A model already there is kept unless --force says to replace it.
+  for (const std::string name : {"config.json", "model.safetensors"}) {
+    struct stat st {};
+    if (!args.count("force") && ::stat((out + "/" + name).c_str(), &st) == 0)
+      throw InputError(out, "already holds a model (" + name + "); add --force to replace it");
+  }
+  // Without a tokenizer no command can load the directory: the default model's is copied unless
+  // --tokenizer names another or --no-tokenizer says none.
+  if (args.count("tokenizer") && args.count("no-tokenizer")) throw UsageError("give --tokenizer or --no-tokenizer");
+  std::string src;
   if (args.count("tokenizer")) {
-    const std::string src = args["tokenizer"].as<std::string>();
+    src = args["tokenizer"].as<std::string>();
+  } else if (!args.count("no-tokenizer")) {
+    const std::string dir = default_model_dir();
+    if (dir.empty())
+      throw UsageError("no default model to copy a tokenizer from: pass --tokenizer FILE (or --no-tokenizer)");
+    src = dir + "/tokenizer.model";
+  }
+  if (!src.empty()) {
     const Tokenizer tok = Tokenizer::load(src);  // checks it before anything is written
     if (tok.size() > c.vocab_size)
-      throw InputError(
-          src, "has " + std::to_string(tok.size()) + " pieces but vocab_size is " + std::to_string(c.vocab_size));
+      throw InputError(src, "has " + std::to_string(tok.size()) + " pieces but vocab_size is " +
+                                std::to_string(c.vocab_size) + " (pass a smaller --tokenizer, or raise vocab_size)");
   }
   std::string tokenizer_bytes;
-  if (args.count("tokenizer"))
-    tokenizer_bytes =
-        read_regular_file(args["tokenizer"].as<std::string>(), uint64_t(256) << 20, "a sentencepiece model");
+  if (!src.empty()) tokenizer_bytes = read_regular_file(src, uint64_t(256) << 20, "a sentencepiece model");
 
   // All the files or none: they are written into a fresh directory inside `out`, each whole
   // (write_atomically), and only then moved into place; a failure (a full disk) removes them and
@@ -62,10 +84,10 @@ int cmd_init(int argc, char** argv) {
     throw InputError(out, std::string("cannot write: ") + std::strerror(err));
   }
   std::vector<std::string> names = {"model.safetensors", "config.json"};
-  if (args.count("tokenizer")) names.push_back(c.tokenizer);
+  if (!src.empty()) names.push_back(c.tokenizer);
   try {
     write_random_model(c, args["seed"].as<uint64_t>(), stage);
-    if (args.count("tokenizer"))
+    if (!src.empty())
       write_atomically(stage + "/" + c.tokenizer,
                        [&](std::FILE* f) { std::fwrite(tokenizer_bytes.data(), 1, tokenizer_bytes.size(), f); });
     for (const std::string& name : names)
@@ -78,8 +100,13 @@ int cmd_init(int argc, char** argv) {
     throw;
   }
   ::rmdir(stage.c_str());
-  std::printf("wrote %s: d_model %d, %d heads, d_ff %d, %d layers, vocab %d, seed %llu\n", out.c_str(), c.d_model,
-              c.n_heads, c.d_ff, c.n_layers, c.vocab_size, (unsigned long long)args["seed"].as<uint64_t>());
+  std::printf("wrote %s: d_model %d, %s, d_ff %d, %s, vocab %d, seed %llu\n", out.c_str(), c.d_model,
+              count(c.n_heads, "head", "heads").c_str(), c.d_ff, count(c.n_layers, "layer", "layers").c_str(),
+              c.vocab_size, (unsigned long long)args["seed"].as<uint64_t>());
+  if (src.empty())
+    std::printf("no tokenizer copied: put one at %s/%s before using the model\n", out.c_str(), c.tokenizer.c_str());
+  else if (!args.count("tokenizer"))
+    std::printf("tokenizer: %s, copied from the default model\n", src.c_str());
   return 0;
 }
 

@@ -17,8 +17,10 @@ inline double short_float(float f) {
   return ec == std::errc() ? std::strtod(buf, nullptr) : double(f);
 }
 
-inline nlohmann::json json_floats(const float* v, size_t n) {
-  nlohmann::json a = nlohmann::json::array();
+// As a JSON array (nlohmann::json, or nlohmann::ordered_json where key order matters).
+template <class Json = nlohmann::json>
+Json json_floats(const float* v, size_t n) {
+  Json a = Json::array();
   for (size_t i = 0; i < n; ++i) a.push_back(short_float(v[i]));
   return a;
 }

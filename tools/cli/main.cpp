@@ -1,4 +1,5 @@
 // ordo — a small transformer encoder you can read. The command line.
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -48,6 +49,21 @@ int finish(const std::string& name, int status) {
   return status;
 }
 
+// A text that starts with '-' ("-5 degrees") reads as options; after `--` it is a text. The hint
+// names the first such argument that is not an option of the usual shape (--name, -x).
+std::string dash_hint(const std::string& name, int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') continue;
+    const bool option_like = (a[1] == '-' && a.size() > 2 && std::isalpha(static_cast<unsigned char>(a[2]))) ||
+                             (a.size() == 2 && std::isalpha(static_cast<unsigned char>(a[1])));
+    if (!option_like)
+      return " (a text that starts with '-' goes after --: ordo " + name + " -- \"" + ordo::cli::one_line(a) + "\")";
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,6 +88,9 @@ int main(int argc, char** argv) {
       return 2;
     } catch (const ordo::cli::UsageError& e) {
       std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
+      return 2;
+    } catch (const cxxopts::exceptions::parsing& e) {
+      std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << dash_hint(name, argc, argv) << "\n";
       return 2;
     } catch (const cxxopts::exceptions::exception& e) {
       std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";

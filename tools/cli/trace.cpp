@@ -1,10 +1,13 @@
 // ordo trace: one sentence's path through the encoder, stage by stage.
 #include <cmath>
 #include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
+#include "tools/cli/json_out.h"
 
 namespace ordo::cli {
 
@@ -41,7 +44,8 @@ int cmd_trace(int argc, char** argv) {
                      "Follow one text through the encoder: every stage's name, shape and equation, with the first "
                      "dims of each row, and each head's attention weights as a token x token table.");
   add_text_options(o);
-  o.add_options()("dims", "dimensions of each row to show", cxxopts::value<int>()->default_value("6"));
+  o.add_options()("dims", "dimensions of each row to show", cxxopts::value<int>()->default_value("6"))(
+      "json", "print every stage as JSON, all rows and all dims (for plotting elsewhere)");
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "trace");
@@ -59,27 +63,61 @@ int cmd_trace(int argc, char** argv) {
   const std::vector<std::string>& pieces = tok.pieces;
 
   const std::string model_name = args.count("model") ? args["model"].as<std::string>() : "the default model";
-  std::printf("model %s: d = %d, h = %d heads of dh = %d, F = %d, %d layers, %s, %s", model_name.c_str(), d, c.n_heads,
-              c.head_dim(), c.d_ff, c.n_layers, c.norm_first ? "pre-LN" : "post-LN", to_string(c.activation));
-  std::printf("; positions: %s%s\n", args.count("no-pe") ? "off (--no-pe)" : to_string(c.positional_encoding),
-              c.positional_encoding == PositionalEncoding::Sinusoidal && !args.count("no-pe")
-                  ? (std::string(", ") + to_string(c.pe_layout)).c_str()
-                  : "");
-  std::printf("each row shows its first %d dims; rows are labelled \"t piece\"\n", K);
+  const bool json = args.count("json") > 0;
+  // Positions the model has but --no-pe leaves out: their stage keeps its number, marked skipped, so
+  // two traces line up stage by stage.
+  const bool skipped_positions = args.count("no-pe") && c.positional_encoding != PositionalEncoding::None;
+  using ojson = nlohmann::ordered_json;
+  ojson stages = ojson::array();
+  auto rows_json = [](const float* data, int rows, int cols, int stride) {
+    ojson out = ojson::array();
+    for (int t = 0; t < rows; ++t) out.push_back(json_floats<ojson>(data + size_t(t) * stride, size_t(cols)));
+    return out;
+  };
+  if (!json) {
+    std::printf("model %s: d = %d, h = %s of dh = %d, F = %d, %s, %s, %s", model_name.c_str(), d,
+                count(c.n_heads, "head", "heads").c_str(), c.head_dim(), c.d_ff,
+                count(c.n_layers, "layer", "layers").c_str(), c.norm_first ? "pre-LN" : "post-LN",
+                to_string(c.activation));
+    std::printf("; positions: %s%s\n", args.count("no-pe") ? "off (--no-pe)" : to_string(c.positional_encoding),
+                c.positional_encoding == PositionalEncoding::Sinusoidal && !args.count("no-pe")
+                    ? (std::string(", ") + to_string(c.pe_layout)).c_str()
+                    : "");
+    std::printf("each row shows its first %d dims; rows are labelled \"t piece\"\n", K);
+  }
 
   int step = 0;
   auto heading = [&](const std::string& name, const std::string& shape_text, const std::string& equation) {
-    std::printf("\n[%d] %s   %s\n    %s\n", ++step, name.c_str(), shape_text.c_str(), equation.c_str());
+    ++step;
+    if (!json) std::printf("\n[%d] %s   %s\n    %s\n", step, name.c_str(), shape_text.c_str(), equation.c_str());
   };
 
   heading("pieces and ids", "(S) = (" + std::to_string(S) + ")", "sentencepiece: text -> pieces -> ids");
-  for (int t = 0; t < S; ++t) std::printf("  %s id %d\n", row_label(t, pieces[t]).c_str(), tok.ids[t]);
+  if (json) stages.push_back({{"stage", step}, {"name", "pieces and ids"}, {"shape", {S}}});  // top-level pieces, ids
+  if (!json)
+    for (int t = 0; t < S; ++t) std::printf("  %s id %d\n", row_label(t, pieces[t]).c_str(), tok.ids[t]);
 
   const std::string dims = "(S, d) = (" + std::to_string(S) + ", " + std::to_string(d) + ")";
   int last_layer = -2;
   EncodeOptions options;
   options.positions = !args.count("no-pe");
   options.observe = [&](const Stage& s) {
+    if (s.kind == StageKind::Input && skipped_positions) {
+      heading(c.positional_encoding == PositionalEncoding::Learned ? "learned positions" : "positional encoding",
+              "skipped", "--no-pe: no positions are added");
+      if (json) stages.push_back({{"stage", step}, {"name", "positions"}, {"skipped", true}});
+    }
+    if (json) {
+      heading(s.name, "", "");
+      stages.push_back({{"stage", step},
+                        {"name", s.name},
+                        {"equation", s.equation},
+                        {"layer", s.layer >= 0 ? ojson(s.layer) : ojson(nullptr)},
+                        {"head", s.head >= 0 ? ojson(s.head) : ojson(nullptr)},
+                        {"shape", {s.rows, s.cols}},
+                        {"values", rows_json(s.data, s.rows, s.cols, s.stride)}});
+      return;
+    }
     if (s.layer != last_layer && s.layer >= 0) std::printf("\n======== layer %d of %d ========\n", s.layer, c.n_layers);
     last_layer = s.layer;
     if (s.kind == StageKind::ScaledEmbedding) {
@@ -107,11 +145,23 @@ int cmd_trace(int argc, char** argv) {
     }
   };
   const Hidden h = pipeline.encoder().forward({tok.ids}, options);
+  const std::vector<float> pooled = pool(h.row(0, 0), S, d, Pooling::Mean);
+  if (json) {
+    ojson j = {{"text", text},
+               {"model", model_name},
+               {"positions", !args.count("no-pe") && c.positional_encoding != PositionalEncoding::None},
+               {"pieces", pieces},
+               {"ids", tok.ids},
+               {"stages", std::move(stages)},
+               {"hidden", rows_json(h.row(0, 0), S, d, d)},
+               {"pooled", json_floats<ojson>(pooled.data(), pooled.size())}};
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
 
   std::printf("\n======== output ========\n");
   heading("final hidden states", dims, "one vector per token: the encoder's output");
   print_rows(h.row(0, 0), S, d, d, 0, K, pieces);
-  const std::vector<float> pooled = pool(h.row(0, 0), S, d, Pooling::Mean);
   double sq = 0;
   for (float v : pooled) sq += double(v) * v;
   heading("pooled vector", "(d) = (" + std::to_string(d) + ")", "mean over the S rows: v = (1/S) sum_t h_t");

@@ -26,7 +26,10 @@ namespace ordo {
 
 // The model used when none is named: $ORDO_MODEL; else models/default beside the running
 // binary (a build tree); else ../share/ordo/models/default from it (an installed `ordo`); else
-// `installed`, which a program built against an installed ordo gets from find_package(ordo).
+// `installed`, which a program built against an installed ordo gets from find_package(ordo) (with
+// pkg-config: -DORDO_INSTALLED_MODEL_DIR="\"$(pkg-config --variable=modeldir ordo)\""); else the
+// model directory of an installation at the prefix the library was configured with, if it exists;
+// else "".
 #ifndef ORDO_INSTALLED_MODEL_DIR
 #define ORDO_INSTALLED_MODEL_DIR ""
 #endif
@@ -151,7 +154,7 @@ class Pipeline {
   // so the cut text still ends the way the model expects.
   void truncate(Tokenization& t, int n) const;
 
-  // Texts → vectors, run as one padded batch. Safe to call from several threads at once.
+  // Texts → vectors, run as one padded batch. An error in one text names it by its index: "texts[2]: ...".
   std::vector<Encoded> encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
   // The same from tokenizations already made.
