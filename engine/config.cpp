@@ -1,15 +1,15 @@
-#include "engine/config.h"
-
+#include <ordo/engine/config.h>
+#include <ordo/errors.h>
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/errors.h"
 #include "engine/strict_json.h"
 
 namespace ordo {
@@ -148,6 +148,21 @@ Config load_config(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) throw InputError(path, "cannot read");
   return parse_config(text.str(), path);
+}
+
+int position_limit(const Config& c) {
+  return c.positional_encoding == PositionalEncoding::Learned ? c.max_positions : INT_MAX;
+}
+
+void check_ids(const Config& c, const std::vector<int32_t>& ids) {
+  for (int32_t id : ids)
+    if (id < 0 || id >= c.vocab_size)
+      throw InputError("input", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                    std::to_string(c.vocab_size) + ")");
+  if (ids.size() > size_t(position_limit(c)))
+    throw InputError("input", "a text of " + std::to_string(ids.size()) +
+                                  " tokens is longer than the model's learned positions (max_positions = " +
+                                  std::to_string(c.max_positions) + ")");
 }
 
 const char* to_string(Activation a) {

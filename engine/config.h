@@ -1,7 +1,9 @@
 // ordo: a model's config.json — the sizes and the choices PyTorch does not record.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ordo {
 
@@ -41,6 +43,13 @@ Config load_config(const std::string& path);
 
 // The JSON form of a config (every key written), as `ordo init` stores it.
 std::string config_to_json(const Config& c);
+
+// The longest sequence a model can run: max_positions for a learned position table, else no limit.
+int position_limit(const Config& c);
+
+// Token ids a model can run: each in [0, vocab_size), no more of them than position_limit(c).
+// Throws InputError("input", ...) otherwise.
+void check_ids(const Config& c, const std::vector<int32_t>& ids);
 
 const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);

@@ -1,14 +1,12 @@
-#include "engine/encoder.h"
-
-#include <cblas.h>
+#include <ordo/engine/encoder.h>
+#include <ordo/errors.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "engine/errors.h"
+#include "engine/kernels/parallel.h"
 #include "engine/ops.h"
-#include "engine/parallel.h"
 
 namespace ordo {
 
@@ -32,6 +30,15 @@ uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S) const {
   return sizeof(float) * (8 * T * d + T * F + uint64_t(kernel_threads()) * S * S + S * d);
 }
 
+void Encoder::observe(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows,
+                      int cols, int stride) const {
+  if (!options.observe) return;
+  const Config& c = model_.config();
+  const bool positions = options.positions && c.positional_encoding != PositionalEncoding::None;
+  const StageText& text = stage_text(kind, c, positions);
+  options.observe({kind, text.name, text.equation, layer, head, data, rows, cols, stride});
+}
+
 Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options) {
   const Config& c = model_.config();
   const int d = c.d_model;
@@ -39,16 +46,9 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   out.B = static_cast<int>(ids.size());
   out.d = d;
   for (const auto& seq : ids) {
+    check_ids(c, seq);
     out.lengths.push_back(static_cast<int>(seq.size()));
     out.S = std::max(out.S, out.lengths.back());
-    for (int32_t id : seq)
-      if (id < 0 || id >= c.vocab_size)
-        throw InputError("input", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                      std::to_string(c.vocab_size) + ")");
-    if (c.positional_encoding == PositionalEncoding::Learned && int(seq.size()) > c.max_positions)
-      throw InputError("input", "a text of " + std::to_string(seq.size()) +
-                                    " tokens is longer than the model's learned positions (max_positions = " +
-                                    std::to_string(c.max_positions) + ")");
   }
   const int B = out.B, S = out.S;
   if (S == 0) return out;  // no batch, or only empty texts: nothing to compute (every row is padding)
@@ -73,8 +73,7 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   if (c.final_norm) {
     layer_norm(s_.x.data(), s_.x.data(), model_.weights().norm_weight, model_.weights().norm_bias, int(T), d,
                float(c.layer_norm_eps));
-    if (options.observe && B > 0)
-      options.observe({"final norm", "x = LayerNorm(x)", -1, -1, s_.x.data(), out.lengths[0], d, d});
+    observe(options, StageKind::FinalNorm, -1, -1, s_.x.data(), out.lengths[0], d, d);
   }
 
   out.data.assign(T * d, 0.0f);
@@ -99,69 +98,59 @@ void Encoder::embed(const std::vector<std::vector<int32_t>>& ids, int S, const E
   }
   const float* positions = sinusoidal ? s_.pe.data() : learned ? w.position_embedding : nullptr;
 
+  if (options.observe) {  // the steps the loop below fuses, one at a time, for the first sequence
+    const int L = static_cast<int>(ids[0].size());
+    std::vector<float> e(size_t(L) * d);  // (L, d)
+    for (int t = 0; t < L; ++t) std::copy_n(w.embedding + size_t(ids[0][t]) * d, d, e.data() + size_t(t) * d);
+    observe(options, StageKind::Embedding, -1, -1, e.data(), L, d, d);
+    if (c.scale_embedding) {
+      for (float& v : e) v *= scale;
+      observe(options, StageKind::ScaledEmbedding, -1, -1, e.data(), L, d, d);
+    }
+    if (positions)
+      observe(options, sinusoidal ? StageKind::SinusoidalPositions : StageKind::LearnedPositions, -1, -1, positions, L,
+              d, d);
+  }
+
   for (size_t b = 0; b < ids.size(); ++b)
     for (size_t t = 0; t < ids[b].size(); ++t) {
       const float* e = w.embedding + size_t(ids[b][t]) * d;
       float* x = s_.x.data() + (b * S + t) * d;
       for (int j = 0; j < d; ++j) x[j] = e[j] * scale + (positions ? positions[t * d + j] : 0.0f);
     }
+  observe(options, StageKind::Input, -1, -1, s_.x.data(), int(ids[0].size()), d, d);
+}
 
-  if (options.observe && !ids.empty()) {
-    const int L = static_cast<int>(ids[0].size());
-    if (positions)
-      options.observe({sinusoidal ? "positional encoding" : "learned positions",
-                       sinusoidal ? "PE(t,2i) = sin(t / base^(2i/d)), PE(t,2i+1) = cos(t / base^(2i/d))" : "P[t]", -1,
-                       -1, positions, L, d, d});
-    options.observe(
-        {"input",
-         std::string("x_t = E[id_t]") + (c.scale_embedding ? " * sqrt(d)" : "") + (positions ? " + PE(t)" : ""), -1, -1,
-         s_.x.data(), L, d, d});
+void Encoder::sublayer(int T, const float* gamma, const float* beta, const std::function<void(const float* in)>& f) {
+  const Config& c = model_.config();
+  const int d = c.d_model;
+  const float eps = static_cast<float>(c.layer_norm_eps);
+  float* x = s_.x.data();
+  if (c.norm_first) {  // pre-LN: x = x + f(LayerNorm(x))
+    layer_norm(s_.normed.data(), x, gamma, beta, T, d, eps);
+    f(s_.normed.data());
+    add_residual(x, s_.sub.data(), T, d);
+  } else {  // post-LN: x = LayerNorm(x + f(x)), the sum and the norm in one pass
+    f(x);
+    add_layer_norm(x, s_.sub.data(), gamma, beta, T, d, eps);
   }
 }
 
-// post-LN (the paper's):  x = norm1(x + SelfAttention(x));  x = norm2(x + FFN(x))
-// pre-LN:                 x = x + SelfAttention(norm1(x));  x = x + FFN(norm2(x))
-// FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2
 void Encoder::encoder_layer(int l, int B, int S, const std::vector<int>& lengths, const EncodeOptions& options) {
   const Config& c = model_.config();
   const LayerWeights& w = model_.weights().layers[l];
-  const int d = c.d_model, F = c.d_ff, T = B * S;
-  const float eps = static_cast<float>(c.layer_norm_eps);
-  float* x = s_.x.data();
-  const int L0 = B > 0 ? lengths[0] : 0;
-  auto observe = [&](const char* name, const char* equation, const float* data, int cols) {
-    if (options.observe) options.observe({name, equation, l, -1, data, L0, cols, cols});
-  };
+  const int d = c.d_model, F = c.d_ff, T = B * S, L0 = lengths[0];
 
-  const float* in = x;
-  if (c.norm_first) {
-    layer_norm(s_.normed.data(), x, w.norm1_weight, w.norm1_bias, T, d, eps);
-    in = s_.normed.data();
-  }
-  self_attention(w, in, l, B, S, lengths, options);
-  if (c.norm_first)
-    add_residual(x, s_.sub.data(), T, d);
-  else
-    add_layer_norm(x, s_.sub.data(), w.norm1_weight, w.norm1_bias, T, d, eps);
-  observe(c.norm_first ? "attention + residual" : "attention + residual, norm1",
-          c.norm_first ? "x = x + SelfAttention(norm1(x))" : "x = norm1(x + SelfAttention(x))", x, d);
+  sublayer(T, w.norm1_weight, w.norm1_bias, [&](const float* in) { self_attention(w, in, l, B, S, lengths, options); });
+  observe(options, StageKind::AttentionResidual, l, -1, s_.x.data(), L0, d, d);
 
-  in = x;
-  if (c.norm_first) {
-    layer_norm(s_.normed.data(), x, w.norm2_weight, w.norm2_bias, T, d, eps);
-    in = s_.normed.data();
-  }
-  linear(s_.ff.data(), in, w.linear1_weight, w.linear1_bias, T, d, F);
-  activate(s_.ff.data(), size_t(T) * F, c.activation);
-  observe("feed-forward hidden", c.activation == Activation::GELU ? "f = GELU(x W1^T + b1)" : "f = ReLU(x W1^T + b1)",
-          s_.ff.data(), F);
-  linear(s_.sub.data(), s_.ff.data(), w.linear2_weight, w.linear2_bias, T, F, d);
-  if (c.norm_first)
-    add_residual(x, s_.sub.data(), T, d);
-  else
-    add_layer_norm(x, s_.sub.data(), w.norm2_weight, w.norm2_bias, T, d, eps);
-  observe(c.norm_first ? "feed-forward + residual" : "feed-forward + residual, norm2",
-          c.norm_first ? "x = x + (f W2^T + b2)" : "x = norm2(x + (f W2^T + b2))", x, d);
+  sublayer(T, w.norm2_weight, w.norm2_bias, [&](const float* in) {  // FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2
+    linear(s_.ff.data(), in, w.linear1_weight, w.linear1_bias, T, d, F);
+    activate(s_.ff.data(), size_t(T) * F, c.activation);
+    observe(options, StageKind::FeedForwardHidden, l, -1, s_.ff.data(), L0, F, F);
+    linear(s_.sub.data(), s_.ff.data(), w.linear2_weight, w.linear2_bias, T, F, d);
+  });
+  observe(options, StageKind::FeedForwardResidual, l, -1, s_.x.data(), L0, d, d);
 }
 
 // MultiHead(x) = Concat(head_1..head_h)·Woᵀ + bo,  head_i = Attention(x·Wqᵢᵀ, x·Wkᵢᵀ, x·Wvᵢᵀ)   [§3.2.2]
@@ -171,8 +160,7 @@ void Encoder::self_attention(const LayerWeights& w, const float* in, int layer, 
   const Config& c = model_.config();
   const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), T = B * S;
   linear(s_.qkv.data(), in, w.in_proj_weight, w.in_proj_bias, T, d, 3 * d);
-  if (options.observe && B > 0)
-    options.observe({"q | k | v", "[q k v] = x W_in^T + b_in", layer, -1, s_.qkv.data(), lengths[0], 3 * d, 3 * d});
+  observe(options, StageKind::Qkv, layer, -1, s_.qkv.data(), lengths[0], 3 * d, 3 * d);
 
   // One task per (sequence, head); each thread has its own (S, S) block of probs.
   auto head = [&](int task, int thread) {
@@ -181,8 +169,7 @@ void Encoder::self_attention(const LayerWeights& w, const float* in, int layer, 
     float* out = s_.context.data() + size_t(b) * S * d + size_t(i) * dh;
     float* probs = s_.probs.data() + size_t(thread) * S * S;
     attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d);
-    if (options.observe && b == 0)
-      options.observe({"attention weights", "A = softmax(q k^T / sqrt(dh))", layer, i, probs, L, L, L});
+    if (b == 0) observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
   };
   if (options.observe)  // in order, for the observer
     for (int task = 0; task < B * h; ++task) head(task, 0);
@@ -190,11 +177,9 @@ void Encoder::self_attention(const LayerWeights& w, const float* in, int layer, 
     parallel_for(B * h, head);
   for (int b = 0; b < B; ++b)
     std::fill(s_.context.data() + (size_t(b) * S + lengths[b]) * d, s_.context.data() + size_t(b + 1) * S * d, 0.0f);
-  if (options.observe && B > 0)
-    options.observe({"heads concatenated", "concat_i(A_i v_i)", layer, -1, s_.context.data(), lengths[0], d, d});
+  observe(options, StageKind::HeadsConcatenated, layer, -1, s_.context.data(), lengths[0], d, d);
   linear(s_.sub.data(), s_.context.data(), w.out_proj_weight, w.out_proj_bias, T, d, d);
-  if (options.observe && B > 0)
-    options.observe({"output projection", "a = concat W_o^T + b_o", layer, -1, s_.sub.data(), lengths[0], d, d});
+  observe(options, StageKind::OutputProjection, layer, -1, s_.sub.data(), lengths[0], d, d);
 }
 
 std::vector<float> pool(const Hidden& h, int b, Pooling pooling) {

@@ -1,27 +1,15 @@
 // ordo: token ids in, hidden states out — nn.TransformerEncoder(batch_first=True) in eval mode.
 #pragma once
 
+#include <ordo/engine/model.h>
+#include <ordo/engine/trace.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "engine/model.h"
-
 namespace ordo {
-
-// A view of one intermediate result, handed to EncodeOptions::observe (used by `ordo trace`).
-// In order: "positional encoding" (S, d), "input" (S, d); per layer "q | k | v" (S, 3d), per head
-// "attention weights" (S, S), "heads concatenated" (S, d), "output projection" (S, d), the residual
-// and norm1 (S, d), "feed-forward hidden" (S, F), the residual and norm2 (S, d); "final norm" (S, d).
-struct Stage {
-  std::string name;      // one of the names above
-  std::string equation;  // what was applied
-  int layer = -1;        // -1 outside the layer stack
-  int head = -1;         // -1 unless per head
-  const float* data;     // (rows, cols), row stride `stride`
-  int rows, cols, stride;
-};
 
 struct EncodeOptions {
   bool positions = true;  // false: skip the positional encoding (the ablation behind `ordo compare`)
@@ -70,13 +58,20 @@ class Encoder {
  private:
   // x_t = E[id_t]·√d + PE(t)  into s_.x (T, d)
   void embed(const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options);
-  // post-LN: x = norm1(x + SelfAttention(x)); x = norm2(x + FFN(x)), FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2
-  // pre-LN:  x = x + SelfAttention(norm1(x)); x = x + FFN(norm2(x))          on s_.x (T, d), in place
+  // x = sublayer(SelfAttention), then x = sublayer(FFN), FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2, on s_.x (T, d)
   void encoder_layer(int l, int B, int S, const std::vector<int>& lengths, const EncodeOptions& options);
+  // The sublayer connection on s_.x (T, d), the one place where post-LN and pre-LN differ:
+  //   post-LN: x = LayerNorm(x + f(x));  pre-LN: x = x + f(LayerNorm(x)).
+  // f(in) reads its input (T, d) and leaves its output in s_.sub (T, d).
+  void sublayer(int T, const float* gamma, const float* beta, const std::function<void(const float* in)>& f);
   // MultiHead(in) = Concat(head_1 .. head_h)·W_oᵀ + b_o, head_i = softmax(q_i·k_iᵀ/√dh)·v_i
   // in (T, d) -> s_.sub (T, d), through s_.qkv (T, 3d), s_.probs (S, S) and s_.context (T, d)
   void self_attention(const LayerWeights& w, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
                       const EncodeOptions& options);
+
+  // Hands a view of the first sequence's rows to options.observe, if set.
+  void observe(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows, int cols,
+               int stride) const;
 
   const Model& model_;
   RunState s_;

@@ -1,14 +1,13 @@
 #include "engine/init.h"
 
+#include <ordo/engine/model.h>
+#include <ordo/errors.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
-
-#include "engine/errors.h"
-#include "engine/model.h"
 
 namespace ordo {
 

@@ -1,10 +1,9 @@
-#include "engine/model.h"
+#include <ordo/engine/model.h>
+#include <ordo/errors.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-
-#include "engine/errors.h"
 
 namespace ordo {
 

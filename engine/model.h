@@ -1,13 +1,13 @@
 // ordo: a model's weights, mapped from model.safetensors and checked against its config.
 #pragma once
 
+#include <ordo/engine/config.h>
+#include <ordo/engine/safetensors.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "engine/config.h"
-#include "engine/safetensors.h"
 
 namespace ordo {
 

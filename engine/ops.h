@@ -1,16 +1,17 @@
-// ordo: the math of a transformer encoder, one function per step.
+// ordo: the fast steps of a transformer encoder, one front-end per step: shapes in, the work handed
+// to the kernels in engine/kernels/ (threads, AVX-512/AVX2, OpenBLAS). The plain twin of each, in
+// double and one row after another, is in engine/reference.h; the tests hold one to the other.
 //
 // Dimension letters, fixed everywhere:
 //   B batch, S sequence length (padded), T = B·S rows, d model width, h heads, dh = d/h head size,
 //   F feed-forward width, V vocabulary.
 // Matrices are row-major float arrays; a shape comment says (rows, cols). Weights keep PyTorch's
 // layout, so a Linear weight W is (out, in) and y = x·Wᵀ + b.
-// Each fast function has a plain `_reference` twin beside it; the tests hold one to the other.
 #pragma once
 
-#include <cstddef>
+#include <ordo/engine/config.h>
 
-#include "engine/config.h"
+#include <cstddef>
 
 namespace ordo {
 
@@ -20,25 +21,10 @@ namespace ordo {
 void sinusoidal_positions(float* pe /* (S, d) */, int S, int d, PeLayout layout, double base, int first_position = 0);
 
 // y = x·Wᵀ + b                                                                 (nn.Linear)
+// The kernel is chosen by M, the rows of x: a few rows stream W once (linear_small_m, linear_stream),
+// many rows go to a packed GEMM (linear_gemm, or cblas_sgemm without AVX-512). engine/kernels/.
 void linear(float* y /* (M, N) */, const float* x /* (M, K) */, const float* w /* (N, K) */,
             const float* b /* (N) or null */, int M, int K, int N);
-void linear_reference(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
-// The paths linear() chooses between by M (the tests call each directly):
-//   linear_stream and linear_gemm (engine/gemm.h), in AVX-512 builds: W read in place for a few dozen
-//   rows, ordo's own packed GEMM above;
-//   linear_blas: cblas_sgemm, the threads splitting the columns of y (other builds);
-//   linear_small_m: register-blocked dot products reading each row of W once for all M rows of x,
-//   vectorised along K (AVX-512, else AVX2, else scalar), the threads splitting the columns of y.
-void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
-void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
-// OpenBLAS as the engine uses it: one thread inside each call, the engine's threads splitting the
-// work. Runs once; the kernels above call it.
-void blas_setup();
-#if defined(__AVX2__) || defined(__AVX512F__)
-constexpr bool kHaveSimdDot = true;
-#else
-constexpr bool kHaveSimdDot = false;  // scalar dot products are slower than sgemm at any M
-#endif
 
 // softmax(z)_j = exp(z_j − max z) / Σ_k exp(z_k − max z)
 // over the first `valid` columns of each row; the rest (masked keys) become 0. valid = 0 gives a
@@ -50,8 +36,6 @@ void softmax_rows(float* z /* (rows, cols) */, int rows, int cols, int valid);
 // spread blocks of rows over the engine's threads, so they must not run inside a parallel_for job.
 void layer_norm(float* out /* (M, d) */, const float* x /* (M, d) */, const float* gamma /* (d) */,
                 const float* beta /* (d) */, int M, int d, float eps);
-// The same in double, one row after another: layer_norm's fast path sums in float lanes.
-void layer_norm_reference(float* out, const float* x, const float* gamma, const float* beta, int M, int d, float eps);
 
 // x = LayerNorm(x + r): the post-LN residual step, x + r never leaving the cache before it is normed.
 void add_layer_norm(float* x /* (M, d) */, const float* r /* (M, d) */, const float* gamma /* (d) */,
@@ -69,9 +53,8 @@ void activate(float* x, size_t n, Activation act);
 // for one (sequence, head) of L valid tokens. q, k, v are (L, dh) views with row stride ld_qkv
 // (the heads are read in place inside the fused qkv buffer); out is (L, dh) with row stride ld_out.
 // probs receives the (L, L) attention weights: row i is query i's distribution over the L keys.
+// One thread: the encoder runs one (sequence, head) per task.
 void attention_head(float* out, const float* q, const float* k, const float* v, float* probs /* (L, L) */, int L,
                     int dh, int ld_qkv, int ld_out);
-void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L, int dh,
-                              int ld_qkv, int ld_out);
 
 }  // namespace ordo

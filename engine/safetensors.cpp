@@ -1,6 +1,6 @@
-#include "engine/safetensors.h"
-
 #include <fcntl.h>
+#include <ordo/engine/safetensors.h>
+#include <ordo/errors.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +13,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/errors.h"
 #include "engine/strict_json.h"
 
 namespace ordo {

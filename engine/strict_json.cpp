@@ -1,10 +1,10 @@
 #include "engine/strict_json.h"
 
+#include <ordo/errors.h>
+
 #include <cstring>
 #include <set>
 #include <vector>
-
-#include "engine/errors.h"
 
 namespace ordo {
 

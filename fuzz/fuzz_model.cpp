@@ -1,6 +1,8 @@
 // Fuzzes loading a whole model directory, then one encode.
 // Input: [u32 n][n bytes config.json][u32 m][m bytes model.safetensors][rest: tokenizer.model],
 // lengths little-endian; an empty rest means the fixed tiny tokenizer (tests/corpus/tiny.model).
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -10,9 +12,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include "engine/errors.h"
-#include "tools/ordo.h"
 
 namespace {
 

@@ -1,12 +1,13 @@
 // Fuzzes text input with the default model: bytes as `ordo encode --input` reads them (BOM, CRLF,
 // NUL, invalid UTF-8), each line tokenized, cut to 64 tokens as --truncate does, then encoded.
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "engine/errors.h"
-#include "tools/cli.h"
-#include "tools/ordo.h"
+#include "tools/cli/cli.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static ordo::Pipeline pipeline(ORDO_FUZZ_MODEL);

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "engine/init.h"
-#include "engine/parallel.h"
+#include "engine/kernels/parallel.h"
+#include "engine/reference.h"
 
 namespace ordo::test {
 
@@ -32,6 +33,37 @@ inline double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;
   for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
   return m;
+}
+
+// The plain twins of engine/reference.h on float buffers, for the fast steps' tests: the inputs
+// widened to double, the result rounded to float.
+inline std::vector<double> widen(const float* x, size_t n) {
+  return std::vector<double>(x, x + n);
+}
+inline void narrow(float* y, const std::vector<double>& v) {
+  for (size_t i = 0; i < v.size(); ++i) y[i] = static_cast<float>(v[i]);
+}
+inline void linear_reference(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  std::vector<double> out(size_t(M) * N);
+  reference::linear(out.data(), widen(x, size_t(M) * K).data(), w, b, M, K, N);
+  narrow(y, out);
+}
+inline void layer_norm_reference(float* y, const float* x, const float* gamma, const float* beta, int M, int d,
+                                 float eps) {
+  std::vector<double> out(size_t(M) * d);
+  reference::layer_norm(out.data(), widen(x, size_t(M) * d).data(), gamma, beta, M, d, eps);
+  narrow(y, out);
+}
+// q, k, v: (L, dh) views with row stride ld_qkv.
+inline void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L,
+                                     int dh, int ld_qkv, int ld_out) {
+  const size_t n = L > 0 ? size_t(L - 1) * ld_qkv + dh : 0;
+  std::vector<double> o(L > 0 ? size_t(L - 1) * ld_out + dh : 0), p(size_t(L) * L);
+  reference::attention_head(o.data(), widen(q, n).data(), widen(k, n).data(), widen(v, n).data(), p.data(), L, dh,
+                            ld_qkv, ld_out);
+  for (int i = 0; i < L; ++i)
+    for (int c = 0; c < dh; ++c) out[size_t(i) * ld_out + c] = static_cast<float>(o[size_t(i) * ld_out + c]);
+  narrow(probs, p);
 }
 
 // A fresh directory under the test temp dir, removed by the caller's TempDir destructor.

@@ -1,5 +1,5 @@
-#include "tokenizer/tokenizer.h"
-
+#include <ordo/errors.h>
+#include <ordo/tokenizer/tokenizer.h>
 #include <sentencepiece_processor.h>
 #include <sys/stat.h>
 
@@ -7,7 +7,6 @@
 #include <cstring>
 #include <fstream>
 
-#include "engine/errors.h"
 #include "tokenizer/charsmap.h"
 
 namespace ordo {

@@ -1,0 +1,29 @@
+// ordo: the row-wise kernels behind softmax_rows, layer_norm and the residual adds (engine/ops.h).
+// AVX-512 bodies where the build has it; otherwise plain loops.
+#pragma once
+
+#include <algorithm>
+
+#include "engine/kernels/parallel.h"
+
+namespace ordo {
+
+// softmax over the first `valid` floats of one row, in place; valid ≥ 1.
+void softmax_row(float* row, int valid);
+
+// y = LayerNorm(x + r) for one row of d (r may be null: y = LayerNorm(x)); y may equal x.
+void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
+
+// Rows per task when a row-wise step (LayerNorm, residual add) is spread over the threads: a
+// block of 32 rows of d = 512 is 64 KB, enough work to pay for handing it out, and a pass over
+// 32 rows or fewer runs on the calling thread alone.
+constexpr int kRowsPerBlock = 32;
+
+// Runs rows(m0, m1) over [0, M) in blocks of kRowsPerBlock rows, spread over the threads.
+template <typename Rows>
+void for_row_blocks(int M, Rows rows) {
+  const int blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
+  parallel_for(blocks, [&](int block, int) { rows(block * kRowsPerBlock, std::min(M, (block + 1) * kRowsPerBlock)); });
+}
+
+}  // namespace ordo

@@ -1,0 +1,79 @@
+// ordo: the x86 SIMD intrinsics, and one register of floats as wide as the machine has, for the
+// kernels that are written once against a few vector operations (the small-M kernel).
+#pragma once
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_ps (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning group
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+namespace ordo::simd {
+
+// Vec: kLanes floats; vzero, vload, vload_first (the first n lanes, the rest 0), vfma (a·b + c)
+// and vsum (the sum of the lanes). AVX-512, else AVX2 with FMA, else one scalar.
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+inline Vec vzero() {
+  return _mm512_setzero_ps();
+}
+inline Vec vload(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline Vec vload_first(const float* p, int n) {
+  return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec a) {
+  return _mm512_reduce_add_ps(a);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+inline Vec vzero() {
+  return _mm256_setzero_ps();
+}
+inline Vec vload(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline Vec vload_first(const float* p, int n) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+#else
+using Vec = float;
+constexpr int kLanes = 1;
+inline Vec vzero() {
+  return 0.0f;
+}
+inline Vec vload(const float* p) {
+  return *p;
+}
+inline Vec vload_first(const float* p, int) {
+  return *p;
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return a * b + c;
+}
+inline float vsum(Vec a) {
+  return a;
+}
+#endif
+
+}  // namespace ordo::simd

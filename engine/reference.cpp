@@ -1,0 +1,146 @@
+#include "engine/reference.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ordo::reference {
+
+void embed(double* x, const int32_t* ids, const float* E, int S, int d, double scale) {
+  for (int t = 0; t < S; ++t)
+    for (int j = 0; j < d; ++j) x[size_t(t) * d + j] = E[size_t(ids[t]) * d + j] * scale;
+}
+
+void sinusoidal_positions(double* pe, int S, int d, PeLayout layout, double base, int first_position) {
+  const int pairs = (d + 1) / 2;  // ⌈d/2⌉ frequencies; an odd d has one sine without its cosine
+  for (int s = 0; s < S; ++s) {
+    const double t = static_cast<double>(first_position + s);
+    double* row = pe + static_cast<size_t>(s) * d;
+    for (int i = 0; i < pairs; ++i) {
+      const double angle = t / std::pow(base, 2.0 * i / d);  // t / base^(2i/d)
+      const int sin_dim = layout == PeLayout::Interleaved ? 2 * i : i;
+      const int cos_dim = layout == PeLayout::Interleaved ? 2 * i + 1 : pairs + i;
+      row[sin_dim] = std::sin(angle);
+      if (cos_dim < d) row[cos_dim] = std::cos(angle);
+    }
+  }
+}
+
+void linear(double* y, const double* x, const float* w, const float* b, int M, int K, int N) {
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double acc = b ? b[n] : 0.0;
+      for (int k = 0; k < K; ++k) acc += x[size_t(m) * K + k] * w[size_t(n) * K + k];
+      y[size_t(m) * N + n] = acc;
+    }
+}
+
+void softmax(double* z, int n) {
+  const double max = *std::max_element(z, z + n);  // exp(z − max) ≤ 1: no overflow
+  double sum = 0.0;
+  for (int j = 0; j < n; ++j) sum += (z[j] = std::exp(z[j] - max));
+  for (int j = 0; j < n; ++j) z[j] /= sum;
+}
+
+void attention_head(double* out, const double* q, const double* k, const double* v, double* probs, int L, int dh,
+                    int ld_qkv, int ld_out) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  for (int i = 0; i < L; ++i) {
+    double* p = probs + size_t(i) * L;
+    for (int j = 0; j < L; ++j) {  // q_i · k_j / √dh
+      double dot = 0.0;
+      for (int c = 0; c < dh; ++c) dot += q[size_t(i) * ld_qkv + c] * k[size_t(j) * ld_qkv + c];
+      p[j] = dot * scale;
+    }
+    softmax(p, L);
+    for (int c = 0; c < dh; ++c) {  // Σ_j p_ij · v_j
+      double acc = 0.0;
+      for (int j = 0; j < L; ++j) acc += p[j] * v[size_t(j) * ld_qkv + c];
+      out[size_t(i) * ld_out + c] = acc;
+    }
+  }
+}
+
+void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h) {
+  const int dh = d / h;
+  std::vector<double> qkv(size_t(S) * 3 * d), concat(size_t(S) * d), probs(size_t(S) * S);
+  linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * d);  // [q k v] = x·W_inᵀ + b_in
+  for (int i = 0; i < h; ++i) {  // head i reads columns [i·dh, (i+1)·dh) of q, k and v
+    const double* q = qkv.data() + size_t(i) * dh;
+    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d);
+  }
+  linear(out, concat.data(), w.out_proj_weight, w.out_proj_bias, S, d, d);
+}
+
+void layer_norm(double* y, const double* x, const float* gamma, const float* beta, int M, int d, double eps) {
+  for (int m = 0; m < M; ++m) {
+    const double* xr = x + size_t(m) * d;
+    double* yr = y + size_t(m) * d;
+    double mean = 0.0, var = 0.0;
+    for (int j = 0; j < d; ++j) mean += xr[j] / d;
+    for (int j = 0; j < d; ++j) var += (xr[j] - mean) * (xr[j] - mean) / d;
+    for (int j = 0; j < d; ++j) yr[j] = (xr[j] - mean) / std::sqrt(var + eps) * gamma[j] + beta[j];
+  }
+}
+
+void activation(double* x, size_t n, Activation act) {
+  for (size_t i = 0; i < n; ++i)
+    x[i] = act == Activation::ReLU ? std::max(x[i], 0.0) : 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+}
+
+void residual(double* x, const double* r, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += r[i];
+}
+
+void feed_forward(double* out, const double* x, const LayerWeights& w, int S, int d, int F, Activation act) {
+  std::vector<double> hidden(size_t(S) * F);
+  linear(hidden.data(), x, w.linear1_weight, w.linear1_bias, S, d, F);  // x·W1ᵀ + b1
+  activation(hidden.data(), hidden.size(), act);
+  linear(out, hidden.data(), w.linear2_weight, w.linear2_bias, S, F, d);  // ·W2ᵀ + b2
+}
+
+void sublayer(double* x, int S, int d, bool norm_first, const float* gamma, const float* beta, double eps,
+              const Sublayer& f) {
+  const size_t n = size_t(S) * d;
+  std::vector<double> out(n);
+  if (norm_first) {  // pre-LN: x = x + f(LayerNorm(x))
+    std::vector<double> normed(n);
+    layer_norm(normed.data(), x, gamma, beta, S, d, eps);
+    f(out.data(), normed.data());
+    residual(x, out.data(), n);
+  } else {  // post-LN: x = LayerNorm(x + f(x))
+    f(out.data(), x);
+    residual(x, out.data(), n);
+    layer_norm(x, x, gamma, beta, S, d, eps);
+  }
+}
+
+void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S) {
+  const int d = c.d_model;
+  sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps,
+           [&](double* out, const double* in) { self_attention(out, in, w, S, d, c.n_heads); });
+  sublayer(x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,
+           [&](double* out, const double* in) { feed_forward(out, in, w, S, d, c.d_ff, c.activation); });
+}
+
+std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions) {
+  const Config& c = m.config();
+  const Weights& w = m.weights();
+  const int S = int(ids.size()), d = c.d_model;
+  check_ids(c, ids);
+
+  // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing)
+  std::vector<double> x(size_t(S) * d), pe(size_t(S) * d);
+  embed(x.data(), ids.data(), w.embedding, S, d, c.scale_embedding ? std::sqrt(double(d)) : 1.0);
+  if (positions && c.positional_encoding == PositionalEncoding::Sinusoidal) {
+    sinusoidal_positions(pe.data(), S, d, c.pe_layout, c.pe_base);
+    residual(x.data(), pe.data(), pe.size());
+  } else if (positions && c.positional_encoding == PositionalEncoding::Learned) {
+    std::copy_n(w.position_embedding, pe.size(), pe.begin());
+    residual(x.data(), pe.data(), pe.size());
+  }
+  for (const LayerWeights& lw : w.layers) encoder_layer(x.data(), lw, c, S);
+  if (c.final_norm) layer_norm(x.data(), x.data(), w.norm_weight, w.norm_bias, S, d, c.layer_norm_eps);
+  return x;
+}
+
+}  // namespace ordo::reference

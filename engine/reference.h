@@ -1,0 +1,82 @@
+// ordo: the plain encoder. Read this file first.
+//
+// nn.TransformerEncoder (batch_first, eval mode) for one sequence, written straight from the
+// equations: double precision, no threads, no intrinsics, no buffers reused. Every step is one
+// plain function, output first, sizes last, with its equation above it; forward() at the end
+// calls them in the order of the paper's figure. It is slow on purpose.
+//
+// The fast encoder (engine/encoder.h) computes the same thing on padded batches in float, through
+// the kernels in engine/kernels/; the tests hold it to forward() here, and each fast step in
+// engine/ops.h to its twin here.
+//
+// Dimension letters: S sequence length, d model width, h heads, dh = d/h, F feed-forward width,
+// V vocabulary. Matrices are row-major; a shape comment says (rows, cols). Weights are the model's
+// floats in PyTorch's layout, so a Linear weight W is (out, in) and y = x·Wᵀ + b.
+#pragma once
+
+#include <ordo/engine/model.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace ordo::reference {
+
+// x_t = E[id_t] · scale                                   (nn.Embedding; scale = √d or 1)
+void embed(double* x /* (S, d) */, const int32_t* ids /* (S) */, const float* E /* (V, d) */, int S, int d,
+           double scale);
+
+// PE(t, 2i) = sin(t / base^(2i/d)),  PE(t, 2i+1) = cos(t / base^(2i/d))      [Vaswani et al. 2017, §3.5]
+// i is the pair index; the split layout puts the sines in dims [0, ⌈d/2⌉) and the cosines after
+// them. Rows are positions first_position .. first_position+S-1.
+void sinusoidal_positions(double* pe /* (S, d) */, int S, int d, PeLayout layout, double base, int first_position = 0);
+
+// y = x·Wᵀ + b                                                                 (nn.Linear)
+void linear(double* y /* (M, N) */, const double* x /* (M, K) */, const float* w /* (N, K) */,
+            const float* b /* (N) or null */, int M, int K, int N);
+
+// softmax(z)_j = exp(z_j − max z) / Σ_k exp(z_k − max z), over one row of n, in place.
+void softmax(double* z, int n);
+
+// Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V for one head of L tokens            [§3.2.1]
+// q, k, v: (L, dh) views with row stride ld_qkv; out: (L, dh) with row stride ld_out;
+// probs: the (L, L) attention weights, row i query i's distribution over the keys.
+void attention_head(double* out, const double* q, const double* k, const double* v, double* probs /* (L, L) */, int L,
+                    int dh, int ld_qkv, int ld_out);
+
+// MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,                          [§3.2.2]
+// head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ); the three projections are one Linear, in_proj.
+void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h);
+
+// LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
+void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */,
+                const float* beta /* (d) */, int M, int d, double eps);
+
+// ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form), n values in place.
+void activation(double* x, size_t n, Activation act);
+
+// x = x + r, n values: the residual connection.
+void residual(double* x, const double* r, size_t n);
+
+// FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2                                           [§3.3]
+void feed_forward(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int F,
+                  Activation act);
+
+// The sublayer connection, the one place where post-LN and pre-LN differ:
+//   post-LN (the paper's, norm_first = false):  x = LayerNorm(x + f(x))
+//   pre-LN  (norm_first = true):                 x = x + f(LayerNorm(x))
+// f(out, in) computes one sublayer, (S, d) -> (S, d).
+using Sublayer = std::function<void(double* out, const double* in)>;
+void sublayer(double* x /* (S, d) */, int S, int d, bool norm_first, const float* gamma, const float* beta, double eps,
+              const Sublayer& f);
+
+// One nn.TransformerEncoderLayer: x = sublayer(SelfAttention), then x = sublayer(FFN), on x (S, d).
+void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& c, int S);
+
+// The whole encoder: x_t = E[id_t]·√d + PE(t), the layers, the optional final LayerNorm.
+// Returns the hidden states (S, d). positions = false skips the positional encoding.
+// Throws InputError for an id outside the vocabulary or a sequence past a learned position table.
+std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions = true);
+
+}  // namespace ordo::reference

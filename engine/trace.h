@@ -1,0 +1,85 @@
+// ordo: the steps of a forward pass a caller can watch (EncodeOptions::observe; `ordo trace` and
+// `ordo attention` print them), as a typed list with one table of names and equations.
+#pragma once
+
+#include <ordo/engine/config.h>
+
+namespace ordo {
+
+// In the order the encoder reaches them. Before the layers: Embedding, ScaledEmbedding (when the
+// config scales), SinusoidalPositions or LearnedPositions (when positions are on), Input. Per layer:
+// Qkv, AttentionWeights (per head), HeadsConcatenated, OutputProjection, AttentionResidual,
+// FeedForwardHidden, FeedForwardResidual. After them: FinalNorm (when the config has one).
+enum class StageKind {
+  Embedding,
+  ScaledEmbedding,
+  SinusoidalPositions,
+  LearnedPositions,
+  Input,
+  Qkv,
+  AttentionWeights,
+  HeadsConcatenated,
+  OutputProjection,
+  AttentionResidual,
+  FeedForwardHidden,
+  FeedForwardResidual,
+  FinalNorm,
+};
+
+// A stage's name and equation. Where a model's options change the equation, the variant picks
+// the row: Input, 1 for the √d scale + 2 for positions; the residual stages, 1 for pre-LN;
+// FeedForwardHidden, 1 for GELU.
+struct StageText {
+  StageKind kind;
+  int variant;
+  const char* name;
+  const char* equation;
+};
+
+inline constexpr StageText kStageTable[] = {
+    {StageKind::Embedding, 0, "embedding rows", "e_t = E[id_t]   (row id_t of embedding.weight, (V, d))"},
+    {StageKind::ScaledEmbedding, 0, "after x sqrt(d)", "e_t * sqrt(d)"},
+    {StageKind::SinusoidalPositions, 0, "positional encoding",
+     "PE(t,2i) = sin(t / base^(2i/d)), PE(t,2i+1) = cos(t / base^(2i/d))"},
+    {StageKind::LearnedPositions, 0, "learned positions", "P[t]"},
+    {StageKind::Input, 0, "input", "x_t = E[id_t]"},
+    {StageKind::Input, 1, "input", "x_t = E[id_t] * sqrt(d)"},
+    {StageKind::Input, 2, "input", "x_t = E[id_t] + PE(t)"},
+    {StageKind::Input, 3, "input", "x_t = E[id_t] * sqrt(d) + PE(t)"},
+    {StageKind::Qkv, 0, "q | k | v", "[q k v] = x W_in^T + b_in"},
+    {StageKind::AttentionWeights, 0, "attention weights", "A = softmax(q k^T / sqrt(dh))"},
+    {StageKind::HeadsConcatenated, 0, "heads concatenated", "concat_i(A_i v_i)"},
+    {StageKind::OutputProjection, 0, "output projection", "a = concat W_o^T + b_o"},
+    {StageKind::AttentionResidual, 0, "attention + residual, norm1", "x = norm1(x + SelfAttention(x))"},
+    {StageKind::AttentionResidual, 1, "attention + residual", "x = x + SelfAttention(norm1(x))"},
+    {StageKind::FeedForwardHidden, 0, "feed-forward hidden", "f = ReLU(x W1^T + b1)"},
+    {StageKind::FeedForwardHidden, 1, "feed-forward hidden", "f = GELU(x W1^T + b1)"},
+    {StageKind::FeedForwardResidual, 0, "feed-forward + residual, norm2", "x = norm2(x + (f W2^T + b2))"},
+    {StageKind::FeedForwardResidual, 1, "feed-forward + residual", "x = x + (f W2^T + b2)"},
+    {StageKind::FinalNorm, 0, "final norm", "x = LayerNorm(x)"},
+};
+
+// The row of kStageTable for `kind` in a model with config c; `positions`: whether positions were
+// added to the input (on, and the model has them).
+inline const StageText& stage_text(StageKind kind, const Config& c, bool positions) {
+  int variant = 0;
+  if (kind == StageKind::Input) variant = (c.scale_embedding ? 1 : 0) + (positions ? 2 : 0);
+  if (kind == StageKind::AttentionResidual || kind == StageKind::FeedForwardResidual) variant = c.norm_first ? 1 : 0;
+  if (kind == StageKind::FeedForwardHidden) variant = c.activation == Activation::GELU ? 1 : 0;
+  for (const StageText& s : kStageTable)
+    if (s.kind == kind && s.variant == variant) return s;
+  return kStageTable[0];  // not reached: every (kind, variant) has a row
+}
+
+// A view of one intermediate result of the first sequence of the batch.
+struct Stage {
+  StageKind kind;
+  const char* name;      // from kStageTable
+  const char* equation;  // from kStageTable
+  int layer = -1;        // -1 outside the layer stack
+  int head = -1;         // -1 unless per head
+  const float* data;     // (rows, cols), row stride `stride`
+  int rows, cols, stride;
+};
+
+}  // namespace ordo

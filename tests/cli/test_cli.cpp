@@ -1,0 +1,186 @@
+// The `ordo` command end to end: the built binary, its JSON, its exit codes and its errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using nlohmann::json;
+using test::quote;
+using test::run_ordo;
+
+const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+
+std::vector<json> json_lines(const std::string& out) {
+  std::vector<json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  return lines;
+}
+
+TEST(Cli, EncodeJsonHasTheFieldsInInputOrder) {
+  const auto r = run_ordo("encode --json" + kModel + quote("the cat sat on the mat") + " " + quote("a dog"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["text"], "the cat sat on the mat");
+  EXPECT_EQ(lines[1]["text"], "a dog");
+  for (const json& j : lines) {
+    ASSERT_TRUE(j.contains("pieces") && j.contains("ids") && j.contains("embedding"));
+    EXPECT_EQ(j["pieces"].size(), j["ids"].size());
+    EXPECT_EQ(j["embedding"].size(), 64u);
+  }
+}
+
+TEST(Cli, BatchedJsonEqualsOneTextAtATime) {
+  const std::vector<std::string> texts = {"the cat sat on the mat", "a", "a chicken wants to eat my sister",
+                                          "words in a longer sentence take more positions than the others here"};
+  std::string all;
+  for (const auto& t : texts) all += " " + quote(t);
+  const auto batch = run_ordo("encode --json --pooling none" + kModel + all);
+  ASSERT_EQ(batch.status, 0) << batch.err;
+  const auto lines = json_lines(batch.out);
+  ASSERT_EQ(lines.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto alone = json_lines(run_ordo("encode --json --pooling none" + kModel + quote(texts[i])).out);
+    ASSERT_EQ(alone.size(), 1u);
+    const json &a = lines[i]["hidden"], &b = alone[0]["hidden"];
+    ASSERT_EQ(a.size(), b.size());
+    double worst = 0;
+    for (size_t t = 0; t < a.size(); ++t)
+      for (size_t j = 0; j < a[t].size(); ++j)
+        worst = std::max(worst, std::fabs(a[t][j].get<double>() - b[t][j].get<double>()));
+    EXPECT_LT(worst, 1e-5) << texts[i];
+  }
+}
+
+TEST(Cli, InputFileAndStdinGiveTheSameAsArguments) {
+  test::TempDir dir;
+  const std::string file = dir.path + "/texts.txt";
+  std::ofstream(file) << "\xEF\xBB\xBFthe cat sat on the mat\r\n\na dog\n";
+  const auto from_file = json_lines(run_ordo("encode --json" + kModel + "--input " + file).out);
+  const auto from_stdin = json_lines(run_ordo("encode --json" + kModel, "the cat sat on the mat\n\na dog\n").out);
+  const auto from_args =
+      json_lines(run_ordo("encode --json" + kModel + quote("the cat sat on the mat") + " '' " + quote("a dog")).out);
+  ASSERT_EQ(from_file.size(), 3u);
+  EXPECT_EQ(from_file, from_args);
+  EXPECT_EQ(from_stdin, from_args);
+  EXPECT_EQ(from_file[1]["ids"].size(), 0u) << "an empty line is an empty text";
+}
+
+TEST(Cli, CompareShowsOrderMattersOnlyWithPositions) {
+  const auto r =
+      run_ordo("compare --json" + kModel + quote("the cat sat on the mat") + " " + quote("the mat sat on the cat"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_TRUE(j["same_tokens_reordered"].get<bool>());
+  EXPECT_NEAR(j["cosine"]["without_pe"].get<double>(), 1.0, 1e-6);
+  EXPECT_LT(j["max_abs_diff"]["without_pe"].get<double>(), 1e-5);
+  EXPECT_LT(j["cosine"]["with_pe"].get<double>(), 0.9999);
+  EXPECT_EQ(j["a"]["pieces"].size(), j["b"]["pieces"].size());
+  for (const json& t : j["tokens"]) EXPECT_LT(t["moved_without_pe"].get<double>(), 1e-4) << t["piece"];
+
+  const auto human =
+      run_ordo("compare" + kModel + quote("the cat sat on the mat") + " " + quote("the mat sat on the cat"));
+  ASSERT_EQ(human.status, 0);
+  EXPECT_NE(human.out.find("Same tokens reordered: yes"), std::string::npos);
+  EXPECT_NE(human.out.find("the order changes the result"), std::string::npos);
+}
+
+TEST(Cli, DifferentTokensAreNotCalledReordered) {
+  const auto r = run_ordo("compare --json" + kModel + quote("the cat sat") + " " + quote("a dog ran"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(json::parse(r.out)["same_tokens_reordered"].get<bool>());
+}
+
+void expect_one_error(const test::Run& r, const std::string& must_mention) {
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing should be half-written";
+}
+
+TEST(Cli, BadModelsGiveOneErrorLineAndExitTwo) {
+  test::TempDir dir;
+  expect_one_error(run_ordo("encode --model " + dir.path + "/nowhere hello"),
+                   dir.path + "/nowhere: no such model directory");
+
+  const std::string m = dir.path + "/m";
+  ASSERT_EQ(std::system(("cp -r " + std::string(ORDO_DEFAULT_MODEL) + " " + m).c_str()), 0);
+  std::ofstream(m + "/config.json") << "{\"vocab_size\": 8000, \"d_model\": 64,,}";
+  expect_one_error(run_ordo("encode --model " + m + " hello"), m + "/config.json: not valid JSON");
+
+  ASSERT_EQ(std::system(("cp " + std::string(ORDO_DEFAULT_MODEL) + "/config.json " + m + "/").c_str()), 0);
+  ASSERT_EQ(std::system(("truncate -s 100000 " + m + "/model.safetensors").c_str()), 0);
+  expect_one_error(run_ordo("encode --model " + m + " hello"), m + "/model.safetensors: ");
+
+  ASSERT_EQ(std::system(("truncate -s 5 " + m + "/model.safetensors").c_str()), 0);
+  expect_one_error(run_ordo("encode --model " + m + " hello"), "too short");
+}
+
+TEST(Cli, BadTextAndUsage) {
+  expect_one_error(run_ordo("encode" + kModel, std::string("ok\nbad \xff byte\n")), "stdin: line 2: invalid UTF-8");
+  expect_one_error(run_ordo("encode --pooling max" + kModel + "x"), "--pooling");
+  expect_one_error(run_ordo("compare" + kModel + "onlyone"), "two texts");
+  expect_one_error(run_ordo("frobnicate"), "unknown command");
+  expect_one_error(run_ordo("encode --max-tokens 3" + kModel + quote("the cat sat on the mat")), "--max-tokens 3");
+  const auto cut = run_ordo("encode --json --max-tokens 3 --truncate" + kModel + quote("the cat sat on the mat"));
+  ASSERT_EQ(cut.status, 0) << cut.err;
+  EXPECT_EQ(json::parse(cut.out)["ids"].size(), 3u);
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  for (const char* cmd : {"encode", "compare", "pe", "init", "info"}) {
+    const auto r = run_ordo(std::string(cmd) + " --help");
+    EXPECT_EQ(r.status, 0) << cmd;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd;
+  }
+}
+
+TEST(Cli, InitIsDeterministicAndInfoReadsIt) {
+  test::TempDir dir;
+  const std::string cfg = std::string(ORDO_SOURCE_DIR) + "/models/default/config.json";
+  const std::string tok = std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model";
+  ASSERT_EQ(run_ordo("init --config " + cfg + " --seed 5 --out " + dir.path + "/a --tokenizer " + tok).status, 0);
+  ASSERT_EQ(run_ordo("init --config " + cfg + " --seed 5 --out " + dir.path + "/b --tokenizer " + tok).status, 0);
+  EXPECT_EQ(std::system(("cmp -s " + dir.path + "/a/model.safetensors " + dir.path + "/b/model.safetensors").c_str()),
+            0);
+  const auto info = run_ordo("info --check --model " + dir.path + "/a");
+  ASSERT_EQ(info.status, 0) << info.err;
+  // 8000·64 + 2 layers · (3·64·64 + 3·64 + 64·64 + 64 + 256·64 + 256 + 64·256 + 64 + 4·64)
+  EXPECT_NE(info.out.find("parameters  611968 "), std::string::npos) << info.out;
+}
+
+TEST(Cli, PeTableAndCsv) {
+  test::TempDir dir;
+  const auto r = run_ordo("pe --positions 3 --dim 4 --csv " + dir.path + "/pe.csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream csv(dir.path + "/pe.csv");
+  std::string header, row0, row1;
+  std::getline(csv, header);
+  std::getline(csv, row0);
+  std::getline(csv, row1);
+  EXPECT_EQ(header, "position,d0,d1,d2,d3");
+  EXPECT_EQ(row0, "0,0,1,0,1");
+  EXPECT_EQ(row1, "1,0.841470957,0.540302277,0.00999983307,0.999949992");
+}
+
+// cxxopts splits a vector value at commas by default; a text with a comma must stay one text.
+TEST(Cli, TextWithCommasIsOneText) {
+  const auto r =
+      run_ordo("encode --json" + kModel + quote("Hello there, this is one text, not three") + " " + quote("a, b"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["text"], "Hello there, this is one text, not three");
+  EXPECT_EQ(lines[1]["text"], "a, b");
+}
+
+}  // namespace
+}  // namespace ordo

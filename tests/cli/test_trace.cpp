@@ -1,0 +1,170 @@
+// ordo trace and ordo attention: the stages are there, in order, and their numbers agree with one
+// another and with ordo encode.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli_util.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using test::quote;
+using test::run_ordo;
+
+const std::string kText = "the cat sat on the mat";  // 6 pieces in the default model
+
+// The numbers of stage `heading` ("[5] input"): one row per token, the values after its label.
+std::vector<std::vector<double>> stage_rows(const std::string& out, const std::string& heading, int rows) {
+  const size_t at = out.find("\n" + heading + " ");
+  if (at == std::string::npos) return {};
+  std::istringstream in(out.substr(at + 1));
+  std::string line;
+  std::getline(in, line);  // heading
+  std::getline(in, line);  // equation
+  std::getline(in, line);  // column numbers or keys
+  std::vector<std::vector<double>> table;
+  for (int r = 0; r < rows && std::getline(in, line); ++r) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    std::vector<double> v;
+    for (size_t i = 2; i < w.size(); ++i) v.push_back(std::stod(w[i]));  // skip "t" and the piece
+    table.push_back(v);
+  }
+  return table;
+}
+
+TEST(Trace, EveryStageInOrder) {
+  const auto r = run_ordo("trace " + quote(kText));
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t pos = 0;
+  for (const char* stage :
+       {"pieces and ids", "embedding rows", "after x sqrt(d)", "positional encoding", "input", "layer 0 of 2",
+        "q | k | v", "attention weights, head 0", "attention weights, head 3", "heads concatenated",
+        "output projection", "attention + residual, norm1", "feed-forward hidden", "feed-forward + residual, norm2",
+        "layer 1 of 2", "final hidden states", "pooled vector"}) {
+    const size_t next = r.out.find(stage, pos);
+    ASSERT_NE(next, std::string::npos) << "missing or out of order: " << stage;
+    pos = next;
+  }
+  int heads = 0;
+  for (size_t p = 0; (p = r.out.find("] attention weights, head", p)) != std::string::npos; ++p) ++heads;
+  EXPECT_EQ(heads, 2 * 4);  // every head of every layer
+  EXPECT_NE(r.out.find("(S, 3d) = (6, 192)"), std::string::npos);
+  EXPECT_NE(r.out.find("(S, F) = (6, 256)"), std::string::npos);
+}
+
+TEST(Trace, InputIsScaledEmbeddingPlusPositions) {
+  const auto r = run_ordo("trace --dims 10 " + quote(kText));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto e = stage_rows(r.out, "[2] embedding rows", 6), scaled = stage_rows(r.out, "[3] after x sqrt(d)", 6),
+             pe = stage_rows(r.out, "[4] positional encoding", 6), x = stage_rows(r.out, "[5] input", 6);
+  ASSERT_EQ(x.size(), 6u);
+  for (int t = 0; t < 6; ++t) {
+    ASSERT_EQ(x[t].size(), 10u);
+    for (int j = 0; j < 10; ++j) {
+      EXPECT_NEAR(scaled[t][j], e[t][j] * 8.0, 8 * 5e-5 + 5e-5);  // √64 = 8; values printed to 4 decimals
+      EXPECT_NEAR(x[t][j], scaled[t][j] + pe[t][j], 1.5e-4);
+    }
+  }
+  EXPECT_NEAR(pe[1][0], std::sin(1.0), 5e-5);
+  EXPECT_NEAR(pe[1][1], std::cos(1.0), 5e-5);
+}
+
+TEST(Trace, AttentionRowsSumToOne) {
+  const auto r = run_ordo("trace " + quote(kText));
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (int n = 7; n <= 10; ++n) {
+    const auto A = stage_rows(r.out, "[" + std::to_string(n) + "] attention weights, head " + std::to_string(n - 7), 6);
+    ASSERT_EQ(A.size(), 6u) << n;
+    for (const auto& row : A) {
+      double sum = 0;
+      for (double a : row) {
+        EXPECT_GE(a, 0.0);
+        sum += a;
+      }
+      EXPECT_NEAR(sum, 1.0, 6 * 5e-5);
+    }
+  }
+}
+
+TEST(Trace, EndsWithWhatEncodeGives) {
+  const auto r = run_ordo("trace --dims 8 " + quote(kText));
+  const auto e = run_ordo("encode --json --pooling none " + quote(kText));
+  const auto m = run_ordo("encode --json " + quote(kText));
+  ASSERT_EQ(r.status + e.status + m.status, 0) << r.err << e.err << m.err;
+  const auto hidden = nlohmann::json::parse(e.out)["hidden"];
+  const auto h = stage_rows(r.out, "[26] final hidden states", 6);
+  ASSERT_EQ(h.size(), 6u);
+  for (int t = 0; t < 6; ++t)
+    for (int j = 0; j < 8; ++j) EXPECT_NEAR(h[t][j], hidden[t][j].get<double>(), 5.1e-5) << t << "," << j;
+  // The pooled line: "  [  0.4357,   0.6735, ...] |v| = 6.1767"
+  const auto pooled = nlohmann::json::parse(m.out)["embedding"];
+  std::string line = r.out.substr(r.out.find("[", r.out.find("[27] pooled vector") + 5));
+  std::istringstream in(line.substr(1));
+  for (int j = 0; j < 8; ++j) {
+    double v;
+    char comma;
+    in >> v >> comma;
+    EXPECT_NEAR(v, pooled[j].get<double>(), 5.1e-5) << j;
+  }
+}
+
+TEST(Trace, NoPeDropsThePositions) {
+  const auto r = run_ordo("trace --no-pe " + quote(kText));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("positional encoding"), std::string::npos);
+  EXPECT_EQ(stage_rows(r.out, "[3] after x sqrt(d)", 6), stage_rows(r.out, "[4] input", 6));
+}
+
+TEST(Attention, SameTableAsTheTrace) {
+  const auto a = run_ordo("attention --layer 1 --head 2 " + quote(kText));
+  const auto t = run_ordo("trace " + quote(kText));
+  ASSERT_EQ(a.status + t.status, 0) << a.err << t.err;
+  // Layer 0 is stages 6 .. 15 (q | k | v, 4 heads, 5 more); layer 1 has q | k | v at 16, head 2 at 19.
+  const auto from_trace = stage_rows(t.out, "[19] attention weights, head 2", 6);
+  // Its table, read the same way: the line "row = query token ..." stands where the trace has the equation.
+  const auto from_attention =
+      stage_rows("\n[0] attention (S, S)\n" + a.out.substr(a.out.find("row = query")), "[0] attention", 6);
+  ASSERT_EQ(from_trace.size(), 6u);
+  EXPECT_EQ(from_attention, from_trace);
+}
+
+TEST(Attention, BadLayerOrHeadIsAUsageError) {
+  for (const char* args : {"--layer 2", "--head 4", "--layer -1"}) {
+    const auto r = run_ordo(std::string("attention ") + args + " " + quote(kText));
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("error: ordo attention: ", 0), 0u) << r.err;
+  }
+  EXPECT_EQ(run_ordo("trace " + quote("")).status, 2);
+}
+
+}  // namespace
+}  // namespace ordo
+
+namespace ordo {
+namespace {
+
+TEST(Attention, ACommaStaysInsideTheText) {
+  const auto r = test::run_ordo("attention " + test::quote("a cat, a mat"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(S, S) = (5, 5)"), std::string::npos) << r.out;  // ▁a ▁cat , ▁a ▁mat
+  EXPECT_EQ(test::run_ordo("attention a b").status, 2);                  // two texts: a usage error
+}
+
+TEST(Attention, AnUnwritablePictureStopsBeforePrinting) {
+  test::TempDir dir;
+  for (const std::string cmd : {"attention a --png ", "pe --png "}) {
+    const auto r = test::run_ordo(cmd + dir.path + "/missing/x.png");
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ordo

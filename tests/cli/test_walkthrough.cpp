@@ -1,0 +1,160 @@
+// docs/walkthrough.md stays true: every `ordo ...` command in its ```sh blocks runs and exits 0; the
+// ```text block after a command holds lines of what it prints (a "..." line stands for lines left
+// out), compared token by token with numbers allowed float-rounding slack; and a picture the doc
+// shows under docs/img/ is, pixel for pixel, what its command draws.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli_util.h"
+#include "teach/png_read.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+struct Example {
+  int line;                           // in the doc
+  std::string command;                // "ordo pe --positions 6"
+  std::vector<std::string> expected;  // the text block after it, if any
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<Example> examples(const std::string& doc) {
+  std::vector<Example> out;
+  const auto lines = lines_of(doc);
+  bool last_was_sh = false;  // the previous fenced block was ```sh (blank lines between are fine)
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i] == "```sh" || lines[i] == "```text") {
+      const bool sh = lines[i] == "```sh";
+      std::vector<std::string> body;
+      size_t j = i + 1;
+      for (; j < lines.size() && lines[j] != "```"; ++j) body.push_back(lines[j]);
+      if (sh) {
+        for (size_t k = 0; k < body.size(); ++k)
+          if (body[k].rfind("ordo ", 0) == 0) out.push_back({int(i + k + 2), body[k], {}});
+      } else if (last_was_sh && !out.empty()) {
+        out.back().expected = body;
+      }
+      last_was_sh = sh;
+      i = j;
+    } else if (!lines[i].empty()) {
+      last_was_sh = false;
+    }
+  }
+  return out;
+}
+
+// "0.4357," -> 0.4357; false when the token is not a number.
+bool number(std::string token, double* v) {
+  while (!token.empty() && std::string("[(").find(token.front()) != std::string::npos) token.erase(0, 1);
+  while (!token.empty() && std::string(",;:)]").find(token.back()) != std::string::npos) token.pop_back();
+  if (token.empty()) return false;
+  char* end = nullptr;
+  *v = std::strtod(token.c_str(), &end);
+  return *end == '\0';
+}
+
+// Same words; numbers within float-rounding slack (the last printed digit, and noise below 2e-4).
+bool same_line(const std::string& want, const std::string& got) {
+  std::istringstream a(want), b(got);
+  std::string x, y;
+  while (true) {
+    const bool more_a = bool(a >> x), more_b = bool(b >> y);
+    if (more_a != more_b) return false;
+    if (!more_a) return true;
+    double u, v;
+    if (number(x, &u) && number(y, &v)) {
+      if (std::fabs(u - v) > 2e-4 + 1e-3 * std::fabs(u)) return false;
+    } else if (x != y) {
+      return false;
+    }
+  }
+}
+
+// Each run of expected lines between "..." lines appears in `got` as consecutive lines, runs in order.
+std::string mismatch(const std::vector<std::string>& want, const std::vector<std::string>& got) {
+  size_t from = 0, i = 0;
+  while (i < want.size()) {
+    if (want[i] == "..." || want[i].empty()) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    while (i + n < want.size() && want[i + n] != "...") ++n;
+    bool found = false;
+    for (size_t s = from; s + n <= got.size() && !found; ++s) {
+      size_t k = 0;
+      while (k < n && same_line(want[i + k], got[s + k])) ++k;
+      if (k == n) found = true, from = s + n;
+    }
+    if (!found) return want[i];
+    i += n;
+  }
+  return "";
+}
+
+TEST(Walkthrough, EveryCommandRunsAndPrintsWhatTheDocShows) {
+  std::ifstream in(std::string(ORDO_SOURCE_DIR) + "/docs/walkthrough.md");
+  ASSERT_TRUE(in) << "docs/walkthrough.md is missing";
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const auto all = examples(doc.str());
+  ASSERT_GE(all.size(), 8u) << "the walkthrough should show its commands in ```sh blocks";
+  test::TempDir dir;
+  int with_output = 0;
+  for (const Example& e : all) {
+    SCOPED_TRACE("docs/walkthrough.md:" + std::to_string(e.line) + ": " + e.command);
+    const std::string cmd =
+        "cd " + test::quote(dir.path) + " && " + std::string(ORDO_BINARY) + e.command.substr(4) + " 2>&1";
+    std::string out;
+    int status = -1;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[65536];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+      const int st = ::pclose(p);
+      status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    }
+    ASSERT_EQ(status, 0) << out;
+    if (!e.expected.empty()) {
+      ++with_output;
+      EXPECT_EQ(mismatch(e.expected, lines_of(out)), "") << "this line of the doc is not in the output:\n" << out;
+    }
+    // A picture: the one under docs/img/ must be what the command draws now.
+    std::istringstream words(e.command);
+    for (std::string w, prev; words >> w; prev = w) {
+      if (prev != "--png" && prev != "--similarity-png") continue;
+      const auto made = test::read_png(dir.path + "/" + w);
+      const auto shown = test::read_png(std::string(ORDO_SOURCE_DIR) + "/docs/img/" + w);
+      ASSERT_GT(made.width, 0) << w;
+      ASSERT_GT(shown.width, 0) << "docs/img/" << w << " is missing";
+      EXPECT_EQ(made.width, shown.width);
+      EXPECT_EQ(made.height, shown.height);
+      EXPECT_TRUE(made.rgb == shown.rgb) << "docs/img/" << w << " differs from what the command draws";
+    }
+  }
+  EXPECT_GE(with_output, 5) << "the walkthrough should show what its commands print";
+}
+
+TEST(Walkthrough, TheCheckerCatchesAChangedNumber) {
+  const std::vector<std::string> got = {"a 1.0000 b", "c 2.5000", "d 3", "e"};
+  EXPECT_EQ(mismatch({"a 1.0000 b", "...", "d 3"}, got), "");
+  EXPECT_EQ(mismatch({"c 2.50004"}, got), "");                           // rounding in the last digit
+  EXPECT_EQ(mismatch({"c 2.5100"}, got), "c 2.5100");                    // a different number
+  EXPECT_EQ(mismatch({"a 1.0000 b", "d 3"}, got), "a 1.0000 b");         // not consecutive without "..."
+  EXPECT_EQ(mismatch({"d 3", "...", "a 1.0000 b"}, got), "a 1.0000 b");  // out of order
+}
+
+}  // namespace
+}  // namespace ordo

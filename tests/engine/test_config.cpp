@@ -1,0 +1,89 @@
+// config.json: defaults, and errors that name the key.
+#include <gtest/gtest.h>
+#include <ordo/engine/config.h>
+#include <ordo/errors.h>
+
+namespace ordo {
+namespace {
+
+const char* kMinimal = R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1,
+                           "positional_encoding": "sinusoidal"})";
+
+TEST(Config, DefaultsAreTheDocumentedOnes) {
+  const Config c = parse_config(kMinimal, "config.json");
+  EXPECT_EQ(c.activation, Activation::ReLU);
+  EXPECT_FALSE(c.norm_first);
+  EXPECT_FALSE(c.final_norm);
+  EXPECT_DOUBLE_EQ(c.layer_norm_eps, 1e-5);
+  EXPECT_EQ(c.pe_layout, PeLayout::Interleaved);
+  EXPECT_DOUBLE_EQ(c.pe_base, 10000.0);
+  EXPECT_TRUE(c.scale_embedding);
+  EXPECT_EQ(c.tokenizer, "tokenizer.model");
+  EXPECT_FALSE(c.add_bos);
+  EXPECT_FALSE(c.add_eos);
+  EXPECT_EQ(c.head_dim(), 4);
+}
+
+TEST(Config, RoundTripsThroughJson) {
+  Config c = parse_config(kMinimal, "config.json");
+  c.activation = Activation::GELU;
+  c.norm_first = c.final_norm = true;
+  c.positional_encoding = PositionalEncoding::Learned;
+  c.max_positions = 77;
+  c.pe_layout = PeLayout::Split;
+  const Config back = parse_config(config_to_json(c), "again");
+  EXPECT_EQ(back.activation, Activation::GELU);
+  EXPECT_TRUE(back.norm_first && back.final_norm);
+  EXPECT_EQ(back.positional_encoding, PositionalEncoding::Learned);
+  EXPECT_EQ(back.max_positions, 77);
+  EXPECT_EQ(back.pe_layout, PeLayout::Split);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_config(text, "m/config.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string with(const std::string& key_value) {
+  std::string s = kMinimal;
+  return s.substr(0, s.size() - 1) + ", " + key_value + "}";
+}
+
+TEST(Config, ErrorsNameTheKey) {
+  EXPECT_EQ(error_of("{nope").rfind("m/config.json: not valid JSON: parse error at line 1, column 3", 0), 0u);
+  EXPECT_EQ(error_of(R"({"d_model": 8})"), "m/config.json: missing required key \"vocab_size\"");
+  EXPECT_NE(error_of(with(R"("activation": "swish")")).find("\"activation\" must be \"relu\" | \"gelu\""),
+            std::string::npos);
+  EXPECT_NE(error_of(with(R"("norm_first": "yes")")).find("\"norm_first\" must be true or false"), std::string::npos);
+  EXPECT_NE(error_of(with(R"("layer_norm_eps": 0)")).find("\"layer_norm_eps\" must be a positive number"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(R"("pe_layout": "zigzag")")).find("\"pe_layout\""), std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": 100, "d_model": 10, "n_heads": 3, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
+          .find("divisible"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "learned"})")
+          .find("\"max_positions\""),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": -5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
+          .find("\"vocab_size\" must be positive"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"vocab_size": 2.5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
+          .find("\"vocab_size\" must be a positive integer"),
+      std::string::npos);
+  EXPECT_NE(error_of(with(R"("tokenizer": "../../etc/passwd")")).find("inside the model directory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ordo

@@ -1,0 +1,277 @@
+// The fast paths against their plain references: linear's two kernels, softmax and LayerNorm on
+// sizes that are not multiples of the vector width or the tile, at several thread counts, and the
+// thread pool itself.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "engine/kernels/blas.h"
+#include "engine/kernels/parallel.h"
+#include "engine/kernels/small_m.h"
+#include "engine/ops.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using test::max_abs_diff;
+using test::random_floats;
+using test::ThreadsGuard;
+
+using Kernel = void (*)(float*, const float*, const float*, const float*, int, int, int);
+
+void expect_matches_reference(Kernel kernel, const char* name, int M, int K, int N) {
+  const auto x = random_floats(size_t(M) * K, 11 + M), w = random_floats(size_t(N) * K, 13 + N),
+             b = random_floats(N, 17);
+  std::vector<float> fast(size_t(M) * N, -7.0f), slow(size_t(M) * N);
+  for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+    kernel(fast.data(), x.data(), w.data(), bias, M, K, N);
+    test::linear_reference(slow.data(), x.data(), w.data(), bias, M, K, N);
+    // |error| of a float dot product of K terms in [-1, 1] stays well under 1e-6·K
+    const double diff = max_abs_diff(fast.data(), slow.data(), fast.size());
+    EXPECT_LT(diff, 1e-6 * K + 1e-6) << name << " " << M << "x" << K << "x" << N << (bias ? " bias" : "") << " threads "
+                                     << kernel_threads() << ": max diff " << diff;
+  }
+}
+
+TEST(Kernels, SmallMMatchesReferenceOnOddSizes) {
+  ThreadsGuard guard;
+  for (int threads : {1, 2, 3}) {
+    set_kernel_threads(threads);
+    for (int M : {1, 2, 3, 4, 5, 7, 8, 9, 33, 48, 64, 65, 130})
+      for (auto [K, N] : {std::tuple{1, 1}, {5, 3}, {15, 4}, {16, 5}, {17, 7}, {31, 33}, {64, 100}, {513, 67}})
+        expect_matches_reference(linear_small_m, "linear_small_m", M, K, N);
+  }
+}
+
+TEST(Kernels, BlasMatchesReferenceOnOddSizes) {
+  ThreadsGuard guard;
+  for (int threads : {1, 2, 3}) {
+    set_kernel_threads(threads);
+    for (auto [M, K, N] : {std::tuple{1, 3, 2}, {49, 17, 9}, {100, 64, 192}, {130, 33, 257}, {64, 512, 129}})
+      expect_matches_reference(linear_blas, "linear_blas", M, K, N);
+  }
+}
+
+TEST(Kernels, LinearPicksEachPathAndAllAgree) {
+  for (int M : {1, 8, 9, 16, 17, 200}) expect_matches_reference(linear, "linear", M, 96, 80);
+}
+
+TEST(Kernels, SmallMGivesTheSameBitsAtAnyThreadCount) {
+  // Each output is one tile's dot product, whoever computes it: the split cannot change a bit.
+  ThreadsGuard guard;
+  const int M = 7, K = 300, N = 250;
+  const auto x = random_floats(size_t(M) * K, 1), w = random_floats(size_t(N) * K, 2), b = random_floats(N, 3);
+  std::vector<float> one(size_t(M) * N), three(size_t(M) * N);
+  set_kernel_threads(1);
+  linear_small_m(one.data(), x.data(), w.data(), b.data(), M, K, N);
+  set_kernel_threads(3);
+  linear_small_m(three.data(), x.data(), w.data(), b.data(), M, K, N);
+  EXPECT_EQ(one, three);
+}
+
+TEST(Kernels, SoftmaxMatchesTheFormulaInDouble) {
+  // Rows of every length from 1 to 40 (vector tails), scores spread over ±60 so some weights
+  // underflow towards 0, and a masked tail.
+  for (int valid = 1; valid <= 40; ++valid) {
+    const int cols = valid + 3;
+    auto z = random_floats(size_t(2) * cols, 100 + valid, 60.0f);
+    const auto in = z;
+    softmax_rows(z.data(), 2, cols, valid);
+    for (int r = 0; r < 2; ++r) {
+      const float* zi = in.data() + size_t(r) * cols;
+      const double max = *std::max_element(zi, zi + valid);
+      double sum = 0;
+      for (int j = 0; j < valid; ++j) sum += std::exp(double(zi[j]) - max);
+      for (int j = 0; j < cols; ++j) {
+        const double want = j < valid ? std::exp(double(zi[j]) - max) / sum : 0.0;
+        ASSERT_NEAR(z[size_t(r) * cols + j], want, 1e-6 * want + 1e-12) << "valid " << valid << " col " << j;
+      }
+    }
+  }
+}
+
+// n floats that end where an unreadable page begins: a kernel reading past its last value faults.
+class GuardedFloats {
+ public:
+  explicit GuardedFloats(const std::vector<float>& values) : n_(values.size()) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE)), data_pages = (n_ * sizeof(float) + page - 1) / page;
+    bytes_ = (data_pages + 1) * page;
+    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(base_, MAP_FAILED);
+    EXPECT_EQ(mprotect(static_cast<char*>(base_) + data_pages * page, page, PROT_NONE), 0);
+    data_ = reinterpret_cast<float*>(static_cast<char*>(base_) + data_pages * page) - n_;
+    std::copy(values.begin(), values.end(), data_);
+  }
+  ~GuardedFloats() { munmap(base_, bytes_); }
+  GuardedFloats(const GuardedFloats&) = delete;
+  GuardedFloats& operator=(const GuardedFloats&) = delete;
+  float* data() { return data_; }
+  std::vector<float> values() const { return std::vector<float>(data_, data_ + n_); }
+
+ private:
+  size_t n_, bytes_ = 0;
+  void* base_ = nullptr;
+  float* data_ = nullptr;
+};
+
+TEST(Kernels, SoftmaxReadsNoFurtherThanItsRows) {
+  for (int valid : {1, 5, 17, 33}) {
+    const auto z = random_floats(size_t(2) * valid, 500 + valid, 5.0f);
+    GuardedFloats guarded(z);
+    softmax_rows(guarded.data(), 2, valid, valid);
+    auto want = z;
+    softmax_rows(want.data(), 2, valid, valid);
+    EXPECT_EQ(guarded.values(), want) << "valid " << valid;
+  }
+}
+
+TEST(Kernels, SoftmaxRowsSumToOne) {
+  // The probabilities `ordo attention` shows: each row a distribution, at lengths past 64 too.
+  for (int valid : {1, 15, 16, 17, 63, 64, 65, 70, 200}) {
+    auto z = random_floats(size_t(3) * valid, 300 + valid, 20.0f);
+    softmax_rows(z.data(), 3, valid, valid);
+    for (int r = 0; r < 3; ++r) {
+      double sum = 0;
+      for (int j = 0; j < valid; ++j) {
+        ASSERT_GE(z[size_t(r) * valid + j], 0.0f);
+        sum += z[size_t(r) * valid + j];
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-6) << "valid " << valid << " row " << r;
+    }
+  }
+}
+
+// Rows centred away from 0 (mean 3, spread 2), as the residual stream is: the float lanes of the
+// fast path must not lose the variance to the mean. γ and β random.
+struct NormCase {
+  std::vector<float> x, r, gamma, beta;
+  NormCase(int M, int d)
+      : x(random_floats(size_t(M) * d, 40 + M * 7 + d, 2.0f)),
+        r(random_floats(size_t(M) * d, 50 + d, 1.0f)),
+        gamma(random_floats(d, 60 + d, 1.5f)),
+        beta(random_floats(d, 70 + d, 0.5f)) {
+    for (float& v : x) v += 3.0f;
+  }
+};
+
+// Per row: |fast − reference| ≤ 1e-6 · max(1, max |reference|) + 4ε · max |x| / σ · max |γ|, ε = 2⁻²⁴.
+// The second term is the float rounding of x and of the mean, which the division by the standard
+// deviation σ = √(var + eps) magnifies on rows of small spread (PyTorch's float LayerNorm shares it).
+void expect_norm_close(const std::vector<float>& fast, const std::vector<float>& want, const std::vector<float>& x,
+                       const std::vector<float>& gamma, const char* name, int M, int d, float eps) {
+  double max_gamma = 0;
+  for (float g : gamma) max_gamma = std::max(max_gamma, std::fabs(double(g)));
+  for (int m = 0; m < M; ++m) {
+    const float *xi = x.data() + size_t(m) * d, *wi = want.data() + size_t(m) * d;
+    double mean = 0, var = 0, max_x = 0, max_y = 1;
+    for (int j = 0; j < d; ++j) mean += xi[j] / double(d);
+    for (int j = 0; j < d; ++j) {
+      var += (xi[j] - mean) * (xi[j] - mean) / d;
+      max_x = std::max(max_x, std::fabs(double(xi[j])));
+      max_y = std::max(max_y, std::fabs(double(wi[j])));
+    }
+    const double tolerance = 1e-6 * max_y + 4 * std::ldexp(1.0, -24) * max_x / std::sqrt(var + eps) * max_gamma;
+    const double diff = max_abs_diff(fast.data() + size_t(m) * d, wi, d);
+    ASSERT_LE(diff, tolerance) << name << " M " << M << " d " << d << " row " << m << " threads " << kernel_threads()
+                               << ": max diff " << diff;
+  }
+}
+
+TEST(Kernels, LayerNormMatchesReferenceOnOddSizes) {
+  ThreadsGuard guard;
+  for (int threads : {1, 2, 3}) {
+    set_kernel_threads(threads);
+    for (int d : {1, 2, 3, 15, 16, 17, 33, 80, 512, 515})
+      for (int M = 1; M <= 70; M += (d > 100 ? 23 : 1)) {
+        const NormCase c(M, d);
+        std::vector<float> fast(c.x.size(), -7.0f), want(c.x.size());
+        layer_norm(fast.data(), c.x.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
+        test::layer_norm_reference(want.data(), c.x.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
+        expect_norm_close(fast, want, c.x, c.gamma, "layer_norm", M, d, 1e-5f);
+        std::vector<float> in_place = c.x;  // out == x
+        layer_norm(in_place.data(), in_place.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
+        EXPECT_EQ(in_place, fast) << "in place, M " << M << " d " << d;
+      }
+  }
+}
+
+TEST(Kernels, LayerNormReadsNoFurtherThanItsRows) {
+  // x, r, γ and β each end at an unreadable page, at widths with a masked tail.
+  for (int d : {3, 17, 40}) {
+    const int M = 3;
+    const NormCase c(M, d);
+    GuardedFloats x(c.x), r(c.r), gamma(c.gamma), beta(c.beta), out(std::vector<float>(c.x.size()));
+    std::vector<float> want(c.x.size());
+    layer_norm(out.data(), x.data(), gamma.data(), beta.data(), M, d, 1e-5f);
+    layer_norm(want.data(), c.x.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
+    EXPECT_EQ(out.values(), want) << "layer_norm d " << d;
+    add_layer_norm(x.data(), r.data(), gamma.data(), beta.data(), M, d, 1e-5f);
+    auto sum = c.x;
+    add_layer_norm(sum.data(), c.r.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
+    EXPECT_EQ(x.values(), sum) << "add_layer_norm d " << d;
+  }
+}
+
+TEST(Kernels, AddLayerNormIsTheSumNormed) {
+  ThreadsGuard guard;
+  for (int threads : {1, 2, 3}) {
+    set_kernel_threads(threads);
+    for (int d : {1, 7, 16, 17, 100, 512})
+      for (int M : {1, 2, 31, 32, 33, 64, 65, 70, 200}) {
+        const NormCase c(M, d);
+        std::vector<float> sum(c.x.size()), want(c.x.size());
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] = c.x[i] + c.r[i];
+        test::layer_norm_reference(want.data(), sum.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
+        std::vector<float> x = c.x;
+        add_layer_norm(x.data(), c.r.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
+        expect_norm_close(x, want, sum, c.gamma, "add_layer_norm", M, d, 1e-5f);
+        x = c.x;
+        add_residual(x.data(), c.r.data(), M, d);
+        EXPECT_EQ(x, sum) << "add_residual M " << M << " d " << d;
+      }
+  }
+}
+
+TEST(Kernels, ActivateEveryValueAcrossBlocks) {
+  // More values than one block of the split (2^16), and a ragged end.
+  ThreadsGuard guard;
+  set_kernel_threads(2);
+  const size_t n = (size_t(1) << 17) + 5;
+  const auto x = random_floats(n, 5, 4.0f);
+  auto relu = x, gelu = x;
+  activate(relu.data(), n, Activation::ReLU);
+  activate(gelu.data(), n, Activation::GELU);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(relu[i], std::max(x[i], 0.0f)) << i;
+    const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+    ASSERT_NEAR(gelu[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << i;
+  }
+}
+
+TEST(Parallel, EveryTaskRunsOnceOnAValidThread) {
+  ThreadsGuard guard;
+  for (int threads : {1, 2, 4}) {
+    set_kernel_threads(threads);
+    ASSERT_EQ(kernel_threads(), threads);
+    for (int n : {0, 1, 5, 1000}) {
+      std::vector<std::atomic<int>> runs(n);
+      std::atomic<int> bad_thread{0};
+      parallel_for(n, [&](int task, int thread) {
+        runs[task].fetch_add(1);
+        if (thread < 0 || thread >= threads) bad_thread.fetch_add(1);
+      });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(runs[i].load(), 1) << "task " << i << " of " << n;
+      EXPECT_EQ(bad_thread.load(), 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ordo

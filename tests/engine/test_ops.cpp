@@ -1,0 +1,159 @@
+// The math core against hand-computed values and against its plain reference twins.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/ops.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using test::max_abs_diff;
+using test::random_floats;
+
+TEST(Positions, FirstRowIsSinZeroCosZero) {
+  std::vector<float> pe(8);
+  sinusoidal_positions(pe.data(), 1, 8, PeLayout::Interleaved, 10000.0);
+  EXPECT_EQ(pe, (std::vector<float>{0, 1, 0, 1, 0, 1, 0, 1}));
+  sinusoidal_positions(pe.data(), 1, 8, PeLayout::Split, 10000.0);
+  EXPECT_EQ(pe, (std::vector<float>{0, 0, 0, 0, 1, 1, 1, 1}));
+}
+
+TEST(Positions, DimFourPositionOne) {
+  // d = 4: frequencies 1/10000^(0/4) = 1 and 1/10000^(2/4) = 0.01.
+  std::vector<float> pe(2 * 4);
+  sinusoidal_positions(pe.data(), 2, 4, PeLayout::Interleaved, 10000.0);
+  const float expected[] = {0.8414709848f, 0.5403023059f, 0.0099998333f,
+                            0.9999500004f};  // sin 1, cos 1, sin .01, cos .01
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(pe[4 + j], expected[j], 1e-7) << "dim " << j;
+  sinusoidal_positions(pe.data(), 2, 4, PeLayout::Split, 10000.0);
+  const float split[] = {expected[0], expected[2], expected[1], expected[3]};
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(pe[4 + j], split[j], 1e-7) << "dim " << j;
+}
+
+TEST(Positions, MatchTheFormulaInDouble) {
+  const int N = 300, d = 512;
+  std::vector<float> pe(size_t(N) * d), tail(size_t(10) * d);
+  sinusoidal_positions(pe.data(), N, d, PeLayout::Interleaved, 10000.0);
+  double worst = 0;
+  for (int t = 0; t < N; ++t)
+    for (int j = 0; j < d; ++j) {
+      const int i = j / 2;
+      const double angle = t / std::pow(10000.0, 2.0 * i / d);
+      const double want = j % 2 == 0 ? std::sin(angle) : std::cos(angle);
+      worst = std::max(worst, std::fabs(want - pe[size_t(t) * d + j]));
+    }
+  EXPECT_LT(worst, 1e-7);
+  // Rows computed from a later starting position are the same rows.
+  sinusoidal_positions(tail.data(), 10, d, PeLayout::Interleaved, 10000.0, N - 10);
+  EXPECT_EQ(max_abs_diff(tail.data(), pe.data() + size_t(N - 10) * d, tail.size()), 0.0);
+}
+
+TEST(Linear, MatchesTripleLoop) {
+  for (auto [M, K, N] : {std::tuple{1, 3, 2}, {5, 17, 9}, {64, 64, 192}, {33, 128, 7}}) {
+    const auto x = random_floats(size_t(M) * K, 1), w = random_floats(size_t(N) * K, 2), b = random_floats(N, 3);
+    std::vector<float> fast(size_t(M) * N), slow(size_t(M) * N);
+    for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+      linear(fast.data(), x.data(), w.data(), bias, M, K, N);
+      test::linear_reference(slow.data(), x.data(), w.data(), bias, M, K, N);
+      const double diff = max_abs_diff(fast.data(), slow.data(), fast.size());
+      EXPECT_LT(diff, 1e-5 * K) << M << "x" << K << "x" << N << (bias ? " with bias" : " no bias") << ": max diff "
+                                << diff;
+    }
+  }
+}
+
+TEST(Linear, HandComputed) {
+  // x = [1 2], W = [[1 0], [0 1], [1 1]], b = [0.5 0 -1]  →  y = [1.5, 2, 2]
+  const float x[] = {1, 2}, w[] = {1, 0, 0, 1, 1, 1}, b[] = {0.5f, 0, -1};
+  float y[3];
+  linear(y, x, w, b, 1, 2, 3);
+  EXPECT_FLOAT_EQ(y[0], 1.5f);
+  EXPECT_FLOAT_EQ(y[1], 2.0f);
+  EXPECT_FLOAT_EQ(y[2], 2.0f);
+}
+
+TEST(Softmax, HandComputed) {
+  std::vector<float> z = {1, 2, 3};
+  softmax_rows(z.data(), 1, 3, 3);
+  EXPECT_NEAR(z[0], 0.09003057317, 1e-7);
+  EXPECT_NEAR(z[1], 0.24472847105, 1e-7);
+  EXPECT_NEAR(z[2], 0.66524095577, 1e-7);
+}
+
+TEST(Softmax, LargeValuesDoNotOverflow) {
+  std::vector<float> z = {1000, 1001, 1002};  // exp(1000) is inf in float; shifted by the max it is not
+  softmax_rows(z.data(), 1, 3, 3);
+  EXPECT_NEAR(z[0], 0.09003057317, 1e-7);
+  EXPECT_NEAR(z[2], 0.66524095577, 1e-7);
+}
+
+TEST(Softmax, MaskedKeysGetZeroAndAnEmptyRowIsZeros) {
+  std::vector<float> z = {0, 0, 123};
+  softmax_rows(z.data(), 1, 3, 2);
+  EXPECT_EQ(z, (std::vector<float>{0.5f, 0.5f, 0.0f}));
+  std::vector<float> empty = {1, 2};
+  softmax_rows(empty.data(), 1, 2, 0);
+  EXPECT_EQ(empty, (std::vector<float>{0, 0}));
+}
+
+TEST(LayerNorm, HandComputed) {
+  // mean 2.5, biased variance 1.25: (x − 2.5) / √(1.25 + 1e-5)
+  const float x[] = {1, 2, 3, 4}, ones[] = {1, 1, 1, 1}, zeros[] = {0, 0, 0, 0};
+  float y[4];
+  layer_norm(y, x, ones, zeros, 1, 4, 1e-5f);
+  const double want[] = {-1.3416354199689269, -0.447211806656309, 0.447211806656309, 1.3416354199689269};
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(y[j], want[j], 1e-6);
+  // γ and β: y = γ·x̂ + β
+  const float gamma[] = {2, 2, 2, 2}, beta[] = {1, 1, 1, 1};
+  layer_norm(y, x, gamma, beta, 1, 4, 1e-5f);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(y[j], 2 * want[j] + 1, 2e-6);
+}
+
+TEST(LayerNorm, ConstantRowIsFinite) {
+  const float x[] = {7, 7, 7}, gamma[] = {1, 1, 1}, beta[] = {0.5f, -1, 0};
+  float y[3];
+  layer_norm(y, x, gamma, beta, 1, 3, 1e-5f);
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(y[j], beta[j]);
+}
+
+TEST(Activation, HandComputed) {
+  std::vector<float> x = {1, -1, 0.5f, -3};
+  activate(x.data(), x.size(), Activation::GELU);  // ½x(1 + erf(x/√2))
+  const double want[] = {0.8413447460685429, -0.15865525393145707, 0.34573123063700656, -0.00404969409489031};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(x[i], want[i], 1e-7);
+  std::vector<float> r = {1, -1, 0, -0.0f, 2.5f};
+  activate(r.data(), r.size(), Activation::ReLU);
+  EXPECT_EQ(r, (std::vector<float>{1, 0, 0, 0, 2.5f}));
+}
+
+TEST(Attention, HandComputed) {
+  // q = k = I (2×2), v = [[1 2], [3 4]]; scores = I/√2, so each row puts
+  // p = e^{1/√2} / (e^{1/√2} + 1) = 0.66976 on its own token.
+  const float qkv[] = {1, 0, 1, 0, 1, 2,   // token 0: q | k | v (dh = 2, row stride 6)
+                       0, 1, 0, 1, 3, 4};  // token 1
+  float out[4], probs[4];
+  attention_head(out, qkv, qkv + 2, qkv + 4, probs, 2, 2, 6, 2);
+  const double p = 0.6697615493266569;
+  EXPECT_NEAR(probs[0], p, 1e-6);
+  EXPECT_NEAR(probs[1], 1 - p, 1e-6);
+  EXPECT_NEAR(out[0], 1.6604769013466862, 1e-6);
+  EXPECT_NEAR(out[1], 2.6604769013466862, 1e-6);
+  EXPECT_NEAR(out[2], 2.3395230986533138, 1e-6);
+  EXPECT_NEAR(out[3], 3.3395230986533138, 1e-6);
+}
+
+TEST(Attention, MatchesReference) {
+  const int L = 37, dh = 12, ld = 3 * 60;
+  const auto qkv = random_floats(size_t(L) * ld, 7, 2.0f);
+  std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), pf(size_t(L) * L), ps(size_t(L) * L);
+  attention_head(fast.data(), qkv.data(), qkv.data() + 60, qkv.data() + 120, pf.data(), L, dh, ld, dh);
+  test::attention_head_reference(slow.data(), qkv.data(), qkv.data() + 60, qkv.data() + 120, ps.data(), L, dh, ld, dh);
+  EXPECT_LT(max_abs_diff(fast.data(), slow.data(), fast.size()), 1e-5);
+  EXPECT_LT(max_abs_diff(pf.data(), ps.data(), pf.size()), 1e-6);
+}
+
+}  // namespace
+}  // namespace ordo

@@ -1,0 +1,138 @@
+// ordo against PyTorch: every case under tests/data (written by tests/data/make_reference.py) holds a
+// model, input ids and nn.TransformerEncoder's float32 output for them. Each case runs as one
+// padded batch and sequence by sequence, and through the plain encoder; every hidden state must satisfy
+//   max |ordo − torch| ≤ 2e-5 · max(1, max |torch|).
+#include <gtest/gtest.h>
+#include <ordo/engine/encoder.h>
+#include <ordo/engine/model.h>
+#include <ordo/engine/safetensors.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "engine/reference.h"
+
+namespace ordo {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kData = fs::path(ORDO_SOURCE_DIR) / "tests" / "data";
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> names;
+  if (fs::is_directory(kData))
+    for (const auto& entry : fs::directory_iterator(kData))
+      if (fs::exists(entry.path() / "reference.safetensors")) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+struct Reference {
+  std::vector<std::vector<int32_t>> ids;   // (B, L_b)
+  std::vector<std::vector<float>> hidden;  // (B, L_b · d)
+};
+
+Reference load_reference(const fs::path& path, int d) {
+  const SafeTensors file(path.string());
+  Reference r;
+  for (int b = 0;; ++b) {
+    const TensorInfo* ids = file.find("ids." + std::to_string(b));
+    const TensorInfo* hidden = file.find("hidden." + std::to_string(b));
+    if (!ids) break;
+    EXPECT_TRUE(hidden && ids->dtype == "I32" && hidden->dtype == "F32") << path << " sequence " << b;
+    if (!hidden) break;
+    EXPECT_EQ(hidden->elements, ids->elements * uint64_t(d)) << path << " sequence " << b;
+    r.ids.emplace_back(ids->elements);
+    std::memcpy(r.ids.back().data(), ids->data, ids->elements * sizeof(int32_t));
+    r.hidden.emplace_back(hidden->elements);
+    std::memcpy(r.hidden.back().data(), hidden->data, hidden->elements * sizeof(float));
+  }
+  return r;
+}
+
+// max |a − b| over sequence b of `h` against PyTorch's rows `expected` (L, d).
+double max_diff(const Hidden& h, int b, const std::vector<float>& expected) {
+  double worst = 0;
+  for (int t = 0; t < h.lengths[b]; ++t)
+    for (int j = 0; j < h.d; ++j)
+      worst = std::max(worst, std::fabs(double(h.row(b, t)[j]) - expected[size_t(t) * h.d + j]));
+  return worst;
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, std::fabs(double(x)));
+  return m;
+}
+
+class PyTorchReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PyTorchReference, HiddenStatesMatch) {
+  const fs::path dir = kData / GetParam();
+  const Model model = Model::load(dir.string());
+  const int d = model.config().d_model;
+  const Reference ref = load_reference(dir / "reference.safetensors", d);
+  ASSERT_FALSE(ref.ids.empty()) << dir << " holds no sequences";
+
+  Encoder encoder(model);
+  const Hidden batch = encoder.forward(ref.ids);
+  double worst_batch = 0, worst_alone = 0;
+  for (size_t b = 0; b < ref.ids.size(); ++b) {
+    const double bar = 2e-5 * std::max(1.0, max_abs(ref.hidden[b]));
+    const double in_batch = max_diff(batch, int(b), ref.hidden[b]);
+    EXPECT_LE(in_batch, bar) << GetParam() << ": sequence " << b << " of " << ref.ids[b].size()
+                             << " tokens, run in the padded batch";
+    const Hidden alone = encoder.forward({ref.ids[b]});
+    const double by_itself = max_diff(alone, 0, ref.hidden[b]);
+    EXPECT_LE(by_itself, bar) << GetParam() << ": sequence " << b << " of " << ref.ids[b].size()
+                              << " tokens, run alone";
+    worst_batch = std::max(worst_batch, in_batch);
+    worst_alone = std::max(worst_alone, by_itself);
+  }
+  std::cout << "[ torch    ] " << GetParam() << ": max |ordo - torch| " << worst_batch << " (batch of "
+            << ref.ids.size() << "), " << worst_alone << " (one at a time)\n";
+  RecordProperty("max_abs_diff_batch", std::to_string(worst_batch));
+  RecordProperty("max_abs_diff_alone", std::to_string(worst_alone));
+}
+
+// The plain encoder (engine/reference.h) meets the same bar, sequence by sequence.
+TEST_P(PyTorchReference, PlainEncoderMatches) {
+  const fs::path dir = kData / GetParam();
+  const Model model = Model::load(dir.string());
+  const int d = model.config().d_model;
+  const Reference ref = load_reference(dir / "reference.safetensors", d);
+  ASSERT_FALSE(ref.ids.empty()) << dir << " holds no sequences";
+  double worst = 0;
+  for (size_t b = 0; b < ref.ids.size(); ++b) {
+    const std::vector<double> plain = reference::forward(model, ref.ids[b]);
+    ASSERT_EQ(plain.size(), ref.hidden[b].size());
+    double diff = 0;
+    for (size_t i = 0; i < plain.size(); ++i) diff = std::max(diff, std::fabs(plain[i] - ref.hidden[b][i]));
+    EXPECT_LE(diff, 2e-5 * std::max(1.0, max_abs(ref.hidden[b]))) << GetParam() << ": sequence " << b;
+    worst = std::max(worst, diff);
+  }
+  std::cout << "[ torch    ] " << GetParam() << ": max |plain - torch| " << worst << "\n";
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PyTorchReference, ::testing::ValuesIn(case_names()), test_name);
+
+// The suite above passes vacuously if the data went missing; this does not.
+TEST(PyTorchReferenceData, CasesArePresent) {
+  EXPECT_GE(case_names().size(), 12u) << kData;
+}
+
+}  // namespace
+}  // namespace ordo

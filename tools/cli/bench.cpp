@@ -1,0 +1,188 @@
+// ordo bench: how fast the forward pass runs, against what the machine's sgemm can do.
+//
+// FLOPs of one forward pass of n_layers encoder layers on B × S tokens (a multiply-add is 2 FLOPs):
+//   in_proj 2·BS·d·3d + out_proj 2·BS·d² + scores and weighted values 2·2·B·S²·d + FFN 2·2·BS·d·F
+#include <cblas.h>
+#include <ordo/engine/encoder.h>
+#include <ordo/engine/model.h>
+#include <ordo/errors.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "engine/kernels/blas.h"
+#include "engine/kernels/parallel.h"
+#include "tools/cli/cli.h"
+
+namespace ordo::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+struct Timing {
+  double median = 0, min = 0;
+};
+
+Timing summarize(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  return {n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), ms.front()};
+}
+
+double forward_flops(const Config& c, double B, double S) {
+  const double d = c.d_model, F = c.d_ff, T = B * S;
+  return c.n_layers * (2 * T * d * 3 * d + 2 * T * d * d + 4 * B * S * S * d + 4 * T * d * F);
+}
+
+// Token ids from a fixed-seed linear congruential generator: the same batch on every run.
+std::vector<std::vector<int32_t>> random_ids(int B, int S, int V) {
+  uint64_t state = 20170612;
+  std::vector<std::vector<int32_t>> ids(B, std::vector<int32_t>(S));
+  for (auto& seq : ids)
+    for (int32_t& id : seq) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      id = int32_t((state >> 33) % uint64_t(V));
+    }
+  return ids;
+}
+
+// C (n, n) = A (n, n) · Bᵀ (n, n), the shape of y = x·Wᵀ; the best of `repeat` calls is the peak.
+Timing time_sgemm(int n, int repeat) {
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+  auto once = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
+  once();  // warm-up: thread start, page faults
+  std::vector<double> ms;
+  for (int r = 0; r < repeat; ++r) {
+    const auto start = Clock::now();
+    once();
+    ms.push_back(ms_since(start));
+  }
+  return summarize(ms);
+}
+
+Timing time_forward(Encoder& encoder, const Config& c, int B, int S, int repeat) {
+  const auto ids = random_ids(B, S, c.vocab_size);
+  encoder.forward(ids);  // warm-up: buffers sized, weights paged in
+  std::vector<double> ms;
+  for (int r = 0; r < repeat; ++r) {
+    const auto start = Clock::now();
+    encoder.forward(ids);
+    ms.push_back(ms_since(start));
+  }
+  return summarize(ms);
+}
+
+nlohmann::json forward_json(const Config& c, int B, int S, int threads, const Timing& t) {
+  return {{"batch", B},
+          {"seq", S},
+          {"threads", threads},
+          {"ms_median", t.median},
+          {"ms_min", t.min},
+          {"tokens_per_s", double(B) * S / (t.median / 1e3)},
+          {"gflops", forward_flops(c, B, S) / (t.median / 1e3) / 1e9}};
+}
+
+void check_shape(int B, int S) {
+  if (B < 1 || B > 65536) throw UsageError("--batch must be in 1 .. 65536");
+  if (S < 1 || S > 65536) throw UsageError("--seq must be in 1 .. 65536");
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  cxxopts::Options o("ordo bench",
+                     "Times the forward pass on random token ids (tokenization excluded) after a warm-up, and "
+                     "compares it with the machine's measured sgemm peak.");
+  o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
+      "batch", "sequences per batch B", cxxopts::value<int>()->default_value("1"))(
+      "seq", "tokens per sequence S", cxxopts::value<int>()->default_value("128"))(
+      "threads", "threads for the matrix work (0: the library default)", cxxopts::value<int>()->default_value("0"))(
+      "repeat", "timed runs (the median and the minimum are reported)", cxxopts::value<int>()->default_value("20"))(
+      "gemm", "measure sgemm GFLOP/s on 2048 x 2048 x 2048 instead")(
+      "peak", "sgemm peak in GFLOP/s to compare with (default: measure it)", cxxopts::value<double>())(
+      "stdin",
+      "read lines \"B S REPEAT\" from stdin and answer each with one JSON line (for tools/dev/bench_peers.py)")(
+      "json", "one JSON object instead of the report");
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  const int repeat = args["repeat"].as<int>();
+  if (repeat < 1 || repeat > 100000) throw UsageError("--repeat must be in 1 .. 100000");
+  if (args["threads"].as<int>() < 0) throw UsageError("--threads must be 0 or more");
+  set_num_threads(args["threads"].as<int>());
+  const int threads = kernel_threads();
+  const bool json = args.count("json") > 0;
+
+  if (args.count("gemm")) {
+    blas_setup();  // the kernels the engine uses, with OpenBLAS's own threads for this one product
+    openblas_set_num_threads(threads);
+    const int n = 2048;
+    const Timing t = time_sgemm(n, std::max(repeat / 4, 3));
+    const double gflops = 2.0 * n * n * n / (t.min / 1e3) / 1e9;
+    if (json)
+      std::cout << nlohmann::json{{"m", n},
+                                  {"n", n},
+                                  {"k", n},
+                                  {"threads", threads},
+                                  {"ms_median", t.median},
+                                  {"ms_min", t.min},
+                                  {"gflops", gflops}}
+                << "\n";
+    else
+      std::printf(
+          "sgemm %d x %d x %d, %d threads, OpenBLAS %s kernels: %.2f ms median, %.2f ms min, peak %.1f GFLOP/s\n", n, n,
+          n, threads, openblas_get_corename(), t.median, t.min, gflops);
+    return 0;
+  }
+
+  const Model model = Model::load(model_dir(args));
+  const Config& c = model.config();
+  Encoder encoder(model);
+
+  if (args.count("stdin")) {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      std::istringstream in(line);
+      int B = 0, S = 0, r = 0;
+      if (!(in >> B >> S >> r) || r < 1) throw UsageError("stdin: want lines \"B S REPEAT\", got \"" + line + "\"");
+      check_shape(B, S);
+      std::cout << forward_json(c, B, S, threads, time_forward(encoder, c, B, S, r)) << std::endl;
+    }
+    return 0;
+  }
+
+  const int B = args["batch"].as<int>(), S = args["seq"].as<int>();
+  check_shape(B, S);
+  const Timing t = time_forward(encoder, c, B, S, repeat);
+  const nlohmann::json j = forward_json(c, B, S, threads, t);
+  if (json) {
+    std::cout << j << "\n";
+    return 0;
+  }
+  const double peak = args.count("peak") ? args["peak"].as<double>() : [&] {
+    openblas_set_num_threads(threads);
+    const Timing g = time_sgemm(2048, 5);
+    openblas_set_num_threads(1);
+    return 2.0 * 2048 * 2048 * 2048 / (g.min / 1e3) / 1e9;
+  }();
+  const double gflops = j["gflops"];
+  std::printf("%d x %d tokens, %d layers, d=%d h=%d F=%d, %d threads, OpenBLAS %s kernels, %d runs\n", B, S, c.n_layers,
+              c.d_model, c.n_heads, c.d_ff, threads, openblas_get_corename(), repeat);
+  std::printf("  %.3f ms median, %.3f ms min, %.0f tokens/s\n", t.median, t.min, double(j["tokens_per_s"]));
+  std::printf("  %.1f GFLOP/s = %.0f%% of sgemm peak %.1f GFLOP/s\n", gflops, 100 * gflops / peak, peak);
+  return 0;
+}
+
+}  // namespace ordo::cli

@@ -1,0 +1,48 @@
+// ordo info: a model's config, parameter count, bytes and tokenizer.
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "tools/cli/cli.h"
+
+namespace ordo::cli {
+
+int cmd_info(int argc, char** argv) {
+  cxxopts::Options o("ordo info", "Describe a model: its config, parameter count, bytes and tokenizer.");
+  o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
+      "check", "also scan every weight for NaN and infinity");
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  Pipeline pipeline(model_dir(args));
+  const Model& m = pipeline.model();
+  const Config& c = m.config();
+  struct stat st {};
+  ::stat(m.file().path().c_str(), &st);
+  std::printf("model       %s\n", m.dir.c_str());
+  std::printf("sizes       d_model %d, n_heads %d (head size %d), d_ff %d, n_layers %d, vocab_size %d\n", c.d_model,
+              c.n_heads, c.head_dim(), c.d_ff, c.n_layers, c.vocab_size);
+  std::printf("layers      %s, %s%s, layer_norm_eps %g\n", c.norm_first ? "pre-LN" : "post-LN", to_string(c.activation),
+              c.final_norm ? ", final LayerNorm" : "", c.layer_norm_eps);
+  std::printf("positions   %s", to_string(c.positional_encoding));
+  if (c.positional_encoding == PositionalEncoding::Sinusoidal)
+    std::printf(", %s layout, base %g", to_string(c.pe_layout), c.pe_base);
+  if (c.positional_encoding == PositionalEncoding::Learned) std::printf(", max_positions %d", c.max_positions);
+  std::printf("; embeddings %s sqrt(d)\n", c.scale_embedding ? "scaled by" : "not scaled by");
+  std::printf("parameters  %llu (%.2f MB as float32); file %lld bytes\n", (unsigned long long)m.parameter_count(),
+              m.parameter_count() * 4.0 / 1e6, (long long)st.st_size);
+  std::printf("tokenizer   %s: %d pieces%s%s\n", pipeline.tokenizer().path().c_str(), pipeline.tokenizer().size(),
+              c.add_bos ? ", adds BOS" : "", c.add_eos ? ", adds EOS" : "");
+  if (args.count("check")) {
+    const auto bad = m.non_finite_tensors();
+    if (!bad.empty())
+      throw InputError(m.file().path(),
+                       "tensor " + bad.front() + " holds NaN or infinity" +
+                           (bad.size() > 1 ? " (and " + std::to_string(bad.size() - 1) + " more tensors)" : ""));
+    std::printf("check       every weight is finite\n");
+  }
+  return 0;
+}
+
+}  // namespace ordo::cli

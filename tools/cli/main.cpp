@@ -1,0 +1,102 @@
+// ordo — a small transformer encoder you can read. The command line.
+#include <ordo/errors.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "tools/cli/cli.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"encode", ordo::cli::cmd_encode, "texts -> vectors (pooled or per token), human-readable or JSON"},
+    {"compare", ordo::cli::cmd_compare, "the word-order report: two texts with and without positional encoding"},
+    {"pe", ordo::cli::cmd_pe, "the sinusoidal positional-encoding table"},
+    {"init", ordo::cli::cmd_init, "write a random model from a config and a seed"},
+    {"info", ordo::cli::cmd_info, "a model's config, parameter count and tokenizer"},
+    {"trace", ordo::cli::cmd_trace, "one text through the encoder, stage by stage, with shapes and equations"},
+    {"attention", ordo::cli::cmd_attention, "one head's attention weights as a token x token table (and PNG)"},
+    {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: ordo <command> [options]   (ordo <command> --help for each)\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
+}
+
+// An error is one line: control characters from a file name or a text are escaped, not printed.
+std::string one_line(const std::string& message) {
+  std::string out;
+  for (unsigned char c : message) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
+// Everything a command printed reached stdout, or the reason why not. A reader that went away
+// (`ordo encode ... | head -1`) is not an error: SIGPIPE ends the process quietly before this.
+int finish(const std::string& name, int status) {
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    std::cerr << "error: ordo " << name << ": cannot write to stdout"
+              << (errno ? std::string(": ") + std::strerror(errno) : "") << "\n";
+    return 1;
+  }
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  // The default action even when the parent ignored it, so a closed pipe ends output the same
+  // quiet way everywhere (status 128 + SIGPIPE, as `yes | head -1` shows).
+  std::signal(SIGPIPE, SIG_DFL);
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return finish(name, c.run(argc - 1, argv + 1));
+    } catch (const ordo::InputError& e) {
+      std::cerr << "error: " << one_line(e.what()) << "\n";
+      return 2;
+    } catch (const ordo::cli::UsageError& e) {
+      std::cerr << "error: ordo " << name << ": " << one_line(e.what()) << "\n";
+      return 2;
+    } catch (const cxxopts::exceptions::exception& e) {
+      std::cerr << "error: ordo " << name << ": " << one_line(e.what()) << "\n";
+      return 2;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: ordo " << name << ": out of memory\n";
+      return 1;
+    } catch (const std::exception& e) {
+      std::cerr << "error: ordo " << name << ": internal failure: " << one_line(e.what()) << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "error: ordo: unknown command \"" << one_line(name) << "\" (try ordo --help)\n";
+  return 2;
+}

@@ -1,0 +1,267 @@
+// ordo pe: the sinusoidal positional encodings, their properties checked with numbers, their
+// common variants side by side, and pictures of them.
+#include <ordo/errors.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "engine/ops.h"
+#include "tools/cli/cli.h"
+#include "tools/teach/pe_report.h"
+#include "tools/teach/png_image.h"
+
+namespace ordo::cli {
+
+namespace {
+
+using teach::PeVariant;
+
+const char* frequency_rule(PeVariant v) {
+  switch (v) {
+    case PeVariant::Paper:
+    case PeVariant::Split:
+      return "1 / base^(2i/d)";
+    case PeVariant::Tensor2Tensor:
+      return "exp(-i ln(base) / (d/2 - 1))";
+    case PeVariant::DoubledExponent:
+      return "1 / base^(2(2i)/d)";
+  }
+  return "";
+}
+
+void write_csv(const std::string& path, const std::vector<float>& pe, int N, int d) {
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw InputError(path, "cannot create");
+    out << "position";
+    for (int j = 0; j < d; ++j) out << ",d" << j;
+    out << "\n";
+    char buf[32];
+    for (int t = 0; t < N; ++t) {
+      out << t;
+      for (int j = 0; j < d; ++j) {
+        std::snprintf(buf, sizeof buf, ",%.9g", pe[size_t(t) * d + j]);
+        out << buf;
+      }
+      out << "\n";
+    }
+    if (!out.flush()) {  // a full disk: leave nothing half-written behind
+      std::remove(tmp.c_str());
+      throw InputError(path, "write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  }
+}
+
+void print_properties(const std::vector<float>& pe, int N, int d, PeVariant v, double base) {
+  if (d % 2 != 0 || N < 2) {
+    std::printf("\n(the property report needs an even --dim and at least 2 positions)\n");
+    return;
+  }
+  const int ks = N <= 1024 ? N - 1 : 512 + 16;
+  if (double(N) * d * ks > 4e9) {
+    std::printf("\n(property report skipped: %d positions x %d dims is too many pairs to check; try fewer)\n", N, d);
+    return;
+  }
+  const auto report =
+      teach::check_pe_properties(pe.data(), N, d, teach::layout_of(v), teach::frequencies(v, d, base), base);
+  std::printf("\nproperties of these %d x %d encodings, checked numerically (pairs: %s)\n", N, d,
+              report.offsets_checked.c_str());
+  for (const auto& p : report.properties) {
+    std::printf("  %-12s %-5s worst error %-10.3g (tolerance %.3g)\n", p.name.c_str(), p.holds ? "holds" : "FAILS",
+                p.error, p.tolerance);
+    std::printf("  %-12s %s\n", "", p.claim.c_str());
+    std::printf("  %-12s %s\n", "", p.detail.c_str());
+  }
+}
+
+// Each variant beside the paper's numbers at width d, over positions 0 .. N-1.
+void print_variants(int N, int d, double base) {
+  const auto paper = teach::pe_table(PeVariant::Paper, N, d, base);
+  const int last = N - 1;
+  std::printf(
+      "\nvariants at d = %d, positions 0 .. %d, against the paper's numbers (max|diff| paired up: each\n"
+      "sin/cos pair against the paper's pair of the same index, wherever the layout keeps it; flat dims:\n"
+      "dims that move by less than 0.01 over all %d positions)\n",
+      d, last, N);
+  std::printf("  %-17s %-12s %-29s %10s %10s %17s %6s\n", "variant", "layout", "w_i", "max|diff|", "max|diff|",
+              "longest", "flat");
+  std::printf("  %-17s %-12s %-29s %10s %10s %17s %6s\n", "", "", "", "as stored", "paired up", "wavelength", "dims");
+  for (PeVariant v : teach::all_variants()) {
+    const auto table = teach::pe_table(v, N, d, base);
+    const auto w = teach::frequencies(v, d, base);
+    const PeLayout layout = teach::layout_of(v);
+    double stored = 0, paired = 0;  // paired: pair i against the paper's pair i, wherever each layout keeps it
+    for (int t = 0; t < N; ++t)
+      for (int i = 0; i < d / 2; ++i) {
+        const float* a = &table[size_t(t) * d];
+        const float* p = &paper[size_t(t) * d];
+        paired = std::max({paired, std::fabs(double(a[teach::sin_dim(layout, i)]) - p[2 * i]),
+                           std::fabs(double(a[teach::cos_dim(layout, i, d)]) - p[2 * i + 1])});
+        stored =
+            std::max({stored, std::fabs(double(a[2 * i]) - p[2 * i]), std::fabs(double(a[2 * i + 1]) - p[2 * i + 1])});
+      }
+    int flat = 0;  // dims whose value moves by less than 0.01 over all N positions: no use for telling them apart
+    for (int j = 0; j < d; ++j) {
+      float lo = table[j], hi = table[j];
+      for (int t = 1; t < N; ++t)
+        lo = std::min(lo, table[size_t(t) * d + j]), hi = std::max(hi, table[size_t(t) * d + j]);
+      flat += hi - lo < 0.01f;
+    }
+    char wavelength[32];
+    std::snprintf(wavelength, sizeof wavelength, "2pi x %.6g", 1.0 / w.back());
+    std::printf("  %-17s %-12s %-29s %10.6f %10.6f %17s %6d\n", teach::to_string(v),
+                layout == PeLayout::Interleaved ? "interleaved" : "[sin | cos]", frequency_rule(v), stored, paired,
+                wavelength, flat);
+  }
+  // A few values as each variant stores them: positions 1 and N-1, dims 2, 3, d/2, d/2+1, d-2
+  // (those that exist, each once).
+  std::vector<int> ts, cols;
+  for (int t : {1, last})
+    if (t < N && std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
+  for (int j : {2, 3, d / 2, d / 2 + 1, d - 2})
+    if (j < d && std::find(cols.begin(), cols.end(), j) == cols.end()) cols.push_back(j);
+  std::printf("\n  sample values P(t, dim)      ");
+  for (int t : ts)
+    for (int j : cols) {
+      char head[32];
+      std::snprintf(head, sizeof head, "(%d,%d)", t, j);
+      std::printf(" %9s", head);
+    }
+  std::printf("\n");
+  for (PeVariant v : teach::all_variants()) {
+    const auto table = teach::pe_table(v, N, d, base);
+    std::printf("  %-28s", teach::to_string(v));
+    for (int t : ts)
+      for (int j : cols) std::printf(" %9.5f", table[size_t(t) * d + j]);
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int cmd_pe(int argc, char** argv) {
+  cxxopts::Options o("ordo pe",
+                     "The sinusoidal positional encodings of \"Attention Is All You Need\" (section 3.5): "
+                     "PE(t, 2i) = sin(t / base^(2i/d)), PE(t, 2i+1) = cos(t / base^(2i/d)); their "
+                     "properties checked numerically, their variants side by side, and pictures.");
+  o.add_options()("positions", "number of positions N (rows 0 .. N-1)", cxxopts::value<int>()->default_value("8"))(
+      "dim", "model width d", cxxopts::value<int>()->default_value("16"))(
+      "layout", "interleaved (sin, cos, sin, cos, ...) | split (all sines, then all cosines)",
+      cxxopts::value<std::string>()->default_value("interleaved"))(
+      "variant",
+      "paper | split | tensor2tensor | doubled-exponent: the table to show; all: only the side-by-side comparison",
+      cxxopts::value<std::string>())("base", "the base of the wavelengths",
+                                     cxxopts::value<double>()->default_value("10000"))(
+      "columns", "dimensions to print (the CSV always holds all)", cxxopts::value<int>()->default_value("8"))(
+      "csv", "write the whole N x d table to FILE", cxxopts::value<std::string>())(
+      "png", "draw the N x d table as a heatmap PNG", cxxopts::value<std::string>())(
+      "similarity-png", "draw the N x N matrix P P^T / (d/2) as a heatmap PNG", cxxopts::value<std::string>())(
+      "no-properties", "skip the property report");
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  const int N = args["positions"].as<int>(), d = args["dim"].as<int>();
+  const double base = args["base"].as<double>();
+  if (N <= 0 || N > (1 << 24)) throw UsageError("--positions must be in 1 .. 16777216");
+  if (d <= 0 || d > 65536) throw UsageError("--dim must be in 1 .. 65536");
+  if (!(base > 0) || !std::isfinite(base)) throw UsageError("--base must be a positive number");
+  if (uint64_t(N) * uint64_t(d) > (uint64_t(1) << 28))
+    throw UsageError("--positions x --dim is too large (max 2^28 values)");
+  const std::string layout_name = args["layout"].as<std::string>();
+  if (layout_name != "interleaved" && layout_name != "split") throw UsageError("--layout must be interleaved or split");
+  PeVariant variant = layout_name == "split" ? PeVariant::Split : PeVariant::Paper;
+  const std::string variant_name = args.count("variant") ? args["variant"].as<std::string>() : "";
+  const bool all = variant_name == "all";
+  if (!variant_name.empty() && !all && !teach::parse_variant(variant_name, &variant))
+    throw UsageError("--variant must be paper, split, tensor2tensor, doubled-exponent or all, got \"" + variant_name +
+                     "\"");
+  if (!variant_name.empty() && args.count("layout"))
+    throw UsageError("give --layout or --variant, not both (the variant fixes the layout)");
+  if (variant != PeVariant::Paper && variant != PeVariant::Split && d % 2 != 0)
+    throw UsageError("--variant " + variant_name + " needs an even --dim");
+  if (args.count("similarity-png") && N > 4096) throw UsageError("--similarity-png draws at most 4096 positions");
+  if (args.count("png") && (N > 4096 || d > 4096)) throw UsageError("--png draws at most 4096 positions and 4096 dims");
+
+  if (all) {
+    if (d % 2 != 0) throw UsageError("--variant all needs an even --dim");
+    if (uint64_t(N) * 512 > (uint64_t(1) << 26)) throw UsageError("--variant all compares at most 131072 positions");
+    print_variants(N, d, base);
+    if (d != 512) print_variants(N, 512, base);
+    return 0;
+  }
+
+  const std::vector<float> pe = teach::pe_table(variant, N, d, base);
+  const PeLayout layout = teach::layout_of(variant);
+  if (args.count("csv")) write_csv(args["csv"].as<std::string>(), pe, N, d);
+
+  // Files first: a path that cannot be written stops the command before it prints anything.
+  std::string pictures;  // what to print about each picture
+  if (args.count("png")) {
+    teach::Heatmap h{N, d, std::vector<double>(pe.begin(), pe.end()), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+    teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
+    const auto image = teach::render(h);
+    const std::string path = args["png"].as<std::string>();
+    teach::write_png(path, image);
+    pictures += "\n" + teach::describe(h, image, path, "positions t = 0 .. " + std::to_string(N - 1),
+                                       "dimensions 0 .. " + std::to_string(d - 1), "PE(t, dim)");
+  }
+  if (args.count("similarity-png")) {
+    // S[s][t] = <P_s, P_t> / (d/2): every row has |P|² = d/2 (d even), so this is the cosine of the two positions.
+    teach::Heatmap h{N, N, std::vector<double>(size_t(N) * N), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+    const double scale = 2.0 / d;
+    for (int s = 0; s < N; ++s)
+      for (int t = 0; t < N; ++t) {
+        double dot = 0;
+        for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
+        h.values[size_t(s) * N + t] = dot * scale;
+      }
+    // All positive (the usual case: the slow dims keep every pair alike)? Then [0, 1] on the
+    // sequential map, the same scale for every N and d, so two pictures compare at a glance.
+    size_t low = 0;
+    for (size_t n = 1; n < h.values.size(); ++n)
+      if (h.values[n] < h.values[low]) low = n;
+    if (h.values[low] >= 0) h.lo = 0, h.map = teach::ColourMap::Sequential;
+    char least[96];
+    std::snprintf(least, sizeof least, "\nleast alike: positions %d and %d, cosine %.4f\n", int(low / N), int(low % N),
+                  h.values[low]);
+    pictures += least;
+    teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
+    const auto image = teach::render(h);
+    const std::string path = args["similarity-png"].as<std::string>();
+    teach::write_png(path, image);
+    pictures += "\n" + teach::describe(h, image, path, "positions s = 0 .. " + std::to_string(N - 1),
+                                       "positions t = 0 .. " + std::to_string(N - 1),
+                                       "<P_s, P_t> / (d/2), the cosine between the two positions");
+  }
+  const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
+  std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d,
+              layout == PeLayout::Split ? "split" : "interleaved", base);
+  if (variant == PeVariant::Tensor2Tensor || variant == PeVariant::DoubledExponent)
+    std::printf(", %s frequencies w_i = %s", teach::to_string(variant), frequency_rule(variant));
+  std::printf(cols < d ? " (first %d dims shown)\n" : "\n", cols);
+  std::printf("%8s", "t \\ dim");
+  for (int j = 0; j < cols; ++j) std::printf(" %8d", j);
+  std::printf("\n");
+  for (int t = 0; t < N; ++t) {
+    std::printf("%8d", t);
+    for (int j = 0; j < cols; ++j) std::printf(" %8.4f", pe[size_t(t) * d + j]);
+    std::printf("\n");
+  }
+  if (args.count("csv")) std::printf("wrote %s (%d x %d)\n", args["csv"].as<std::string>().c_str(), N, d);
+  if (!args.count("no-properties")) print_properties(pe, N, d, variant, base);
+  if (!variant_name.empty()) print_variants(N, d, base);
+
+  std::printf("%s", pictures.c_str());
+  return 0;
+}
+
+}  // namespace ordo::cli

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what ordo needs to build and test, from Debian 12's packages.
+set -euo pipefail
+packages=(
+  cmake g++ make pkg-config            # build
+  libopenblas-dev                      # matrix work (cblas_sgemm)
+  libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train/train_tokenizer.sh)
+  libcxxopts-dev nlohmann-json3-dev    # command line, JSON
+  libgtest-dev googletest              # tests
+  wordnet-base                         # the corpus of tools/train/train_tokenizer.sh (its test retrains it)
+  python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
+  libpng-dev                           # ordo pe --png, ordo attention --png
+  clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
+)
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
