@@ -69,5 +69,6 @@ int cmd_info(int argc, char** argv);
 int cmd_trace(int argc, char** argv);
 int cmd_attention(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_view(int argc, char** argv);
 
 }  // namespace ordo::cli

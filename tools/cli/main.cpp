@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"trace", ordo::cli::cmd_trace, "one text through the encoder, stage by stage, with shapes and equations"},
     {"attention", ordo::cli::cmd_attention, "one head's attention weights as a token x token table (and PNG)"},
     {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
+    {"view", ordo::cli::cmd_view, "one text's attention, with and without positions, as a page for a browser"},
 };
 
 void usage(std::FILE* out) {
