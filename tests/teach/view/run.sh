@@ -16,9 +16,12 @@ fi
 size() { node -e "console.log(JSON.parse(require('fs').readFileSync('$model/config.json', 'utf8')).$1)"; }
 layers=$(size n_layers) heads=$(size n_heads)
 
+# The page the walkthrough links to, and its screenshot as docs/img/view.png shows it: section 2 with the
+# pointer on A's "cat".
 mkdir -p "$out"
-"$ordo" view "the cat sat on the mat" "the mat sat on the cat" --model "$model" --html "$out/view-example.html"
-node "$here/test_view.mjs" "$out/view-example.html" --layers "$layers" --heads "$heads" \
-  --screenshot "$out/view-example.png" --loads 3
+ORDO_MODEL="$model" "$ordo" view "the cat sat on the mat" "the mat sat on the cat" --html "$out/view-example.html"
+node "$here/test_view.mjs" "$out/view-example.html" --layers "$layers" --heads "$heads" --loads 3 \
+  --screenshot "$out/view-example.png" --shot-from "#head-view h2" \
+  --shot-hover "#head-views .side:first-child .hit:nth-of-type(2)"
 node "$here/test_view.mjs" --template "$template" --data "$here/sample.json" --out "$out/view-sample.html" \
   --predictions 2

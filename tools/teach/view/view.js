@@ -26,9 +26,11 @@
 //              tokens: one per piece of A when B is A reordered (the k-th occurrence of an id in A matched
 //              with its k-th occurrence in B), else empty
 //
-// For tests, window.ordoView = { data, state, setRun, shown, permutationGap, renderMs }.
+// For tests, window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs, renderMs }: scriptMs
+// the time this script took to draw the page, renderMs the time from the start of loading until it was painted.
 "use strict";
 
+const started = performance.now();
 const data = JSON.parse(document.getElementById("ordo-data").textContent);
 const model = data.model;
 const texts = data.texts;
@@ -280,19 +282,25 @@ function drawPredictions() {
 
 const headViews = [];
 
+// The lines are drawn on a canvas under the SVG of labels: a long text has S² of them.
 function headView(t) {
-  const S = texts[t].pieces.length, rowH = 18, top = 26, xl = 120, xr = 210;
+  const S = texts[t].pieces.length, rowH = 18, top = 26, xl = 120, xr = 210, width = 330;
   const height = top + S * rowH + 6;
-  const lines = svgEl("g", { class: "lines" });
   const keyMarks = svgEl("g");
   const values = svgEl("g", { class: "values" });
   const queryMark = svgEl("rect", { class: "query-mark", x: 2, width: xl - 2, height: rowH, visibility: "hidden" });
   const left = svgEl("g"), right = svgEl("g");
   const y = (i) => top + i * rowH + rowH / 2;
-  const svg = svgEl("svg", { class: "headview", width: 330, height, viewBox: `0 0 330 ${height}` },
+  const svg = svgEl("svg", { class: "headview", width, height, viewBox: `0 0 ${width} ${height}` },
     svgEl("text", { x: xl - 6, y: 14, "text-anchor": "end", class: "axis" }, "query"),
     svgEl("text", { x: xr + 6, y: 14, class: "axis" }, "key"),
-    queryMark, keyMarks, lines, left, right, values);
+    queryMark, keyMarks, left, right, values);
+  const dpr = window.devicePixelRatio || 1;
+  const canvas = el("canvas", { width: Math.round(width * dpr), height: Math.round(height * dpr),
+    style: `width: ${width}px; height: ${height}px` });
+  const ctx = canvas.getContext("2d");
+  ctx.scale(dpr, dpr);
+  const box = el("div", { class: "headview-box" }, canvas, svg);
   const labels = [];
   for (let r = 0; r < S; ++r) {
     const l = svgEl("text", { x: xl - 6, y: y(r) + 4, "text-anchor": "end", class: "token" });
@@ -308,24 +316,34 @@ function headView(t) {
   function draw() {
     const o = order(t), M = shown(t, state.layer, state.head), q = hoveredRow(t);
     labels.forEach(([l, k], r) => (l.textContent = k.textContent = `${label(texts[t].pieces[o[r]])}`));
-    lines.replaceChildren();
     keyMarks.replaceChildren();
     values.replaceChildren();
     queryMark.setAttribute("visibility", q === null ? "hidden" : "visible");
     if (q !== null) queryMark.setAttribute("y", top + q * rowH);
+    // One line from query i to key j, as strong as the weight: opacity w, width 1 + 3w.
+    ctx.clearRect(0, 0, width, height);
+    ctx.strokeStyle = `rgb(${SEQUENTIAL[2]})`; // the ramp's middle blue, as --accent
+    let drawn = 0;
     for (const i of q === null ? range(S) : [q])
       for (let j = 0; j < S; ++j) {
         const w = M[i][j];
         if (w < 0.005) continue; // fainter than the eye can see
-        lines.append(svgEl("line", { x1: xl, y1: y(i), x2: xr, y2: y(j), "stroke-opacity": w, "stroke-width": 1 + 3 * w }));
+        ctx.globalAlpha = w;
+        ctx.lineWidth = 1 + 3 * w;
+        ctx.beginPath();
+        ctx.moveTo(xl, y(i));
+        ctx.lineTo(xr, y(j));
+        ctx.stroke();
+        drawn++;
       }
+    box.dataset.lines = drawn;
     if (q !== null)
       for (let j = 0; j < S; ++j) {
         keyMarks.append(svgEl("rect", { x: xr, y: top + j * rowH, width: 72, height: rowH, "fill-opacity": 0.5 * M[q][j], class: "key-mark" }));
-        values.append(svgEl("text", { x: 326, y: y(j) + 4, "text-anchor": "end" }, fixed(M[q][j])));
+        values.append(svgEl("text", { x: width - 4, y: y(j) + 4, "text-anchor": "end" }, fixed(M[q][j])));
       }
   }
-  return { svg, draw };
+  return { root: box, draw };
 }
 
 let bigMaps = [];
@@ -339,8 +357,8 @@ function renderHeadViews() {
   const box = document.getElementById("head-views");
   texts.forEach((x, t) => {
     headViews[t] = headView(t);
-    box.append(el("div", { class: "side" }, el("h3", {}, quote(t)),
-      el("div", { class: texts.length > 1 ? "pair stacked" : "pair" }, headViews[t].svg, el("div", { class: "big", id: `big-${t}` }))));
+    box.append(el("div", { class: "side" }, el("h3", { class: `text-${t}` }, quote(t)),
+      el("div", { class: texts.length > 1 ? "pair stacked" : "pair" }, headViews[t].root, el("div", { class: "big", id: `big-${t}` }))));
   });
 }
 
@@ -402,7 +420,7 @@ function renderGrids() {
         return { root: panel, map };
       });
     });
-    box.append(el("div", { class: "side" }, el("h3", {}, quote(t)), grid));
+    box.append(el("div", { class: "side" }, el("h3", { class: `text-${t}` }, quote(t)), grid));
     return rows;
   });
 }
@@ -515,7 +533,9 @@ function renderPositions() {
       el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "PE(t, dim)"), colourBar(DIVERGING, -1, 1))),
     el("div", { class: "side" }, el("h3", {}, "How alike two positions are: cos(PE(s), PE(t))"), similarity.root,
       el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "cosine"), colourBar(DIVERGING, -1, 1)),
-      el("p", { class: "muted" }, "Near positions are alike and far ones less so: the encoder can read distance from it."))));
+      el("p", { class: "muted" }, model.positional_encoding === "sinusoidal"
+        ? "Near positions are alike and far ones less so, and the value depends on s − t only: distance can be read from it."
+        : "A learned table follows no formula: these similarities are whatever the model's weights hold."))));
 }
 
 // ---- header, switch, redraw ---------------------------------------------------------------------------
@@ -525,7 +545,8 @@ function renderHeader() {
   document.getElementById("title").textContent = quoted.join("   vs   ");
   document.title = `ordo view: ${texts.map((x) => x.text).join(" / ")}`;
   const m = model;
-  document.getElementById("model-line").textContent = `Model ${m.name}: ${m.n_layers} layers × ${m.n_heads} heads, ` +
+  const count = (n, what) => `${n} ${what}${n === 1 ? "" : "s"}`;
+  document.getElementById("model-line").textContent = `Model ${m.name}: ${count(m.n_layers, "layer")} × ${count(m.n_heads, "head")}, ` +
     `d = ${m.d_model} (${m.head_dim} per head), feed-forward ${m.d_ff}, ${m.norm}, ${m.activation}; ` +
     `positions: ${m.positional_encoding}.`;
   for (const input of document.querySelectorAll("input[name=run]")) input.addEventListener("change", () => setRun(input.value));
@@ -557,6 +578,7 @@ function runNote() {
 // Everything that depends on the run, the chosen head or the order.
 function update() {
   document.getElementById("run-note").textContent = runNote();
+  for (const h of document.querySelectorAll("h3.text-1")) h.textContent = quote(1) + (state.aOrder ? ", drawn in A's order" : "");
   document.body.dataset.run = state.run;
   texts.forEach((x, t) => {
     panels[t].forEach((row, l) => row.forEach((p, h) => {
@@ -593,6 +615,6 @@ renderCompare();
 renderPositions();
 update();
 
-window.ordoView = { data, state, setRun, shown, permutationGap, renderMs: null };
-// Drawn and painted: the time since the page began to load.
-requestAnimationFrame(() => setTimeout(() => (window.ordoView.renderMs = performance.now())));
+window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs: performance.now() - started, renderMs: null };
+// The second animation frame starts once the first, holding everything drawn above, has been painted.
+requestAnimationFrame(() => requestAnimationFrame(() => (window.ordoView.renderMs = performance.now())));
