@@ -1,5 +1,3 @@
-#include <ordo/engine/config.h>
-#include <ordo/errors.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -9,6 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include <ordo/engine/config.h>
+#include <ordo/errors.h>
 
 #include "engine/strict_json.h"
 

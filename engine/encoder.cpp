@@ -1,26 +1,21 @@
-#include <ordo/engine/encoder.h>
-#include <ordo/errors.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 
+#include <ordo/engine/encoder.h>
+#include <ordo/errors.h>
+
+#include "common/memory.h"
 #include "engine/kernels/parallel.h"
 #include "engine/ops.h"
 
 namespace ordo {
 
-namespace {
-
-uint64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-}
-
-}  // namespace
-
 void set_num_threads(int n) {
   set_kernel_threads(n);
+}
+
+int num_threads() {
+  return kernel_threads();
 }
 
 uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S) const {
@@ -52,12 +47,12 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   }
   const int B = out.B, S = out.S;
   if (S == 0) return out;  // no batch, or only empty texts: nothing to compute (every row is padding)
-  const uint64_t need = activation_bytes(B, S), limit = physical_memory_bytes() / 2;
+  const uint64_t need = activation_bytes(B, S), limit = machine_memory_bytes() / 2;
   if (need > limit)
     throw InputError("input", "a batch of " + std::to_string(B) + " x " + std::to_string(S) + " tokens needs " +
                                   std::to_string(need >> 20) +
                                   " MiB of working memory, more than half of this machine's " +
-                                  std::to_string((2 * limit) >> 20) + " MiB; split the input or lower --max-tokens");
+                                  std::to_string((2 * limit) >> 20) + " MiB; split it into smaller batches");
 
   const size_t T = size_t(B) * S;
   s_.x.assign(T * d, 0.0f);
@@ -180,22 +175,6 @@ void Encoder::self_attention(const LayerWeights& w, const float* in, int layer, 
   observe(options, StageKind::HeadsConcatenated, layer, -1, s_.context.data(), lengths[0], d, d);
   linear(s_.sub.data(), s_.context.data(), w.out_proj_weight, w.out_proj_bias, T, d, d);
   observe(options, StageKind::OutputProjection, layer, -1, s_.sub.data(), lengths[0], d, d);
-}
-
-std::vector<float> pool(const Hidden& h, int b, Pooling pooling) {
-  const int L = h.lengths[b];
-  std::vector<float> v(size_t(pooling == Pooling::None ? L : 1) * h.d, 0.0f);
-  if (pooling == Pooling::None) {
-    std::copy_n(h.row(b, 0), size_t(L) * h.d, v.data());
-  } else if (pooling == Pooling::First) {
-    if (L > 0) std::copy_n(h.row(b, 0), h.d, v.data());
-  } else if (L > 0) {
-    std::vector<double> sum(h.d, 0.0);
-    for (int t = 0; t < L; ++t)
-      for (int j = 0; j < h.d; ++j) sum[j] += h.row(b, t)[j];
-    for (int j = 0; j < h.d; ++j) v[j] = static_cast<float>(sum[j] / L);
-  }
-  return v;
 }
 
 }  // namespace ordo

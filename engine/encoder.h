@@ -1,13 +1,13 @@
 // ordo: token ids in, hidden states out — nn.TransformerEncoder(batch_first=True) in eval mode.
 #pragma once
 
-#include <ordo/engine/model.h>
-#include <ordo/engine/trace.h>
-
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <ordo/engine/model.h>
+#include <ordo/engine/trace.h>
 
 namespace ordo {
 
@@ -26,12 +26,6 @@ struct Hidden {
   const float* row(int b, int t) const { return data.data() + (size_t(b) * S + t) * d; }
 };
 
-enum class Pooling { Mean, First, None };
-
-// mean: v = (1/L)·Σ_t h_t over the sequence's L rows (padding skipped); first: v = h_0. A sequence
-// of no tokens pools to zeros. Returns (d), or (L, d) for None.
-std::vector<float> pool(const Hidden& h, int b, Pooling pooling);
-
 // Activations for one (B, S), allocated once and reused while shapes do not grow.
 struct RunState {
   std::vector<float> x;        // (T, d)   the residual stream
@@ -49,7 +43,8 @@ class Encoder {
   explicit Encoder(const Model& model) : model_(model) {}
 
   // ids: B sequences of token ids in [0, V). Throws InputError for an id out of range, a
-  // sequence past a learned position table, or a batch too large for memory.
+  // sequence past a learned position table, or a batch whose working memory (activation_bytes)
+  // is more than half of this machine's.
   Hidden forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options = {});
 
   // Bytes of activations forward() needs for a B × S batch.
@@ -80,5 +75,6 @@ class Encoder {
 // Threads for the matrix work, the caller included (OpenBLAS runs single-threaded inside each).
 // 0: one per core.
 void set_num_threads(int n);
+int num_threads();
 
 }  // namespace ordo

@@ -1,13 +1,16 @@
 #include "engine/init.h"
 
-#include <ordo/engine/model.h>
-#include <ordo/errors.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
+
+#include <ordo/engine/model.h>
+#include <ordo/errors.h>
+
+#include "common/atomic_file.h"
 
 namespace ordo {
 
@@ -60,14 +63,8 @@ void write_random_model(const Config& c, uint64_t seed, const std::string& dir) 
     throw InputError(dir, std::string("cannot create directory: ") + std::strerror(errno));
   write_safetensors(dir + "/model.safetensors", random_weights(c, seed),
                     {{"format", "pt"}, {"ordo.seed", std::to_string(seed)}});
-  const std::string path = dir + "/config.json", tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << config_to_json(c);
-    if (!out) throw InputError(tmp, "write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  const std::string json = config_to_json(c);
+  write_atomically(dir + "/config.json", [&](std::FILE* f) { std::fwrite(json.data(), 1, json.size(), f); });
 }
 
 }  // namespace ordo

@@ -1,12 +1,12 @@
 // ordo: a random model from a seed, the same bytes on every machine.
 #pragma once
 
-#include <ordo/engine/config.h>
-#include <ordo/engine/safetensors.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <ordo/engine/config.h>
+#include <ordo/engine/safetensors.h>
 
 namespace ordo {
 

@@ -1,9 +1,9 @@
-#include <ordo/engine/model.h>
-#include <ordo/errors.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include <ordo/engine/model.h>
+#include <ordo/errors.h>
 
 namespace ordo {
 
@@ -67,6 +67,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
   // holds, one is missing among the first tensors().size() + 1 it asks for.
   std::vector<std::string> non_finite;
   std::string first_bad;
+  std::vector<const float*> in_order;  // the tensors' values, in the order expected_tensors lists them
   for (const TensorSpec& spec : expected_tensors(config_, file_.tensors().size() + 1)) {
     const TensorInfo* t = file_.find(spec.name);
     if (!t) throw InputError(where, "missing tensor " + spec.name + " " + shape_string(spec.shape));
@@ -103,7 +104,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
         break;
       }
     parameters_ += n;
-    named_.emplace_back(spec.name, values);
+    in_order.push_back(values);
   }
 
   if (!non_finite.empty())
@@ -113,7 +114,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
 
   // Hand the pointers out under their PyTorch names, in the order expected_tensors lists them.
   size_t next = 0;
-  auto take = [&]() { return named_[next++].second; };
+  auto take = [&]() { return in_order[next++]; };
   weights_.embedding = take();
   if (config_.positional_encoding == PositionalEncoding::Learned) weights_.position_embedding = take();
   weights_.layers.resize(config_.n_layers);
@@ -135,22 +136,6 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     weights_.norm_weight = take();
     weights_.norm_bias = take();
   }
-}
-
-std::vector<std::string> Model::non_finite_tensors() const {
-  std::vector<std::string> bad;
-  const auto specs = expected_tensors(config_, named_.size());
-  for (size_t i = 0; i < named_.size(); ++i) {
-    uint64_t n = 1;
-    for (uint64_t s : specs[i].shape) n *= s;
-    const float* v = named_[i].second;
-    for (uint64_t j = 0; j < n; ++j)
-      if (!std::isfinite(v[j])) {
-        bad.push_back(named_[i].first);
-        break;
-      }
-  }
-  return bad;
 }
 
 }  // namespace ordo

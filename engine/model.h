@@ -1,13 +1,13 @@
 // ordo: a model's weights, mapped from model.safetensors and checked against its config.
 #pragma once
 
-#include <ordo/engine/config.h>
-#include <ordo/engine/safetensors.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <ordo/engine/config.h>
+#include <ordo/engine/safetensors.h>
 
 namespace ordo {
 
@@ -61,16 +61,12 @@ class Model {
   uint64_t parameter_count() const { return parameters_; }
   std::string dir;  // where it was loaded from ("" if not from a directory)
 
-  // Names every tensor holding a NaN or an infinity (empty: all finite).
-  std::vector<std::string> non_finite_tensors() const;
-
  private:
   Config config_;
   SafeTensors file_;
   Weights weights_;
   uint64_t parameters_ = 0;
-  std::vector<std::vector<float>> widened_;                  // storage for converted or realigned tensors
-  std::vector<std::pair<std::string, const float*>> named_;  // every tensor in use, by name
+  std::vector<std::vector<float>> widened_;  // storage for converted or realigned tensors
 };
 
 }  // namespace ordo

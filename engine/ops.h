@@ -9,9 +9,9 @@
 // layout, so a Linear weight W is (out, in) and y = x·Wᵀ + b.
 #pragma once
 
-#include <ordo/engine/config.h>
-
 #include <cstddef>
+
+#include <ordo/engine/config.h>
 
 namespace ordo {
 

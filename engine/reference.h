@@ -14,12 +14,12 @@
 // floats in PyTorch's layout, so a Linear weight W is (out, in) and y = x·Wᵀ + b.
 #pragma once
 
-#include <ordo/engine/model.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
+
+#include <ordo/engine/model.h>
 
 namespace ordo::reference {
 

@@ -1,6 +1,4 @@
 #include <fcntl.h>
-#include <ordo/engine/safetensors.h>
-#include <ordo/errors.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +8,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <ordo/engine/safetensors.h>
+#include <ordo/errors.h>
+
+#include "common/atomic_file.h"
 #include "engine/strict_json.h"
 
 namespace ordo {
@@ -227,26 +228,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorBytes>& 
   std::string text = header.dump();
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
 
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(tmp, "cannot create");
+  write_atomically(path, [&](std::FILE* f) {
     unsigned char len[8];
     for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : tensors)
-      out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError(tmp, "write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
-  }
+    std::fwrite(len, 1, 8, f);
+    std::fwrite(text.data(), 1, text.size(), f);
+    for (const auto& t : tensors) std::fwrite(t.bytes.data(), 1, t.bytes.size(), f);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

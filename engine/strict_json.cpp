@@ -1,10 +1,9 @@
 #include "engine/strict_json.h"
 
-#include <ordo/errors.h>
-
-#include <cstring>
 #include <set>
 #include <vector>
+
+#include <ordo/errors.h>
 
 namespace ordo {
 

@@ -1,11 +1,11 @@
 // Fuzzes config.json parsing: any text gives a Config or an InputError, and a Config written back
 // out by config_to_json parses to the same values.
-#include <ordo/engine/config.h>
-#include <ordo/errors.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include <ordo/engine/config.h>
+#include <ordo/errors.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ordo::Config c;

@@ -1,8 +1,6 @@
 // Fuzzes loading a whole model directory, then one encode.
 // Input: [u32 n][n bytes config.json][u32 m][m bytes model.safetensors][rest: tokenizer.model],
 // lengths little-endian; an empty rest means the fixed tiny tokenizer (tests/corpus/tiny.model).
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -12,6 +10,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 namespace {
 

@@ -1,10 +1,10 @@
 // Fuzzes the safetensors reader: any bytes either parse into tensors that lie inside the buffer,
 // or give an InputError.
-#include <ordo/engine/safetensors.h>
-#include <ordo/errors.h>
-
 #include <cstdint>
 #include <cstdlib>
+
+#include <ordo/engine/safetensors.h>
+#include <ordo/errors.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,19 @@ inline std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1
 inline double max_abs_diff(const float* a, const float* b, size_t n) {
   double m = 0;
   for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
+  return m;
+}
+
+// The one tolerance for a fast float product against the plain one in double: a float sum of K
+// products drifts from the double sum by about √K roundings of the result's scale, so
+//   |fast − reference| ≤ 1e-5 · √K · max(1, max |reference|).
+inline double product_tolerance(int K, double scale) {
+  return 1e-5 * std::sqrt(double(std::max(K, 1))) * std::max(scale, 1.0);
+}
+
+inline double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float f : v) m = std::max(m, double(std::fabs(f)));
   return m;
 }
 
@@ -64,6 +79,14 @@ inline void attention_head_reference(float* out, const float* q, const float* k,
   for (int i = 0; i < L; ++i)
     for (int c = 0; c < dh; ++c) out[size_t(i) * ld_out + c] = static_cast<float>(o[size_t(i) * ld_out + c]);
   narrow(probs, p);
+}
+
+// A whole file's bytes ("" if it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 // A fresh directory under the test temp dir, removed by the caller's TempDir destructor.

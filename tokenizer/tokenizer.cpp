@@ -1,11 +1,12 @@
-#include <ordo/errors.h>
-#include <ordo/tokenizer/tokenizer.h>
 #include <sentencepiece_processor.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+
+#include <ordo/errors.h>
+#include <ordo/tokenizer/tokenizer.h>
 
 #include "tokenizer/charsmap.h"
 

@@ -225,9 +225,8 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 // panel (16 when there are at most 16). Within a task each tile of W meets every panel of x: the
 // first meeting reads it from memory, asking for the line 1 KB ahead in each row and for the same
 // columns of the next tile's rows, the others read it from cache. As in linear_small_m, one
-// contiguous run per thread with the next tile asked for ahead is what keeps the memory busy
-// (1 × 32 on the base model: 3.3 ms against 4.0 with small blocks of tiles handed out as threads
-// came free and the 1 KB look-ahead only; 1 × 128: 12.0 against 12.8).
+// contiguous run per thread with the next tile asked for ahead is what keeps the memory busy (the
+// measurements against small blocks of tiles handed out as threads came free: docs/performance.md).
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);

@@ -18,8 +18,7 @@ using namespace simd;
 // get going on. So the kernel asks for lines itself: while it works on one tile of NR rows of W it
 // asks for the same columns of the next tile's rows, and for the line 1 KB ahead in its own rows
 // (which covers the first tile of a block). Every pass over a tile asks again: asking in the first
-// pass only measured slower. 1 × 8 on the base model: 2.4 ms; 2.6–2.7 with the 1 KB look-ahead
-// alone; 2.8 with no software prefetch.
+// pass only measured slower, and either look-ahead alone slower than both (docs/performance.md).
 constexpr int kPrefetchAhead = 256;
 
 // y[m][n] = b[n] + Σ_k x[m][k]·w[n][k]   for an MR × NR tile: MR rows of x against NR rows of W,
@@ -56,7 +55,7 @@ void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b,
 
 // With 16 lanes (AVX-512), 2 rows of x against 8 rows of W: eight weight streams in flight per
 // thread keep more memory requests going than four, and at a few rows of x the kernel waits on
-// memory, not on arithmetic (1 x 8 on the base model: 2.6 ms against 3.4 ms for 4 x 4).
+// memory, not on arithmetic (measured against 4 x 4 tiles in docs/performance.md).
 constexpr int kTileM = kLanes == 16 ? 2 : 4, kTileN = kLanes == 16 ? 8 : 4;
 using DotTile = void (*)(float*, int, const float*, const float*, const float*, int);
 template <int MR, int... NR>
@@ -75,7 +74,7 @@ constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles =
 
 // Tasks are blocks of y, kRowsPerTask rows × an equal share of the columns per thread: each thread
 // streams one contiguous run of W rows, tile after tile, which is what the prefetch above follows
-// (handing out 32-column blocks as threads came free was 8% slower at 1 × 8). Inside a task, each
+// (handing out 32-column blocks as threads came free measured slower). Inside a task, each
 // tile of kTileN weight rows stays in L1 or L2 while the block's rows of x pass over it.
 void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;

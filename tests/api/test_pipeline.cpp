@@ -1,9 +1,85 @@
 // The library, <ordo/ordo.h>: text in, vectors out.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
 #include <ordo/ordo.h>
 
 namespace ordo {
 namespace {
+
+// Three rows of d = 2, hand-computed.
+TEST(Pool, MeanFirstAndNone) {
+  const float rows[] = {1, 2, 3, 4, 8, -3};  // (3, 2)
+  EXPECT_EQ(pool(rows, 3, 2, Pooling::Mean), (std::vector<float>{4, 1}));
+  EXPECT_EQ(pool(rows, 3, 2, Pooling::First), (std::vector<float>{1, 2}));
+  EXPECT_EQ(pool(rows, 3, 2, Pooling::None), std::vector<float>(rows, rows + 6));
+  EXPECT_EQ(pool(rows, 0, 2, Pooling::Mean), (std::vector<float>{0, 0})) << "no tokens: zeros";
+  EXPECT_EQ(pool(rows, 0, 2, Pooling::First), (std::vector<float>{0, 0}));
+  EXPECT_TRUE(pool(rows, 0, 2, Pooling::None).empty());
+}
+
+// Padding rows of a batch never reach a text's pooled vector: each equals the text run alone.
+TEST(Pipeline, PoolingSkipsPadding) {
+  Pipeline pipeline(ORDO_DEFAULT_MODEL);
+  const std::vector<std::string> texts = {"the cat sat on the mat", "a", ""};
+  const auto batch = pipeline.encode(texts, Pooling::Mean);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto alone = pipeline.encode(std::vector<std::string>{texts[i]}, Pooling::Mean);
+    ASSERT_EQ(batch[i].values.size(), alone[0].values.size());
+    for (size_t j = 0; j < alone[0].values.size(); ++j)
+      EXPECT_NEAR(batch[i].values[j], alone[0].values[j], 1e-5) << texts[i] << " dim " << j;
+  }
+}
+
+const std::string kCorpus = std::string(ORDO_SOURCE_DIR) + "/tests/corpus/";
+
+// A model that adds BOS (id 1) and EOS (id 2): the cut text keeps BOS first and ends in EOS again.
+TEST(Pipeline, TruncateKeepsEos) {
+  Pipeline pipeline(kCorpus + "odd/bos_eos_truncated");
+  Tokenization t = pipeline.tokenize("the cat sat on the mat");
+  ASSERT_GT(t.ids.size(), 4u);
+  const Tokenization whole = t;
+  pipeline.truncate(t, 4);
+  ASSERT_EQ(t.ids.size(), 4u);
+  ASSERT_EQ(t.pieces.size(), 4u);
+  EXPECT_EQ(t.ids.front(), 1);
+  EXPECT_EQ(t.ids[1], whole.ids[1]);
+  EXPECT_EQ(t.ids[2], whole.ids[2]);
+  EXPECT_EQ(t.ids.back(), 2);
+  EXPECT_EQ(t.pieces.back(), pipeline.tokenizer().piece(2));
+  Tokenization short_text = pipeline.tokenize("a");
+  const Tokenization before = short_text;
+  pipeline.truncate(short_text, 64);
+  EXPECT_EQ(short_text.ids, before.ids) << "a text within the limit is left as it is";
+}
+
+// The learned position table sets the limit; a sinusoidal model is limited by memory alone.
+TEST(Pipeline, MaxTokensIsTheLearnedTableOrMemory) {
+  Pipeline learned(kCorpus + "bad/txt_learned_positions");
+  EXPECT_EQ(learned.max_tokens(), 4);
+  EXPECT_EQ(learned.max_tokens_reason(), "the model's max_positions 4");
+  Pipeline sinusoidal(ORDO_DEFAULT_MODEL);
+  const int n = sinusoidal.max_tokens();
+  EXPECT_GT(n, 8192) << "the default model runs a text of --max-tokens' default on any machine with 1 GB";
+  EXPECT_EQ(sinusoidal.max_tokens_reason(),
+            "this machine's memory (a text of at most " + std::to_string(n) + " tokens)");
+}
+
+TEST(SplitLines, BomCrAndNul) {
+  std::vector<std::string> where;
+  EXPECT_EQ(split_lines("\xEF\xBB\xBF"
+                        "a\r\nb\n\nc",
+                        "f", &where),
+            (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_EQ(where, (std::vector<std::string>{"f: line 1", "f: line 2", "f: line 3", "f: line 4"}));
+  EXPECT_THROW(split_lines(std::string("a\nb\0c", 5), "f"), InputError);
+  EXPECT_THROW(split_lines("\xFF\xFE"
+                           "a",
+                           "f"),
+               InputError);
+}
 
 TEST(Pipeline, BatchOfEmptyTextsIsZeros) {
   Pipeline pipeline(ORDO_DEFAULT_MODEL);

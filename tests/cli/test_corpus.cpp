@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "test_util.h"
 
 namespace ordo {
 namespace {
@@ -40,16 +41,9 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<std::string> lines_of(const std::string& path) {
   std::vector<std::string> lines;
-  std::istringstream in(read(path));
+  std::istringstream in(test::read_file(path));
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) lines.push_back(line);
   return lines;
@@ -103,7 +97,7 @@ TEST_P(Odd, LoadsAndEncodes) {
     EXPECT_EQ(j["pieces"].size(), j["ids"].size());
   }
   if (exists(dir + "/input.txt")) {
-    const std::string text = read(dir + "/input.txt");
+    const std::string text = test::read_file(dir + "/input.txt");
     const size_t lines = std::count(text.begin(), text.end(), '\n') + (!text.empty() && text.back() != '\n');
     EXPECT_EQ(size_t(n), lines) << "one output line per input line";
   }

@@ -1,11 +1,12 @@
 // Reliability of the command line: long and broken input, closed pipes, full disks, huge configs.
 #include <gtest/gtest.h>
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 #include "cli/cli_util.h"
 #include "test_util.h"
@@ -74,7 +75,7 @@ TEST(Input, FullDiskIsAnError) {
 namespace ordo {
 namespace {
 
-TEST(Init, RefusesAConfigTooLargeForMemory) {
+TEST(InitCommand, RefusesAConfigTooLargeForMemory) {
   test::TempDir dir;
   std::ofstream(dir.path + "/huge.json") << R"({"vocab_size": 16777216, "d_model": 16777216, "n_heads": 1,
     "d_ff": 1, "n_layers": 16777216, "positional_encoding": "none"})";

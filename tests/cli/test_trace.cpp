@@ -120,7 +120,7 @@ TEST(Trace, NoPeDropsThePositions) {
   EXPECT_EQ(stage_rows(r.out, "[3] after x sqrt(d)", 6), stage_rows(r.out, "[4] input", 6));
 }
 
-TEST(Attention, SameTableAsTheTrace) {
+TEST(AttentionCommand, SameTableAsTheTrace) {
   const auto a = run_ordo("attention --layer 1 --head 2 " + quote(kText));
   const auto t = run_ordo("trace " + quote(kText));
   ASSERT_EQ(a.status + t.status, 0) << a.err << t.err;
@@ -133,7 +133,7 @@ TEST(Attention, SameTableAsTheTrace) {
   EXPECT_EQ(from_attention, from_trace);
 }
 
-TEST(Attention, BadLayerOrHeadIsAUsageError) {
+TEST(AttentionCommand, BadLayerOrHeadIsAUsageError) {
   for (const char* args : {"--layer 2", "--head 4", "--layer -1"}) {
     const auto r = run_ordo(std::string("attention ") + args + " " + quote(kText));
     EXPECT_EQ(r.status, 2) << args;
@@ -149,14 +149,14 @@ TEST(Attention, BadLayerOrHeadIsAUsageError) {
 namespace ordo {
 namespace {
 
-TEST(Attention, ACommaStaysInsideTheText) {
+TEST(AttentionCommand, ACommaStaysInsideTheText) {
   const auto r = test::run_ordo("attention " + test::quote("a cat, a mat"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("(S, S) = (5, 5)"), std::string::npos) << r.out;  // ▁a ▁cat , ▁a ▁mat
   EXPECT_EQ(test::run_ordo("attention a b").status, 2);                  // two texts: a usage error
 }
 
-TEST(Attention, AnUnwritablePictureStopsBeforePrinting) {
+TEST(AttentionCommand, AnUnwritablePictureStopsBeforePrinting) {
   test::TempDir dir;
   for (const std::string cmd : {"attention a --png ", "pe --png "}) {
     const auto r = test::run_ordo(cmd + dir.path + "/missing/x.png");

@@ -4,7 +4,7 @@
 Each case is a directory: a model (config.json, model.safetensors, tokenizer.model), optionally
   input.txt  texts for `ordo encode --input` (else the text "the cat sat on the mat"),
   args       extra arguments for `ordo encode`,
-  command    the command to run instead of `encode --json` (e.g. `info --check`),
+  command    the command to run instead of `encode --json` (e.g. `info`),
   expect.txt bad: substrings the one `error:` line must hold (besides the case's path);
              odd: substrings stdout must hold,
   same_as    odd: another odd case whose output this one must equal byte for byte.
@@ -277,7 +277,7 @@ def st_cases():
     bad("st_nan_weight", safetensors(nan), "tensor layers.0.linear2.weight holds NaN at element 53")
     inf = {k: v.copy() for k, v in W.items()}
     inf["embedding.weight"][1, 0] = np.inf
-    case("bad", "st_inf_weight_info_check", weights_bytes=safetensors(inf), command="info --check",
+    case("bad", "st_inf_weight_info", weights_bytes=safetensors(inf), command="info",
          expect=(ST, "tensor embedding.weight holds infinity at element 8"))
     case("bad", "st_is_directory", weights_bytes=None, expect=(ST.strip(": ") + ": not a regular file",),
          files={"model.safetensors": None, "model.safetensors/README": b"a directory, not a file\n"})

@@ -1,5 +1,6 @@
 // config.json: defaults, and errors that name the key.
 #include <gtest/gtest.h>
+
 #include <ordo/engine/config.h>
 #include <ordo/errors.h>
 
@@ -62,26 +63,19 @@ TEST(Config, ErrorsNameTheKey) {
   EXPECT_NE(error_of(with(R"("layer_norm_eps": 0)")).find("\"layer_norm_eps\" must be a positive number"),
             std::string::npos);
   EXPECT_NE(error_of(with(R"("pe_layout": "zigzag")")).find("\"pe_layout\""), std::string::npos);
-  EXPECT_NE(
-      error_of(
-          R"({"vocab_size": 100, "d_model": 10, "n_heads": 3, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
-          .find("divisible"),
-      std::string::npos);
-  EXPECT_NE(
-      error_of(
-          R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "learned"})")
-          .find("\"max_positions\""),
-      std::string::npos);
-  EXPECT_NE(
-      error_of(
-          R"({"vocab_size": -5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
-          .find("\"vocab_size\" must be positive"),
-      std::string::npos);
-  EXPECT_NE(
-      error_of(
-          R"({"vocab_size": 2.5, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, "positional_encoding": "none"})")
-          .find("\"vocab_size\" must be a positive integer"),
-      std::string::npos);
+  // Whole configs: (the sizes and encoding, what the error must say).
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("vocab_size": 100, "d_model": 10, "n_heads": 3, "positional_encoding": "none")", "divisible"},
+      {R"("vocab_size": 100, "d_model": 8, "n_heads": 2, "positional_encoding": "learned")", "\"max_positions\""},
+      {R"("vocab_size": -5, "d_model": 8, "n_heads": 2, "positional_encoding": "none")",
+       "\"vocab_size\" must be positive"},
+      {R"("vocab_size": 2.5, "d_model": 8, "n_heads": 2, "positional_encoding": "none")",
+       "\"vocab_size\" must be a positive integer"},
+  };
+  for (const auto& [sizes, want] : cases) {
+    const std::string config = std::string("{") + sizes + R"(, "d_ff": 16, "n_layers": 1})";
+    EXPECT_NE(error_of(config).find(want), std::string::npos) << config << ": " << error_of(config);
+  }
   EXPECT_NE(error_of(with(R"("tokenizer": "../../etc/passwd")")).find("inside the model directory"), std::string::npos);
 }
 

@@ -51,20 +51,6 @@ TEST(Positions, MatchTheFormulaInDouble) {
   EXPECT_EQ(max_abs_diff(tail.data(), pe.data() + size_t(N - 10) * d, tail.size()), 0.0);
 }
 
-TEST(Linear, MatchesTripleLoop) {
-  for (auto [M, K, N] : {std::tuple{1, 3, 2}, {5, 17, 9}, {64, 64, 192}, {33, 128, 7}}) {
-    const auto x = random_floats(size_t(M) * K, 1), w = random_floats(size_t(N) * K, 2), b = random_floats(N, 3);
-    std::vector<float> fast(size_t(M) * N), slow(size_t(M) * N);
-    for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
-      linear(fast.data(), x.data(), w.data(), bias, M, K, N);
-      test::linear_reference(slow.data(), x.data(), w.data(), bias, M, K, N);
-      const double diff = max_abs_diff(fast.data(), slow.data(), fast.size());
-      EXPECT_LT(diff, 1e-5 * K) << M << "x" << K << "x" << N << (bias ? " with bias" : " no bias") << ": max diff "
-                                << diff;
-    }
-  }
-}
-
 TEST(Linear, HandComputed) {
   // x = [1 2], W = [[1 0], [0 1], [1 1]], b = [0.5 0 -1]  →  y = [1.5, 2, 2]
   const float x[] = {1, 2}, w[] = {1, 0, 0, 1, 1, 1}, b[] = {0.5f, 0, -1};
@@ -129,7 +115,7 @@ TEST(Activation, HandComputed) {
   EXPECT_EQ(r, (std::vector<float>{1, 0, 0, 0, 2.5f}));
 }
 
-TEST(Attention, HandComputed) {
+TEST(AttentionHead, HandComputed) {
   // q = k = I (2×2), v = [[1 2], [3 4]]; scores = I/√2, so each row puts
   // p = e^{1/√2} / (e^{1/√2} + 1) = 0.66976 on its own token.
   const float qkv[] = {1, 0, 1, 0, 1, 2,   // token 0: q | k | v (dh = 2, row stride 6)
@@ -145,7 +131,7 @@ TEST(Attention, HandComputed) {
   EXPECT_NEAR(out[3], 3.3395230986533138, 1e-6);
 }
 
-TEST(Attention, MatchesReference) {
+TEST(AttentionHead, MatchesReference) {
   const int L = 37, dh = 12, ld = 3 * 60;
   const auto qkv = random_floats(size_t(L) * ld, 7, 2.0f);
   std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), pf(size_t(L) * L), ps(size_t(L) * L);

@@ -3,17 +3,19 @@
 // padded batch and sequence by sequence, and through the plain encoder; every hidden state must satisfy
 //   max |ordo − torch| ≤ 2e-5 · max(1, max |torch|).
 #include <gtest/gtest.h>
-#include <ordo/engine/encoder.h>
-#include <ordo/engine/model.h>
-#include <ordo/engine/safetensors.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <ordo/engine/encoder.h>
+#include <ordo/engine/model.h>
+#include <ordo/engine/safetensors.h>
 
 #include "engine/reference.h"
 
@@ -71,16 +73,21 @@ double max_abs(const std::vector<float>& v) {
   return m;
 }
 
-class PyTorchReference : public ::testing::TestWithParam<std::string> {};
+// One case: its model and PyTorch's ids and outputs.
+class PyTorchReference : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const fs::path dir = kData / GetParam();
+    model = std::make_unique<Model>(Model::load(dir.string()));
+    ref = load_reference(dir / "reference.safetensors", model->config().d_model);
+    ASSERT_FALSE(ref.ids.empty()) << dir << " holds no sequences";
+  }
+  std::unique_ptr<Model> model;
+  Reference ref;
+};
 
 TEST_P(PyTorchReference, HiddenStatesMatch) {
-  const fs::path dir = kData / GetParam();
-  const Model model = Model::load(dir.string());
-  const int d = model.config().d_model;
-  const Reference ref = load_reference(dir / "reference.safetensors", d);
-  ASSERT_FALSE(ref.ids.empty()) << dir << " holds no sequences";
-
-  Encoder encoder(model);
+  Encoder encoder(*model);
   const Hidden batch = encoder.forward(ref.ids);
   double worst_batch = 0, worst_alone = 0;
   for (size_t b = 0; b < ref.ids.size(); ++b) {
@@ -103,14 +110,9 @@ TEST_P(PyTorchReference, HiddenStatesMatch) {
 
 // The plain encoder (engine/reference.h) meets the same bar, sequence by sequence.
 TEST_P(PyTorchReference, PlainEncoderMatches) {
-  const fs::path dir = kData / GetParam();
-  const Model model = Model::load(dir.string());
-  const int d = model.config().d_model;
-  const Reference ref = load_reference(dir / "reference.safetensors", d);
-  ASSERT_FALSE(ref.ids.empty()) << dir << " holds no sequences";
   double worst = 0;
   for (size_t b = 0; b < ref.ids.size(); ++b) {
-    const std::vector<double> plain = reference::forward(model, ref.ids[b]);
+    const std::vector<double> plain = reference::forward(*model, ref.ids[b]);
     ASSERT_EQ(plain.size(), ref.hidden[b].size());
     double diff = 0;
     for (size_t i = 0; i < plain.size(); ++i) diff = std::max(diff, std::fabs(plain[i] - ref.hidden[b][i]));

@@ -1,10 +1,12 @@
 // safetensors written and read back, half-precision conversions, and malformed files.
 #include <gtest/gtest.h>
-#include <ordo/engine/safetensors.h>
-#include <ordo/errors.h>
 
 #include <cstring>
 #include <fstream>
+#include <tuple>
+
+#include <ordo/engine/safetensors.h>
+#include <ordo/errors.h>
 
 #include "test_util.h"
 
@@ -90,28 +92,18 @@ TEST(SafeTensors, RejectsMalformedHeaders) {
   EXPECT_NE(parse_error(image(ok, 8).substr(0, 20)).find("runs past the end"), std::string::npos);
   EXPECT_NE(parse_error(image(ok, 4)).find("past the end of the data"), std::string::npos);
   EXPECT_NE(parse_error(image(ok, 12)).find("cover 8 bytes of a 12-byte"), std::string::npos);
-  EXPECT_NE(
-      parse_error(
-          image(
-              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-              8))
-          .find("repeats the key \"a\""),
-      std::string::npos);
-  EXPECT_NE(
-      parse_error(image(R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", 8)).find("unknown dtype \"Q4\""),
-      std::string::npos);
-  EXPECT_NE(parse_error(image(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)).find("needs 12"),
-            std::string::npos);
-  EXPECT_NE(parse_error(image(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})", 8))
-                .find("overflows"),
-            std::string::npos);
-  EXPECT_NE(
-      parse_error(
-          image(
-              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
-              6))
-          .find("overlap"),
-      std::string::npos);
+  // (header, data bytes, what the error must say)
+  const std::tuple<const char*, int, const char*> headers[] = {
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+       8, "repeats the key \"a\""},
+      {R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", 8, "unknown dtype \"Q4\""},
+      {R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8, "needs 12"},
+      {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})", 8, "overflows"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
+       6, "overlap"},
+  };
+  for (const auto& [header, data_bytes, want] : headers)
+    EXPECT_NE(parse_error(image(header, data_bytes)).find(want), std::string::npos) << header;
   EXPECT_NE(parse_error(image(R"({"__metadata__":{"k":1}})", 0)).find("not a string"), std::string::npos);
   EXPECT_NE(parse_error("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12\n").find("Git LFS"),
             std::string::npos);

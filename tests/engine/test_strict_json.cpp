@@ -1,8 +1,9 @@
 // engine/strict_json: the JSON reader every config and safetensors header goes through.
 #include <gtest/gtest.h>
-#include <ordo/errors.h>
 
 #include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
 
 #include "engine/strict_json.h"
 

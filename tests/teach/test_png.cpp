@@ -1,9 +1,10 @@
 // The pictures: heatmaps written with libpng, read back with libpng, pixel by pixel.
 #include <gtest/gtest.h>
-#include <ordo/errors.h>
 #include <sys/stat.h>
 
 #include <fstream>
+
+#include <ordo/errors.h>
 
 #include "cli/cli_util.h"
 #include "teach/png_read.h"

@@ -1,9 +1,10 @@
 // The tokenizer: the default model's pieces, and what it refuses.
 #include <gtest/gtest.h>
-#include <ordo/errors.h>
-#include <ordo/tokenizer/tokenizer.h>
 
 #include <algorithm>
+
+#include <ordo/errors.h>
+#include <ordo/tokenizer/tokenizer.h>
 
 namespace ordo {
 namespace {

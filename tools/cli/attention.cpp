@@ -1,9 +1,9 @@
 // ordo attention: one head's attention weights as a token x token table, and optionally a PNG.
-#include <ordo/ordo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 #include "tools/teach/png_image.h"

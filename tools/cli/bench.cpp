@@ -3,9 +3,6 @@
 // FLOPs of one forward pass of n_layers encoder layers on B × S tokens (a multiply-add is 2 FLOPs):
 //   in_proj 2·BS·d·3d + out_proj 2·BS·d² + scores and weighted values 2·2·B·S²·d + FFN 2·2·BS·d·F
 #include <cblas.h>
-#include <ordo/engine/encoder.h>
-#include <ordo/engine/model.h>
-#include <ordo/errors.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,8 +13,11 @@
 #include <sstream>
 #include <vector>
 
+#include <ordo/engine/encoder.h>
+#include <ordo/engine/model.h>
+#include <ordo/errors.h>
+
 #include "engine/kernels/blas.h"
-#include "engine/kernels/parallel.h"
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {
@@ -122,7 +122,7 @@ int cmd_bench(int argc, char** argv) {
   if (repeat < 1 || repeat > 100000) throw UsageError("--repeat must be in 1 .. 100000");
   if (args["threads"].as<int>() < 0) throw UsageError("--threads must be 0 or more");
   set_num_threads(args["threads"].as<int>());
-  const int threads = kernel_threads();
+  const int threads = num_threads();
   const bool json = args.count("json") > 0;
 
   if (args.count("gemm")) {

@@ -1,7 +1,5 @@
 #include "tools/cli/cli.h"
 
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "common/memory.h"
 
 namespace ordo::cli {
 
@@ -30,37 +33,12 @@ std::string model_dir(const cxxopts::ParseResult& args) {
   return dir;
 }
 
-std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where) {
-  std::vector<std::string> texts;
-  size_t start = 0, line = 1;
-  if (all.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;  // UTF-8 byte-order mark
-  if (all.compare(0, 2, "\xFF\xFE") == 0 || all.compare(0, 2, "\xFE\xFF") == 0)
-    throw InputError(name,
-                     "starts with a UTF-16 byte-order mark; ordo reads UTF-8 (convert with iconv -f UTF-16 -t UTF-8)");
-  while (start < all.size()) {
-    size_t end = all.find('\n', start);
-    if (end == std::string::npos) end = all.size();
-    std::string text = all.substr(start, end - start);
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    const std::string at = name + ": line " + std::to_string(line);
-    if (const size_t nul = text.find('\0'); nul != std::string::npos)
-      throw InputError(at, "holds a NUL byte at byte " + std::to_string(nul) + " (binary data, not text)");
-    texts.push_back(std::move(text));
-    if (where) where->push_back(at);
-    start = end + 1;
-    ++line;
-  }
-  return texts;
-}
-
 namespace {
 
 // Input is read whole before it is tokenized; past this it fails with a clear error rather than
 // by the out-of-memory killer. Tokens, pieces and vectors take several times the text's bytes.
 uint64_t max_input_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-  return std::min<uint64_t>(uint64_t(1) << 30, memory / 16);
+  return std::min<uint64_t>(uint64_t(1) << 30, machine_memory_bytes() / 16);
 }
 
 std::string read_all(std::FILE* in, const std::string& name) {
@@ -136,18 +114,6 @@ std::string fit(const std::string& s, int width) {
     out += s[i];
   }
   return pad_right(out, width);
-}
-
-// The attention scores alone are S² floats: a text too long for this machine's memory is refused
-// by name here rather than by the encoder (or the out-of-memory killer) later.
-void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& where) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-  const uint64_t need = pipeline.encoder().activation_bytes(1, t.ids.size());
-  if (need > memory / 2)
-    throw InputError(where, "text of " + std::to_string(t.ids.size()) + " tokens needs " + std::to_string(need >> 20) +
-                                " MiB of working memory, more than half of this machine's " +
-                                std::to_string(memory >> 20) + " MiB (lower --max-tokens, or add --truncate)");
 }
 
 void add_model_options(cxxopts::Options& o) {

@@ -3,12 +3,12 @@
 
 // A text is one whole argument: by default cxxopts splits a vector<string> value at commas.
 #define CXXOPTS_VECTOR_DELIMITER '\0'
-#include <ordo/ordo.h>
-
 #include <cxxopts.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <ordo/ordo.h>
 
 namespace ordo::cli {
 
@@ -27,10 +27,6 @@ std::string model_dir(const cxxopts::ParseResult& args);
 // the start and a CR before each newline are dropped.
 std::vector<std::string> read_texts(const cxxopts::ParseResult& args, std::vector<std::string>* where);
 
-// The lines of a text file: a leading UTF-8 BOM and a CR before each newline are dropped; a NUL
-// byte is an InputError naming `name` and the line. `where` receives "<name>: line N" for each.
-std::vector<std::string> split_lines(const std::string& all, const std::string& name, std::vector<std::string>* where);
-
 // Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values.
 std::string preview(const float* v, int n, int k = 8);
 
@@ -41,10 +37,6 @@ int columns(const std::string& s);
 std::string pad_right(const std::string& s, int width);
 // `s` cut or padded to exactly `width` columns.
 std::string fit(const std::string& s, int width);
-
-// A text too long for this machine's memory (the attention scores alone are S² floats) is refused
-// by name here rather than by the encoder (or the out-of-memory killer) later.
-void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& where);
 
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);

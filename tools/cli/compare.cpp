@@ -1,15 +1,15 @@
 // ordo compare: the word-order report, two texts with and without positional encoding.
 #include "tools/cli/compare.h"
 
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 
@@ -50,14 +50,7 @@ Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokeni
   without_pe.positions = false;
   const auto rows_pe = pipeline.encode({a, b}, Pooling::None, false, with_pe);
   const auto rows_nope = pipeline.encode({a, b}, Pooling::None, false, without_pe);
-  auto mean = [&](const Encoded& e) {
-    std::vector<float> m(d, 0.0f);
-    std::vector<double> s(d, 0.0);
-    for (int r = 0; r < e.rows; ++r)
-      for (int j = 0; j < d; ++j) s[j] += e.values[size_t(r) * d + j];
-    for (int j = 0; j < d && e.rows > 0; ++j) m[j] = float(s[j] / e.rows);
-    return m;
-  };
+  auto mean = [&](const Encoded& e) { return pool(e.values.data(), e.rows, d, Pooling::Mean); };
   const auto pa = mean(rows_pe[0]), pb = mean(rows_pe[1]), na = mean(rows_nope[0]), nb = mean(rows_nope[1]);
   c.cosine_pe = cosine(pa, pb), c.cosine_nope = cosine(na, nb);
   c.max_abs_diff_pe = max_abs_diff(pa.data(), pb.data(), d);
@@ -113,16 +106,10 @@ int cmd_compare(int argc, char** argv) {
   const bool has_positions = pipeline.model().config().positional_encoding != PositionalEncoding::None;
 
   const Tokenization a = pipeline.tokenize(texts[0], "argument 1"), b = pipeline.tokenize(texts[1], "argument 2");
-  check_fits(pipeline, a, "argument 1");
-  check_fits(pipeline, b, "argument 2");
-  if (pipeline.model().config().positional_encoding == PositionalEncoding::Learned) {
-    const int max_positions = pipeline.model().config().max_positions;
-    const std::pair<const Tokenization*, const char*> both[] = {{&a, "argument 1"}, {&b, "argument 2"}};
-    for (const auto& [t, where] : both)
-      if (int(t->ids.size()) > max_positions)
-        throw InputError(where, "text has " + std::to_string(t->ids.size()) +
-                                    " tokens, more than the model's max_positions " + std::to_string(max_positions));
-  }
+  for (const auto& [t, where] : {std::pair{&a, "argument 1"}, std::pair{&b, "argument 2"}})
+    if (t->ids.size() > size_t(pipeline.max_tokens()))
+      throw InputError(
+          where, "text has " + std::to_string(t->ids.size()) + " tokens, more than " + pipeline.max_tokens_reason());
   const Comparison c = compare_texts(pipeline, a, b);
   const bool reordered = c.reordered;
   const double cos_pe = c.cosine_pe, cos_nope = c.cosine_nope;

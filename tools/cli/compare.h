@@ -1,10 +1,10 @@
 // ordo compare's numbers, computed once for the report and for the page of `ordo view`.
 #pragma once
 
-#include <ordo/ordo.h>
-
 #include <nlohmann/json.hpp>
 #include <vector>
+
+#include <ordo/ordo.h>
 
 namespace ordo::cli {
 

@@ -1,6 +1,4 @@
 // ordo encode: texts -> vectors, pooled or one per token, human-readable or JSON.
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +6,10 @@
 #include <iostream>
 #include <numeric>
 
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "common/memory.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/json_out.h"
 
@@ -59,9 +61,7 @@ std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> to
 // Bytes of one text that may go to the tokenizer: 256 per allowed token (a piece is at most 16
 // characters of up to 4 bytes, with room for runs of spaces), and at most 1/256 of memory.
 size_t max_text_bytes(int max_tokens) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
-  return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, memory / 256));
+  return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, machine_memory_bytes() / 256));
 }
 
 // The longest prefix of at most n bytes that does not split a UTF-8 character.
@@ -98,21 +98,19 @@ int cmd_encode(int argc, char** argv) {
 
   std::vector<std::string> where;
   std::vector<std::string> texts = read_texts(args, &where);
-  const Config& config = pipeline.model().config();
-  // A learned position table has no row past max_positions: the same limit, stated as the model's.
-  const bool learned = config.positional_encoding == PositionalEncoding::Learned;
-  const int limit = learned ? std::min(max_tokens, config.max_positions) : max_tokens;
-  const std::string limit_name = learned && config.max_positions < max_tokens
-                                     ? "the model's max_positions " + std::to_string(config.max_positions)
-                                     : "--max-tokens " + std::to_string(max_tokens);
+  // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
+  const bool flag_limits = max_tokens <= pipeline.max_tokens();
+  const int limit = flag_limits ? max_tokens : pipeline.max_tokens();
+  const std::string limit_name =
+      flag_limits ? "--max-tokens " + std::to_string(max_tokens) : pipeline.max_tokens_reason();
+  const std::string advice = flag_limits ? "raise it, or add --truncate" : "add --truncate to cut it";
   const size_t max_bytes = max_text_bytes(limit);
   std::vector<Tokenization> tokens;
   for (size_t i = 0; i < texts.size(); ++i) {
     if (texts[i].size() > max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
       if (!args.count("truncate"))
         throw InputError(where[i], "text is " + std::to_string(texts[i].size()) + " bytes, more than " + limit_name +
-                                       " allows (" + std::to_string(max_bytes) +
-                                       " bytes; raise it, or add --truncate)");
+                                       " allows (" + std::to_string(max_bytes) + " bytes; " + advice + ")");
       texts[i].resize(utf8_prefix(texts[i], max_bytes));
     }
     tokens.push_back(pipeline.tokenize(texts[i], where[i]));
@@ -120,16 +118,9 @@ int cmd_encode(int argc, char** argv) {
     if (int(t.ids.size()) > limit) {
       if (!args.count("truncate"))
         throw InputError(where[i], "text has " + std::to_string(t.ids.size()) + " tokens, more than " + limit_name +
-                                       " (raise it, or add --truncate)");
-      const bool keep_eos = config.add_eos;  // the cut text still ends the way the model expects
-      t.ids.resize(limit);
-      t.pieces.resize(limit);
-      if (keep_eos) {
-        t.ids.back() = pipeline.tokenizer().eos_id();
-        t.pieces.back() = pipeline.tokenizer().piece(t.ids.back());
-      }
+                                       " (" + advice + ")");
+      pipeline.truncate(t, limit);
     }
-    check_fits(pipeline, t, where[i]);
   }
   EncodeOptions options;
   options.positions = !args.count("no-pe");

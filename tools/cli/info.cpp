@@ -1,9 +1,10 @@
 // ordo info: a model's config, parameter count, bytes and tokenizer.
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
 #include <sys/stat.h>
 
 #include <cstdio>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 
@@ -11,8 +12,7 @@ namespace ordo::cli {
 
 int cmd_info(int argc, char** argv) {
   cxxopts::Options o("ordo info", "Describe a model: its config, parameter count, bytes and tokenizer.");
-  o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
-      "check", "also scan every weight for NaN and infinity");
+  o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>());
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   Pipeline pipeline(model_dir(args));
@@ -34,14 +34,6 @@ int cmd_info(int argc, char** argv) {
               m.parameter_count() * 4.0 / 1e6, (long long)st.st_size);
   std::printf("tokenizer   %s: %d pieces%s%s\n", pipeline.tokenizer().path().c_str(), pipeline.tokenizer().size(),
               c.add_bos ? ", adds BOS" : "", c.add_eos ? ", adds EOS" : "");
-  if (args.count("check")) {
-    const auto bad = m.non_finite_tensors();
-    if (!bad.empty())
-      throw InputError(m.file().path(),
-                       "tensor " + bad.front() + " holds NaN or infinity" +
-                           (bad.size() > 1 ? " (and " + std::to_string(bad.size() - 1) + " more tensors)" : ""));
-    std::printf("check       every weight is finite\n");
-  }
   return 0;
 }
 

@@ -1,19 +1,14 @@
 // ordo init: a model with deterministic random weights from a config and a seed.
 #include "engine/init.h"
 
+#include <cstdio>
+#include <fstream>
+
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
-
-#include "engine/ops.h"
+#include "common/atomic_file.h"
+#include "common/memory.h"
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {
@@ -33,8 +28,7 @@ int cmd_init(int argc, char** argv) {
   const std::string out = args["out"].as<std::string>();
   {  // the weights are made in memory before they are written
     const uint64_t bytes = expected_parameters(c, args["config"].as<std::string>()) * sizeof(float);
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(8) << 30;
+    const uint64_t memory = machine_memory_bytes();
     if (bytes > memory / 4)
       throw InputError(args["config"].as<std::string>(), "asks for " + std::to_string(bytes >> 20) +
                                                              " MiB of weights, more than a quarter of this machine's " +
@@ -51,10 +45,9 @@ int cmd_init(int argc, char** argv) {
   if (args.count("tokenizer")) {
     const std::string src = args["tokenizer"].as<std::string>(), dst = out + "/" + c.tokenizer;
     std::ifstream in(src, std::ios::binary);
-    std::ofstream copy(dst + ".partial", std::ios::binary | std::ios::trunc);
-    copy << in.rdbuf();
-    if (!copy.flush() || std::rename((dst + ".partial").c_str(), dst.c_str()) != 0)
-      throw InputError(dst, "cannot write");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    if (!in.good() && !in.eof()) throw InputError(src, "cannot read");
+    write_atomically(dst, [&](std::FILE* f) { std::fwrite(bytes.data(), 1, bytes.size(), f); });
   }
   std::printf("wrote %s: d_model %d, %d heads, d_ff %d, %d layers, vocab %d, seed %llu\n", out.c_str(), c.d_model,
               c.n_heads, c.d_ff, c.n_layers, c.vocab_size, (unsigned long long)args["seed"].as<uint64_t>());

@@ -1,12 +1,12 @@
 // ordo — a small transformer encoder you can read. The command line.
-#include <ordo/errors.h>
-
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
+
+#include <ordo/errors.h>
 
 #include "tools/cli/cli.h"
 

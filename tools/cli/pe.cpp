@@ -1,16 +1,12 @@
 // ordo pe: the sinusoidal positional encodings, their properties checked with numbers, their
 // common variants side by side, and pictures of them.
-#include <ordo/errors.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
 
-#include "engine/ops.h"
+#include <ordo/errors.h>
+
+#include "common/atomic_file.h"
 #include "tools/cli/cli.h"
 #include "tools/teach/pe_report.h"
 #include "tools/teach/png_image.h"
@@ -21,45 +17,17 @@ namespace {
 
 using teach::PeVariant;
 
-const char* frequency_rule(PeVariant v) {
-  switch (v) {
-    case PeVariant::Paper:
-    case PeVariant::Split:
-      return "1 / base^(2i/d)";
-    case PeVariant::Tensor2Tensor:
-      return "exp(-i ln(base) / (d/2 - 1))";
-    case PeVariant::DoubledExponent:
-      return "1 / base^(2(2i)/d)";
-  }
-  return "";
-}
-
 void write_csv(const std::string& path, const std::vector<float>& pe, int N, int d) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw InputError(path, "cannot create");
-    out << "position";
-    for (int j = 0; j < d; ++j) out << ",d" << j;
-    out << "\n";
-    char buf[32];
+  write_atomically(path, [&](std::FILE* f) {
+    std::fprintf(f, "position");
+    for (int j = 0; j < d; ++j) std::fprintf(f, ",d%d", j);
+    std::fprintf(f, "\n");
     for (int t = 0; t < N; ++t) {
-      out << t;
-      for (int j = 0; j < d; ++j) {
-        std::snprintf(buf, sizeof buf, ",%.9g", pe[size_t(t) * d + j]);
-        out << buf;
-      }
-      out << "\n";
+      std::fprintf(f, "%d", t);
+      for (int j = 0; j < d; ++j) std::fprintf(f, ",%.9g", pe[size_t(t) * d + j]);
+      std::fprintf(f, "\n");
     }
-    if (!out.flush()) {  // a full disk: leave nothing half-written behind
-      std::remove(tmp.c_str());
-      throw InputError(path, "write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
-  }
+  });
 }
 
 void print_properties(const std::vector<float>& pe, int N, int d, PeVariant v, double base) {
@@ -120,8 +88,8 @@ void print_variants(int N, int d, double base) {
     char wavelength[32];
     std::snprintf(wavelength, sizeof wavelength, "2pi x %.6g", 1.0 / w.back());
     std::printf("  %-17s %-12s %-29s %10.6f %10.6f %17s %6d\n", teach::to_string(v),
-                layout == PeLayout::Interleaved ? "interleaved" : "[sin | cos]", frequency_rule(v), stored, paired,
-                wavelength, flat);
+                layout == PeLayout::Interleaved ? "interleaved" : "[sin | cos]", teach::frequency_rule(v), stored,
+                paired, wavelength, flat);
   }
   // A few values as each variant stores them: positions 1 and N-1, dims 2, 3, d/2, d/2+1, d-2
   // (those that exist, each once).
@@ -246,7 +214,7 @@ int cmd_pe(int argc, char** argv) {
   std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d,
               layout == PeLayout::Split ? "split" : "interleaved", base);
   if (variant == PeVariant::Tensor2Tensor || variant == PeVariant::DoubledExponent)
-    std::printf(", %s frequencies w_i = %s", teach::to_string(variant), frequency_rule(variant));
+    std::printf(", %s frequencies w_i = %s", teach::to_string(variant), teach::frequency_rule(variant));
   std::printf(cols < d ? " (first %d dims shown)\n" : "\n", cols);
   std::printf("%8s", "t \\ dim");
   for (int j = 0; j < cols; ++j) std::printf(" %8d", j);

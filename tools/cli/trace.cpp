@@ -1,8 +1,8 @@
 // ordo trace: one sentence's path through the encoder, stage by stage.
-#include <ordo/ordo.h>
-
 #include <cmath>
 #include <cstdio>
+
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 
@@ -108,7 +108,7 @@ int cmd_trace(int argc, char** argv) {
   std::printf("\n======== output ========\n");
   heading("final hidden states", dims, "one vector per token: the encoder's output");
   print_rows(h.row(0, 0), S, d, d, 0, K, pieces);
-  const std::vector<float> pooled = pool(h, 0, Pooling::Mean);
+  const std::vector<float> pooled = pool(h.row(0, 0), S, d, Pooling::Mean);
   double sq = 0;
   for (float v : pooled) sq += double(v) * v;
   heading("pooled vector", "(d) = (" + std::to_string(d) + ")", "mean over the S rows: v = (1/S) sum_t h_t");

@@ -5,16 +5,15 @@
 // The page is tools/teach/view/ (view.html, view.css, view.js), built into the binary as one string
 // with a single placeholder; this file runs the encoder, gathers what the page shows into the JSON
 // described at the top of view.js, and puts it in that placeholder.
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
-
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "common/atomic_file.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/compare.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
@@ -139,25 +138,6 @@ nlohmann::json positions_json(const std::vector<float>& P, int d) {
           {"similarity", rounded_rows(similarity.data(), N, N, N)}};
 }
 
-// The page, or nothing: written beside `path` and renamed over it once complete.
-void write_page(const std::string& path, const std::string& page) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, std::string("cannot create: ") + std::strerror(errno));
-    out << page;
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw InputError(path, "write failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    throw InputError(path, std::string("cannot write: ") + std::strerror(e));
-  }
-}
-
 }  // namespace
 
 int cmd_view(int argc, char** argv) {
@@ -187,12 +167,12 @@ int cmd_view(int argc, char** argv) {
     tokens.push_back(pipeline.tokenize(texts[i], where));
     const int S = int(tokens.back().ids.size());
     if (S == 0) throw InputError(where, "the text has no pieces to show");
-    if (S > std::min(kMaxPieces, position_limit(c)))
+    // The model's (or the machine's) limit, and the page's own: each map holds S² numbers.
+    if (S > std::min(kMaxPieces, pipeline.max_tokens()))
       throw InputError(
-          where, "text has " + std::to_string(S) + " pieces; the page shows at most " +
-                     (position_limit(c) < kMaxPieces ? "the model's max_positions " + std::to_string(position_limit(c))
-                                                     : std::to_string(kMaxPieces)));
-    check_fits(pipeline, tokens.back(), where);
+          where, "text has " + std::to_string(S) + " pieces, more than " +
+                     (pipeline.max_tokens() < kMaxPieces ? pipeline.max_tokens_reason()
+                                                         : "the " + std::to_string(kMaxPieces) + " a page shows"));
   }
 
   nlohmann::json data = {{"format", "ordo-view/1"}, {"decimals", kDecimals}};
@@ -210,7 +190,7 @@ int cmd_view(int argc, char** argv) {
   for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.insert(at + 1, "\\");
   std::string page = teach::kViewPage;
   page.replace(page.find("@ORDO_VIEW_DATA@"), std::strlen("@ORDO_VIEW_DATA@"), json);
-  write_page(path, page);
+  write_atomically(path, [&](std::FILE* f) { std::fwrite(page.data(), 1, page.size(), f); });
   std::printf("wrote %s (%zu bytes): open it in a browser\n", path.c_str(), page.size());
   return 0;
 }

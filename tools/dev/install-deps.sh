@@ -11,6 +11,7 @@ packages=(
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
   libpng-dev                           # ordo pe --png, ordo attention --png
   clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
+  clang-format                         # the formatting check of .ci/run (.clang-format)
   chromium fonts-dejavu-core           # the page of ordo view in a headless browser (tests/teach/view)
 )
 # ... driven from node (Debian's, unless a node with npm is already installed).

@@ -20,24 +20,45 @@ std::string format(const char* fmt, double a, double b = 0, double c = 0) {
 
 }  // namespace
 
+namespace {
+
+struct VariantText {
+  PeVariant variant;
+  const char* name;
+  const char* frequency_rule;
+};
+
+// Each variant's name (as --variant spells it) and its frequency rule, in the order they are shown.
+constexpr VariantText kVariants[] = {
+    {PeVariant::Paper, "paper", "1 / base^(2i/d)"},
+    {PeVariant::Split, "split", "1 / base^(2i/d)"},
+    {PeVariant::Tensor2Tensor, "tensor2tensor", "exp(-i ln(base) / (d/2 - 1))"},
+    {PeVariant::DoubledExponent, "doubled-exponent", "1 / base^(2(2i)/d)"},
+};
+
+const VariantText& text_of(PeVariant v) {
+  for (const VariantText& t : kVariants)
+    if (t.variant == v) return t;
+  return kVariants[0];  // not reached: every variant has a row
+}
+
+}  // namespace
+
 const std::vector<PeVariant>& all_variants() {
-  static const std::vector<PeVariant> v = {PeVariant::Paper, PeVariant::Split, PeVariant::Tensor2Tensor,
-                                           PeVariant::DoubledExponent};
+  static const std::vector<PeVariant> v = [] {
+    std::vector<PeVariant> all;
+    for (const VariantText& t : kVariants) all.push_back(t.variant);
+    return all;
+  }();
   return v;
 }
 
 const char* to_string(PeVariant v) {
-  switch (v) {
-    case PeVariant::Paper:
-      return "paper";
-    case PeVariant::Split:
-      return "split";
-    case PeVariant::Tensor2Tensor:
-      return "tensor2tensor";
-    case PeVariant::DoubledExponent:
-      return "doubled-exponent";
-  }
-  return "?";
+  return text_of(v).name;
+}
+
+const char* frequency_rule(PeVariant v) {
+  return text_of(v).frequency_rule;
 }
 
 bool parse_variant(const std::string& name, PeVariant* out) {

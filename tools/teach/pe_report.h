@@ -5,10 +5,10 @@
 // 2π / w_i run from 2π to just under base·2π.
 #pragma once
 
-#include <ordo/engine/config.h>
-
 #include <string>
 #include <vector>
+
+#include <ordo/engine/config.h>
 
 namespace ordo::teach {
 
@@ -20,6 +20,7 @@ enum class PeVariant {
 };
 const std::vector<PeVariant>& all_variants();
 const char* to_string(PeVariant v);
+const char* frequency_rule(PeVariant v);  // w_i, as text: "1 / base^(2i/d)"
 bool parse_variant(const std::string& name, PeVariant* out);
 PeLayout layout_of(PeVariant v);
 

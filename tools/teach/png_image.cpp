@@ -1,11 +1,14 @@
 #include "tools/teach/png_image.h"
 
-#include <ordo/errors.h>
 #include <png.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include <ordo/errors.h>
+
+#include "common/atomic_file.h"
 
 namespace ordo::teach {
 
@@ -41,11 +44,6 @@ void Image::fill(int x, int y, int w, int h, Rgb c) {
       uint8_t* p = &rgb[(size_t(yy) * width + xx) * 3];
       p[0] = c.r, p[1] = c.g, p[2] = c.b;
     }
-}
-
-Rgb Image::at(int x, int y) const {
-  const uint8_t* p = &rgb[(size_t(y) * width + x) * 3];
-  return {p[0], p[1], p[2]};
 }
 
 Rgb diverging(double v) {
@@ -293,16 +291,9 @@ bool encode_png(std::FILE* f, const Image& image) {
 }  // namespace
 
 void write_png(const std::string& path, const Image& image) {
-  const std::string tmp = path + ".partial";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw InputError(path, "cannot create");
-  bool ok = encode_png(f, image);
-  ok = std::fflush(f) == 0 && ok;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot write");
-  }
+  write_atomically(path, [&](std::FILE* f) {
+    if (!encode_png(f, image)) throw InputError(path, "cannot write: libpng could not encode the image");
+  });
 }
 
 }  // namespace ordo::teach

@@ -17,7 +17,6 @@ struct Image {
   std::vector<uint8_t> rgb;  // (height, width, 3)
   Image(int w, int h, Rgb fill);
   void fill(int x, int y, int w, int h, Rgb c);  // clipped to the picture
-  Rgb at(int x, int y) const;
 };
 
 // Colour maps. diverging: −1 dark blue, 0 near-white, +1 dark red (ColorBrewer's RdBu stops,

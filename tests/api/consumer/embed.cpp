@@ -1,8 +1,8 @@
 // Encodes its arguments with the installed default model and prints each vector's size and norm.
-#include <ordo/ordo.h>
-
 #include <cmath>
 #include <cstdio>
+
+#include <ordo/ordo.h>
 
 int main(int argc, char** argv) {
   ordo::Pipeline pipeline(ordo::default_model_dir());
