@@ -1,4 +1,6 @@
 // ordo compare: the word-order report, two texts with and without positional encoding.
+#include "tools/cli/compare.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -95,6 +97,54 @@ Preference prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization&
 
 }  // namespace
 
+Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokenization& b) {
+  const int d = pipeline.model().config().d_model;
+  Comparison c;
+  std::vector<int32_t> sa = a.ids, sb = b.ids;
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  c.reordered = sa == sb;
+
+  // Per-token rows with and without positions; the pooled vector is their mean.
+  EncodeOptions with_pe, without_pe;
+  without_pe.positions = false;
+  const auto rows_pe = pipeline.encode({a, b}, Pooling::None, false, with_pe);
+  const auto rows_nope = pipeline.encode({a, b}, Pooling::None, false, without_pe);
+  auto mean = [&](const Encoded& e) { return pool(e.values.data(), e.rows, d, Pooling::Mean); };
+  const auto pa = mean(rows_pe[0]), pb = mean(rows_pe[1]), na = mean(rows_nope[0]), nb = mean(rows_nope[1]);
+  c.cosine_pe = cosine(pa, pb), c.cosine_nope = cosine(na, nb);
+  c.max_abs_diff_pe = max_abs_diff(pa.data(), pb.data(), d);
+  c.max_abs_diff_nope = max_abs_diff(na.data(), nb.data(), d);
+
+  // Match the k-th occurrence of each id in A with the k-th occurrence in B.
+  if (c.reordered) {
+    std::map<int32_t, std::vector<int>> where_in_b;
+    for (int j = int(b.ids.size()) - 1; j >= 0; --j) where_in_b[b.ids[j]].push_back(j);
+    for (int i = 0; i < int(a.ids.size()); ++i) {
+      auto& slots = where_in_b[a.ids[i]];
+      const int j = slots.back();
+      slots.pop_back();
+      c.moves.push_back({i, j, l2_diff(&rows_pe[0].values[size_t(i) * d], &rows_pe[1].values[size_t(j) * d], d),
+                         l2_diff(&rows_nope[0].values[size_t(i) * d], &rows_nope[1].values[size_t(j) * d], d)});
+    }
+  }
+  return c;
+}
+
+nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& a) {
+  nlohmann::ordered_json tokens = nlohmann::ordered_json::array();
+  for (const Comparison::Move& m : c.moves)
+    tokens.push_back({{"piece", a.pieces[m.i]},
+                      {"position_a", m.i},
+                      {"position_b", m.j},
+                      {"moved_with_pe", m.with_pe},
+                      {"moved_without_pe", m.without_pe}});
+  return {{"same_tokens_reordered", c.reordered},
+          {"cosine", {{"with_pe", number_or_null(c.cosine_pe)}, {"without_pe", number_or_null(c.cosine_nope)}}},
+          {"max_abs_diff", {{"with_pe", c.max_abs_diff_pe}, {"without_pe", c.max_abs_diff_nope}}},
+          {"tokens", tokens}};
+}
+
 int cmd_compare(int argc, char** argv) {
   cxxopts::Options o("ordo compare",
                      "The word-order report: encode two texts with and without the positional encoding and measure "
@@ -125,60 +175,22 @@ int cmd_compare(int argc, char** argv) {
     if (t->ids.size() > size_t(pipeline.max_tokens()))
       throw InputError(
           where, "text has " + std::to_string(t->ids.size()) + " tokens, more than " + pipeline.max_tokens_reason());
-  std::vector<int32_t> sa = a.ids, sb = b.ids;
-  std::sort(sa.begin(), sa.end());
-  std::sort(sb.begin(), sb.end());
-  const bool reordered = sa == sb;
-
-  // Per-token rows with and without positions; the pooled vector is their mean.
-  EncodeOptions with_pe, without_pe;
-  without_pe.positions = false;
-  const auto rows_pe = pipeline.encode({a, b}, Pooling::None, false, with_pe);
-  const auto rows_nope = pipeline.encode({a, b}, Pooling::None, false, without_pe);
-  auto mean = [&](const Encoded& e) { return pool(e.values.data(), e.rows, d, Pooling::Mean); };
-  const auto pa = mean(rows_pe[0]), pb = mean(rows_pe[1]), na = mean(rows_nope[0]), nb = mean(rows_nope[1]);
-  const double cos_pe = cosine(pa, pb), cos_nope = cosine(na, nb);
-  const double diff_pe = max_abs_diff(pa.data(), pb.data(), d), diff_nope = max_abs_diff(na.data(), nb.data(), d);
+  const Comparison c = compare_texts(pipeline, a, b);
+  const bool reordered = c.reordered;
+  const double cos_pe = c.cosine_pe, cos_nope = c.cosine_nope;
+  const double diff_pe = c.max_abs_diff_pe, diff_nope = c.max_abs_diff_nope;
+  const std::vector<Comparison::Move>& moves = c.moves;
   // A model with a masked-language-model head can also say which order it finds more natural.
   const bool head = pipeline.has_head() && pipeline.mask_id() >= 0;
   const Preference pref = head ? prefer(pipeline, a, b, reordered) : Preference{};
-
-  // Match the k-th occurrence of each id in A with the k-th occurrence in B.
-  struct Move {
-    int i, j;
-    double with_pe, without_pe;
-  };
-  std::vector<Move> moves;
-  if (reordered) {
-    std::map<int32_t, std::vector<int>> where_in_b;
-    for (int j = int(b.ids.size()) - 1; j >= 0; --j) where_in_b[b.ids[j]].push_back(j);
-    for (int i = 0; i < int(a.ids.size()); ++i) {
-      auto& slots = where_in_b[a.ids[i]];
-      const int j = slots.back();
-      slots.pop_back();
-      moves.push_back({i, j, l2_diff(&rows_pe[0].values[size_t(i) * d], &rows_pe[1].values[size_t(j) * d], d),
-                       l2_diff(&rows_nope[0].values[size_t(i) * d], &rows_nope[1].values[size_t(j) * d], d)});
-    }
-  }
 
   if (args.count("json")) {
     using ojson = nlohmann::ordered_json;  // keys in the order documented, not alphabetical
     auto side = [](const std::string& text, const Tokenization& t) {
       return ojson{{"text", text}, {"pieces", t.pieces}, {"ids", t.ids}};
     };
-    ojson tokens = ojson::array();
-    for (const Move& m : moves)
-      tokens.push_back({{"piece", a.pieces[m.i]},
-                        {"position_a", m.i},
-                        {"position_b", m.j},
-                        {"moved_with_pe", m.with_pe},
-                        {"moved_without_pe", m.without_pe}});
-    ojson j = {{"a", side(texts[0], a)},
-               {"b", side(texts[1], b)},
-               {"same_tokens_reordered", reordered},
-               {"cosine", {{"with_pe", number_or_null(cos_pe)}, {"without_pe", number_or_null(cos_nope)}}},
-               {"max_abs_diff", {{"with_pe", diff_pe}, {"without_pe", diff_nope}}},
-               {"tokens", tokens}};
+    ojson j = {{"a", side(texts[0], a)}, {"b", side(texts[1], b)}};
+    j.update(comparison_json(c, a));
     if (head) {
       j["pll"] = {{"a", {{"with_pe", pref.a_pe}, {"without_pe", pref.a_nope}}},
                   {"b", {{"with_pe", pref.b_pe}, {"without_pe", pref.b_nope}}}};
@@ -207,7 +219,7 @@ int cmd_compare(int argc, char** argv) {
   if (!moves.empty()) {
     std::printf("\nper token: how far its output vector moved between A and B (L2 distance)\n");
     std::printf("  %-14s %5s %5s   %15s   %17s\n", "piece", "in A", "in B", "with positions", "without positions");
-    for (const Move& m : moves)
+    for (const Comparison::Move& m : moves)
       std::printf("  %s %5d %5d   %15.6f   %17.3g\n", pad_right(a.pieces[m.i], 14).c_str(), m.i, m.j, m.with_pe,
                   m.without_pe);
   }
@@ -233,7 +245,7 @@ int cmd_compare(int argc, char** argv) {
         cos_pe);
   } else {
     double worst_moved = 0;
-    for (const Move& m : moves) worst_moved = std::max(worst_moved, m.without_pe);
+    for (const Comparison::Move& m : moves) worst_moved = std::max(worst_moved, m.without_pe);
     std::printf(
         "Without positional encoding the encoder sees the same bag of tokens: the pooled vectors match "
         "(cosine %.6f) and every token's output only moves with it (by at most %.1e). With positions the "

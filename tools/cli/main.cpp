@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"fill", ordo::cli::cmd_fill, "the masked-language-model head: likely pieces for each <mask> in a text"},
     {"score", ordo::cli::cmd_score, "texts -> pseudo-log-likelihood: how natural the model finds each (word order)"},
     {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
+    {"view", ordo::cli::cmd_view, "one text's attention, with and without positions, as a page for a browser"},
 };
 
 void usage(std::FILE* out) {

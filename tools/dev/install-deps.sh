@@ -13,9 +13,15 @@ packages=(
   fonts-dejavu-core fonts-droid-fallback     # their labels: Latin, Greek, Cyrillic, "▁"; Chinese, Japanese, Korean
   clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
   clang-format                         # the formatting check of .ci/run (.clang-format)
+  chromium fonts-dejavu-core           # the page of ordo view in a headless browser (tests/teach/view)
 )
+# ... driven from node (Debian's, unless a node with npm is already installed).
+command -v npm >/dev/null || packages+=(nodejs npm)
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
+# puppeteer-core for the browser tests, at the versions package-lock.json pins (it drives the system
+# Chromium above and downloads no browser of its own).
+(cd "$(dirname "$0")/../../tests/teach/view" && npm ci --no-audit --no-fund)

@@ -1,0 +1,236 @@
+// ordo view: the data inside the page it writes agrees with ordo attention, ordo compare and the
+// encoding's formula; bad input leaves nothing behind. (The page in a browser: tests/teach/view.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli_util.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+using nlohmann::json;
+using test::quote;
+using test::read_file;
+using test::run_ordo;
+
+const std::string kA = "the cat sat on the mat", kB = "the mat sat on the cat";  // 6 pieces each
+
+// The JSON between <script id="ordo-data" type="application/json"> and the next </script>.
+json page_data(const std::string& page) {
+  const std::string open = "<script id=\"ordo-data\" type=\"application/json\">";
+  const size_t from = page.find(open);
+  if (from == std::string::npos) return nullptr;
+  const size_t begin = from + open.size(), end = page.find("</script>", begin);
+  return json::parse(page.substr(begin, end - begin));
+}
+
+// ordo view for the two texts, once for all the tests below.
+const json& pair_data() {
+  static const json data = [] {
+    test::TempDir dir;
+    const std::string path = dir.path + "/view.html";
+    const auto r = run_ordo("view " + quote(kA) + " " + quote(kB) + " --html " + path);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("wrote " + path), std::string::npos) << r.out;
+    return page_data(read_file(path));
+  }();
+  return data;
+}
+
+// The table `ordo attention` prints: 6 rows of 6 weights after "t piece".
+std::vector<std::vector<double>> attention_table(const std::string& args) {
+  const auto r = run_ordo("attention " + args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out.substr(r.out.find("query \\ key")));
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::vector<double>> table;
+  while (std::getline(in, line) && !line.empty()) {
+    std::istringstream words(line);
+    std::string t, piece;
+    words >> t >> piece;
+    std::vector<double> row;
+    for (double v; words >> v;) row.push_back(v);
+    table.push_back(row);
+  }
+  return table;
+}
+
+TEST(View, HoldsEveryLayerAndHeadOfBothRuns) {
+  const json& d = pair_data();
+  ASSERT_TRUE(d.is_object());
+  const json config = json::parse(read_file(std::string(ORDO_DEFAULT_MODEL) + "/config.json"));
+  const int L = config["n_layers"], H = config["n_heads"];
+  EXPECT_EQ(d["format"], "ordo-view/1");
+  EXPECT_EQ(d["model"]["n_layers"], L);
+  EXPECT_EQ(d["model"]["n_heads"], H);
+  ASSERT_EQ(d["texts"].size(), 2u);
+  EXPECT_EQ(d["texts"][0]["text"], kA);
+  EXPECT_EQ(d["texts"][1]["text"], kB);
+  for (const json& x : d["texts"])
+    for (const char* run : {"with_pe", "without_pe"}) {
+      const json& A = x[run]["attention"];
+      ASSERT_EQ(A.size(), size_t(L));
+      for (const json& layer : A) {
+        ASSERT_EQ(layer.size(), size_t(H));
+        for (const json& map : layer) {
+          ASSERT_EQ(map.size(), 6u);
+          for (const json& row : map) {
+            ASSERT_EQ(row.size(), 6u);
+            double sum = 0;
+            for (double v : row) sum += v;
+            EXPECT_NEAR(sum, 1.0, 6 * 0.5e-4 + 1e-6) << run;  // each of 6 weights rounded to 4 decimals
+          }
+        }
+      }
+    }
+}
+
+TEST(View, AttentionIsWhatOrdoAttentionPrints) {
+  const json& d = pair_data();
+  for (const auto& [flag, run] : {std::pair{"", "with_pe"}, std::pair{"--no-pe ", "without_pe"}})
+    for (int layer : {0, 1}) {
+      const auto want =
+          attention_table(std::string(flag) + "--layer " + std::to_string(layer) + " --head 2 " + quote(kB));
+      const json& got = d["texts"][1][run]["attention"][layer][2];
+      ASSERT_EQ(want.size(), 6u);
+      for (int t = 0; t < 6; ++t)
+        for (int u = 0; u < 6; ++u)
+          EXPECT_NEAR(got[t][u].get<double>(), want[t][u], 1.01e-4)
+              << run << " layer " << layer << " " << t << "," << u;
+    }
+}
+
+TEST(View, WithoutPositionsBsMapsAreAsMapsPermuted) {
+  const json& d = pair_data();
+  // kA -> kB: the first "the" stays, cat and mat swap, the second "the" stays.
+  const int to_b[] = {0, 5, 2, 3, 4, 1};
+  double gap_without = 0, gap_with = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h)
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) {
+          auto gap = [&](const char* run) {
+            return std::fabs(d["texts"][0][run]["attention"][l][h][i][j].get<double>() -
+                             d["texts"][1][run]["attention"][l][h][to_b[i]][to_b[j]].get<double>());
+          };
+          gap_without = std::max(gap_without, gap("without_pe"));
+          gap_with = std::max(gap_with, gap("with_pe"));
+        }
+  EXPECT_LE(gap_without, 1.01e-4);  // equal before rounding to 4 decimals
+  EXPECT_GT(gap_with, 1e-2);
+}
+
+TEST(View, CompareIsWhatOrdoCompareReports) {
+  const auto r = run_ordo("compare --json " + quote(kA) + " " + quote(kB));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json want = json::parse(r.out);
+  want.erase("a");
+  want.erase("b");
+  EXPECT_EQ(pair_data()["compare"], want);
+}
+
+TEST(View, PositionsAreTheSinusoidalFormula) {
+  const json& P = pair_data()["positions"];
+  ASSERT_EQ(P["count"], 6);
+  const int d = 64;
+  double worst_table = 0, worst_similarity = 0;
+  for (int t = 0; t < 6; ++t) {
+    // PE(t, 2i) = sin(t / 10000^(2i/d)), PE(t, 2i+1) = cos(...), interleaved, in double.
+    for (int i = 0; i < d / 2; ++i) {
+      const double angle = t / std::pow(10000.0, 2.0 * i / d);
+      worst_table = std::max({worst_table, std::fabs(P["table"][t][2 * i].get<double>() - std::sin(angle)),
+                              std::fabs(P["table"][t][2 * i + 1].get<double>() - std::cos(angle))});
+    }
+    // cos(PE(s), PE(t)) = Σ_i cos(w_i (s − t)) / (d/2)
+    for (int s = 0; s < 6; ++s) {
+      double sum = 0;
+      for (int i = 0; i < d / 2; ++i) sum += std::cos((s - t) / std::pow(10000.0, 2.0 * i / d));
+      worst_similarity = std::max(worst_similarity, std::fabs(P["similarity"][s][t].get<double>() - sum / (d / 2)));
+    }
+  }
+  EXPECT_LE(worst_table, 0.5e-4 + 1e-6);
+  EXPECT_LE(worst_similarity, 0.5e-4 + 1e-6);
+}
+
+TEST(View, OutputsMoveWhenPositionsAreSwitchedOff) {
+  const json& o = pair_data()["texts"][0]["outputs"];
+  ASSERT_EQ(o["cosine"].size(), 6u);
+  for (int t = 0; t < 6; ++t) {
+    const double c = o["cosine"][t], dist = o["distance"][t];
+    EXPECT_TRUE(c >= -1.0 - 1e-9 && c <= 1.0 + 1e-9) << c;
+    EXPECT_GT(dist, 1e-3) << t;  // positions change every piece's output
+  }
+  EXPECT_LT(o["pooled_cosine"].get<double>(), 1.0 - 1e-6);
+}
+
+TEST(View, OneTextHasNoCompare) {
+  test::TempDir dir;
+  const auto r = run_ordo("view " + quote("a dog") + " --html " + dir.path + "/v.html");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json d = page_data(read_file(dir.path + "/v.html"));
+  EXPECT_EQ(d["texts"].size(), 1u);
+  EXPECT_TRUE(d["compare"].is_null());
+}
+
+TEST(View, AScriptEndInTheTextStaysInsideTheData) {
+  test::TempDir dir;
+  const std::string text = "a </script><b>cat</b>";
+  const auto r = run_ordo("view " + quote(text) + " --html " + dir.path + "/v.html");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string page = read_file(dir.path + "/v.html");
+  EXPECT_EQ(page_data(page)["texts"][0]["text"], text);
+}
+
+TEST(View, BadInputWritesNothingAndKeepsWhatWasThere) {
+  test::TempDir dir;
+  const std::string kept = dir.path + "/kept.html";
+  std::ofstream(kept) << "an earlier page";
+  const std::string too_long = [] {
+    std::string s;
+    for (int i = 0; i < 300; ++i) s += "cat ";
+    return s;
+  }();
+  const std::pair<std::string, std::string> cases[] = {
+      {"view " + quote(kA) + " --html " + kept + " " + quote(kB) + " " + quote(kA),
+       "error: ordo view: needs one or two"},
+      {"view " + quote(kA), "error: ordo view: needs --html"},
+      {"view " + quote("") + " --html " + kept, "error: argument 1: the text has no pieces"},
+      {"view " + quote(too_long) + " --html " + kept,
+       "error: argument 1: text has 300 pieces, more than the 256 a page shows"},
+      {"view " + quote(kA) + " --html " + dir.path + "/missing/v.html",
+       "error: " + dir.path + "/missing/v.html: cannot write"},
+      {"view " + quote(kA) + " --html " + dir.path, "error: " + dir.path + ": cannot write"},
+  };
+  for (const auto& [args, error] : cases) {
+    const auto r = run_ordo(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind(error, 0), 0u) << r.err;
+  }
+  EXPECT_EQ(read_file(kept), "an earlier page");
+  int files = 0;  // and no half-written page beside it
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path)) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST(View, ALearnedTableLimitsThePieces) {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "a ";
+  const auto r = run_ordo("view --model " + std::string(ORDO_SOURCE_DIR) + "/tests/corpus/odd/learned_positions " +
+                          quote(text) + " --html " + dir.path + "/v.html");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.rfind("error: argument 1: text has 40 pieces, more than the model's max_positions 32", 0), 0u)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace ordo

@@ -1,0 +1,261 @@
+// The page `ordo view` writes, in a real browser: Debian's Chromium, headless, driven by puppeteer-core.
+//
+//   node test_view.mjs PAGE.html [--layers L --heads H] [--predictions N] [--loads N] [--cpu]
+//                      [--screenshot FILE.png [--full-page | --shot-from CSS] [--shot-hover CSS]]
+//   node test_view.mjs --template TEMPLATE.html --data DATA.json --out PAGE.html [...]   (fill a template first)
+//
+// Checks: the page loads from file:// with no console error and no request for anything but itself; it
+// shows L × H attention panels per text; pointing at a piece marks its row in every map of its text (and
+// the same piece's row in the other text); the head view draws that row's lines and values; the switch
+// changes the maps the page shows; without positions B's maps are A's with rows and columns permuted (the
+// permutation worked out here from the ids, not taken from the page), with positions they are not; mask
+// predictions are listed when the data has them; a screenshot is not blank. Prints the render time
+// (the median over --loads page loads) but does not judge it: speed belongs to measurements, not tests.
+// Exit 0 pass, 1 fail, 77 skip (no Chromium).
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const CHROMIUM = process.env.ORDO_CHROMIUM || "/usr/bin/chromium";
+const TOLERANCE = 1.01e-4; // two attention weights rounded to 4 decimals, each apart by at most 0.5e-4
+
+const args = process.argv.slice(2);
+const option = (name, fallback = null) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const positional = args.filter((a, i) => !a.startsWith("--") && (i === 0 || !args[i - 1].startsWith("--")));
+
+let failures = 0;
+function check(ok, what) {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures++;
+}
+
+if (!fs.existsSync(CHROMIUM)) {
+  console.log(`skip: no Chromium at ${CHROMIUM}`);
+  process.exit(77);
+}
+let puppeteer;
+try {
+  puppeteer = (await import("puppeteer-core")).default;
+} catch {
+  console.error(`error: ${path.dirname(new URL(import.meta.url).pathname)}: puppeteer-core is not installed (run npm ci there)`);
+  process.exit(1);
+}
+
+// The page: given, or a template filled with data as `ordo view` fills it.
+let pagePath = positional[0];
+if (option("template")) {
+  const template = fs.readFileSync(option("template"), "utf8");
+  const json = fs.readFileSync(option("data"), "utf8").trim().replace(/<\//g, "<\\/");
+  pagePath = option("out");
+  fs.writeFileSync(pagePath, template.replace("@ORDO_VIEW_DATA@", () => json));
+}
+if (!pagePath) {
+  console.error("error: usage: node test_view.mjs PAGE.html [options] (see the comment at the top)");
+  process.exit(2);
+}
+const pageUrl = pathToFileURL(path.resolve(pagePath)).href;
+console.log(`page ${pagePath}: ${fs.statSync(pagePath).size} bytes`);
+
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), "ordo-view-chromium-"));
+const browser = await puppeteer.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  userDataDir: profile,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+});
+
+try {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  const problems = [];
+  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  await page.setRequestInterception(true);
+  page.on("request", (r) => {
+    if (r.url() === pageUrl || r.url().startsWith("data:")) return r.continue();
+    problems.push(`request for ${r.url()}`);
+    r.abort();
+  });
+
+  // Load it --loads times; the render time is the page's own clock when it has drawn and painted.
+  const loads = Math.max(1, +option("loads", 1));
+  const times = { renderMs: [], scriptMs: [] };
+  for (let n = 0; n < loads; ++n) {
+    await page.goto(pageUrl, { waitUntil: "load" });
+    await page.waitForFunction(() => window.ordoView && window.ordoView.renderMs !== null, { timeout: 20000 });
+    for (const [k, v] of Object.entries(await page.evaluate(() => ({ renderMs: ordoView.renderMs, scriptMs: ordoView.scriptMs })))) times[k].push(v);
+  }
+  for (const [k, what] of [["renderMs", "render time (load to painted)"], ["scriptMs", "of which the page's script"]]) {
+    const t = times[k].sort((a, b) => a - b);
+    console.log(`${what}: median ${t[t.length >> 1].toFixed(0)} ms over ${loads} load(s) (min ${t[0].toFixed(0)}, max ${t[t.length - 1].toFixed(0)})`);
+  }
+  // On a busy machine the wall time above is mostly waiting; the renderer's main-thread CPU time for one
+  // load (from a Chromium trace) is the page's own cost.
+  if (option("cpu") !== null) {
+    const tracePath = path.join(profile, "trace.json");
+    await page.tracing.start({ path: tracePath });
+    await page.goto(pageUrl, { waitUntil: "load" });
+    await page.waitForFunction(() => window.ordoView && window.ordoView.renderMs !== null, { timeout: 20000 });
+    await page.tracing.stop();
+    const events = JSON.parse(fs.readFileSync(tracePath, "utf8")).traceEvents;
+    const main = events.find((e) => e.ph === "M" && e.name === "thread_name" && e.args.name === "CrRendererMain");
+    const cpu = events.filter((e) => main && e.pid === main.pid && e.tid === main.tid && e.ph === "X" && e.name === "RunTask")
+      .reduce((ms, e) => ms + (e.tdur || 0) / 1000, 0);
+    console.log(`renderer main thread CPU for one load: ${cpu.toFixed(0)} ms`);
+  }
+
+  const data = await page.evaluate(() => window.ordoView.data);
+  const L = +option("layers", data.model.n_layers), H = +option("heads", data.model.n_heads);
+  const T = data.texts.length;
+
+  // Panels: layers × heads for each text.
+  for (let t = 0; t < T; ++t) {
+    const n = await page.$$eval(`#grids .panel[data-text="${t}"]`, (p) => p.length);
+    check(n === L * H, `text ${t}: ${n} attention panels, want layers × heads = ${L} × ${H}`);
+  }
+
+  // The permutation from the ids: the k-th occurrence of an id in A goes to its k-th occurrence in B.
+  let perm = null;
+  if (T === 2) {
+    const [a, b] = data.texts.map((x) => x.ids);
+    const sorted = (v) => [...v].sort((x, y) => x - y).join();
+    if (sorted(a) === sorted(b)) {
+      const used = new Set();
+      perm = a.map((id) => {
+        const j = b.findIndex((x, j) => x === id && !used.has(j));
+        used.add(j);
+        return j;
+      });
+    }
+  }
+
+  // Pointing at a piece marks its row everywhere, and the head view draws its lines.
+  const token = Math.min(1, data.texts[0].ids.length - 1);
+  await page.hover(`.chip[data-text="0"][data-token="${token}"]`);
+  const marks = (t) => page.$$eval(`#grids .panel[data-text="${t}"] .rowmark`, (ms) => ms.map((m) => {
+    const cells = m.parentElement.getBoundingClientRect(), box = m.getBoundingClientRect();
+    return { hidden: m.hidden, row: m.dataset.row, top: box.top - cells.top, cellH: cells.height };
+  }));
+  const S0 = data.texts[0].ids.length;
+  const marksA = await marks(0);
+  check(marksA.every((m) => !m.hidden && +m.row === token && Math.abs(m.top - (token * m.cellH) / S0) < 1.5),
+    `pointing at piece ${token} of A marks row ${token} in all ${marksA.length} of A's maps, at the row's height`);
+  if (perm) {
+    const marksB = await marks(1);
+    check(marksB.every((m) => !m.hidden && +m.row === perm[token]),
+      `... and row ${perm[token]} (the same piece) in all of B's maps`);
+  }
+  const head = await page.evaluate((tok) => {
+    const v = window.ordoView, A = v.shown(0, v.state.layer, v.state.head);
+    const box = document.querySelectorAll(".headview-box")[0];
+    return { lines: +box.dataset.lines, values: [...box.querySelectorAll(".values text")].map((e) => e.textContent),
+      want: A[tok].filter((w) => w >= 0.005).length, row: A[tok].map((w) => w.toFixed(4)) };
+  }, token);
+  check(head.lines === head.want && head.values.join() === head.row.join(),
+    `head view: ${head.lines} lines from the piece (want ${head.want}), its weights ${head.values.join(" ")}`);
+  await page.mouse.move(5, 5);
+  check((await marks(0)).every((m) => m.hidden), "moving the pointer away clears the marks");
+
+  // The switch: the maps shown change, and they are the numbers the data holds for that run.
+  const shownAll = () => page.evaluate(() => {
+    const v = window.ordoView, m = v.data.model;
+    return v.data.texts.map((_, t) => Array.from({ length: m.n_layers }, (_, l) => Array.from({ length: m.n_heads }, (_, h) => v.shown(t, l, h))));
+  });
+  const pixels = () => page.$$eval("#grids .panel canvas", (cs) => cs.map((c) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let s = 0;
+    for (let i = 0; i < d.length; ++i) s = (s * 31 + d[i]) >>> 0;
+    return s;
+  }));
+  const maxDiff = (X, Y) => {
+    const x = X.flat(Infinity), y = Y.flat(Infinity);
+    return x.length !== y.length ? Infinity : x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i])), 0);
+  };
+  const withPe = await shownAll(), withPixels = await pixels();
+  await page.click("label:has(input[value=without_pe])");
+  const withoutPe = await shownAll(), withoutPixels = await pixels();
+  const run = await page.evaluate(() => window.ordoView.state.run);
+  check(run === "without_pe", `clicking "without positions" switches the run (now ${run})`);
+  const same = (x, want) => x.every((layers, t) => maxDiff(layers, want[t].attention) === 0);
+  check(same(withPe, data.texts.map((x) => x.with_pe)) && same(withoutPe, data.texts.map((x) => x.without_pe)),
+    "the maps shown are the data's, for each run");
+  const change = maxDiff(withPe, withoutPe);
+  if (data.model.positional_encoding === "none") {
+    check(change === 0, `a model without positions: the switch changes nothing (largest change ${change})`);
+  } else {
+    check(change > 1e-3, `the switch changes the maps: largest change ${change.toFixed(4)}`);
+    check(withPixels.some((p, i) => p !== withoutPixels[i]), "... and what the canvases draw");
+  }
+
+  // Without positions, B's maps are A's permuted; with positions, they are not.
+  if (perm) {
+    const gap = (maps) => {
+      let g = 0;
+      maps[0].forEach((layer, l) => layer.forEach((A, h) => {
+        const B = maps[1][l][h];
+        A.forEach((row, i) => row.forEach((v, j) => (g = Math.max(g, Math.abs(v - B[perm[i]][perm[j]])))));
+      }));
+      return g;
+    };
+    const gapOff = gap(withoutPe), gapOn = gap(withPe);
+    check(gapOff <= TOLERANCE, `without positions: B's maps are A's with rows and columns permuted (largest gap ${gapOff.toFixed(5)})`);
+    if (data.model.positional_encoding !== "none") check(gapOn > 1e-2, `with positions: they are not (largest gap ${gapOn.toFixed(4)})`);
+    const claimed = await page.$$eval("#permutation td[data-run]", (tds) => Object.fromEntries(tds.map((td) => [td.dataset.run, +td.textContent])));
+    check(Math.abs(claimed.without_pe - gapOff) < 1e-4 && Math.abs(claimed.with_pe - gapOn) < 1e-4,
+      `the page states the same gaps (${claimed.with_pe} with, ${claimed.without_pe} without)`);
+    await page.click("#a-order");
+    const reordered = await shownAll();
+    check(maxDiff(reordered[0], reordered[1]) <= TOLERANCE, "drawn in A's order, B's maps without positions are A's maps");
+    await page.click("#a-order");
+  }
+
+  // Mask predictions: listed for each <mask> the data has predictions for.
+  const wantPredictions = data.texts.reduce((n, x) => n + x.without_pe.predictions.length, 0);
+  const listed = await page.$$eval(".prediction", (ps) => ps.map((p) => p.querySelector("li b").textContent));
+  // The page's labels: "▁cat" as "cat", "s" (inside a word) as "·s", "<unk>" as it is.
+  const label = (p) => (/^<.+>$/.test(p) ? p : p.startsWith("▁") ? p.slice(1) || "␣" : "·" + p);
+  const firstPiece = data.texts.flatMap((x) => x.without_pe.predictions.map((p) => label(p.top[0].piece)));
+  check(listed.length === wantPredictions && listed.join() === firstPiece.join(),
+    `${listed.length} mask prediction list(s) shown, want ${wantPredictions}${listed.length ? `; first guesses ${listed.join(", ")}` : ""}`);
+  if (option("predictions") !== null)
+    check(wantPredictions === +option("predictions"), `the data holds ${wantPredictions} prediction list(s), want ${option("predictions")}`);
+
+  // A screenshot, with positions, that is not blank: many colours, much of it not white.
+  // --shot-from CSS puts that element at the top (under the sticky switch); --shot-hover CSS points at one.
+  await page.click("label:has(input[value=with_pe])");
+  if (option("shot-from")) await page.$eval(option("shot-from"), (e) => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - document.getElementById("controls").offsetHeight - 8));
+  if (option("shot-hover")) await page.hover(option("shot-hover"));
+  const shotPath = option("screenshot", path.join(profile, "view.png"));
+  const png = await page.screenshot({ path: shotPath, fullPage: option("full-page") !== null });
+  const look = await (await browser.newPage()).evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement("canvas");
+    (c.width = img.width), (c.height = img.height);
+    const ctx = c.getContext("2d");
+    ctx.drawImage(img, 0, 0);
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    const colours = new Set();
+    let inked = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+      if (d[i] + d[i + 1] + d[i + 2] < 600) inked++;
+    }
+    return { w: c.width, h: c.height, colours: colours.size, inked: inked / (d.length / 4) };
+  }, Buffer.from(png).toString("base64"));
+  check(look.colours >= 64 && look.inked > 0.03,
+    `screenshot ${shotPath} (${look.w} x ${look.h}): ${look.colours} colours, ${(100 * look.inked).toFixed(1)}% not white`);
+
+  check(problems.length === 0, `no console error or warning, no request but the page itself${problems.length ? ":\n  " + problems.join("\n  ") : ""}`);
+} finally {
+  await browser.close();
+  fs.rmSync(profile, { recursive: true, force: true });
+}
+console.log(failures ? `${failures} check(s) failed` : "all checks passed");
+process.exit(failures ? 1 : 0);

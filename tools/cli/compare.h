@@ -1,0 +1,30 @@
+// ordo compare's numbers, computed once for the report and for the page of `ordo view`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include <ordo/ordo.h>
+
+namespace ordo::cli {
+
+// Two texts encoded with and without the positional encoding: how far apart their mean-pooled
+// vectors are, and, when B holds A's pieces reordered, how far each piece's output moved.
+struct Comparison {
+  bool reordered = false;  // B holds the same pieces as A, in some order
+  double cosine_pe = 0, cosine_nope = 0;
+  double max_abs_diff_pe = 0, max_abs_diff_nope = 0;
+  struct Move {
+    int i, j;                    // the piece at i in A is at j in B: the k-th occurrence of an id in A is its k-th in B
+    double with_pe, without_pe;  // |h_i(A) − h_j(B)|
+  };
+  std::vector<Move> moves;  // one per piece of A when reordered, else none
+};
+
+Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokenization& b);
+
+// The report's numbers as `ordo compare --json` prints them: same_tokens_reordered, cosine,
+// max_abs_diff and tokens, in that order (an undefined cosine is null).
+nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& a);
+
+}  // namespace ordo::cli

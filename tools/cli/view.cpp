@@ -1,0 +1,198 @@
+// ordo view: one text (or two) through the encoder, written as one page that opens offline in a
+// browser: the pieces, every layer × head of attention with and without the positional encoding, the
+// encoding's table, and for two texts the report of `ordo compare`.
+//
+// The page is tools/teach/view/ (view.html, view.css, view.js), built into the binary as one string
+// with a single placeholder; this file runs the encoder, gathers what the page shows into the JSON
+// described at the top of view.js, and puts it in that placeholder.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "common/atomic_file.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/compare.h"
+#include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
+
+namespace ordo::cli {
+
+namespace {
+
+// Each map holds S² numbers: at 256 pieces one run of the default model is half a million of them.
+constexpr int kMaxPieces = 256;
+// Attention weights and encodings are stored with 4 decimals, as `ordo attention` prints them.
+constexpr int kDecimals = 4;
+
+double rounded(float v) {
+  return std::round(double(v) * 1e4) / 1e4;
+}
+
+nlohmann::json rounded_rows(const float* data, int rows, int cols, int stride) {
+  nlohmann::json m = nlohmann::json::array();
+  for (int r = 0; r < rows; ++r) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int c = 0; c < cols; ++c) row.push_back(rounded(data[size_t(r) * stride + c]));
+    m.push_back(std::move(row));
+  }
+  return m;
+}
+
+double cosine(const float* a, const float* b, int n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int i = 0; i < n; ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : (aa == bb ? 1.0 : 0.0);
+}
+
+double distance(const float* a, const float* b, int n) {
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  return std::sqrt(s);
+}
+
+std::vector<float> mean_rows(const std::vector<float>& rows, int S, int d) {
+  std::vector<double> sum(d, 0.0);
+  for (int t = 0; t < S; ++t)
+    for (int j = 0; j < d; ++j) sum[j] += rows[size_t(t) * d + j];
+  std::vector<float> m(d);
+  for (int j = 0; j < d; ++j) m[j] = float(sum[j] / std::max(S, 1));
+  return m;
+}
+
+// One forward pass of one text: what the encoder's trace hands over on the way, and its output.
+struct Run {
+  nlohmann::json attention;      // [L][H][S][S], row = query, column = key
+  std::vector<float> positions;  // (S, d): what was added to the input (empty without positions)
+  std::vector<float> hidden;     // (S, d): the encoder's output
+};
+
+Run run(Pipeline& pipeline, const Tokenization& tokens, bool positions) {
+  const Config& c = pipeline.model().config();
+  Run r;
+  r.attention = nlohmann::json::array();
+  for (int l = 0; l < c.n_layers; ++l) r.attention.push_back(std::vector<nlohmann::json>(c.n_heads));
+  EncodeOptions options;
+  options.positions = positions;
+  options.observe = [&](const Stage& s) {
+    if (s.kind == StageKind::AttentionWeights)
+      r.attention[s.layer][s.head] = rounded_rows(s.data, s.rows, s.cols, s.stride);
+    if (s.kind == StageKind::SinusoidalPositions || s.kind == StageKind::LearnedPositions)
+      for (int t = 0; t < s.rows; ++t)
+        r.positions.insert(r.positions.end(), s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
+  };
+  r.hidden = pipeline.encode({tokens}, Pooling::None, false, options)[0].values;
+  return r;
+}
+
+nlohmann::json model_json(const Config& c, const std::string& name) {
+  return {{"name", name},
+          {"d_model", c.d_model},
+          {"n_heads", c.n_heads},
+          {"head_dim", c.head_dim()},
+          {"d_ff", c.d_ff},
+          {"n_layers", c.n_layers},
+          {"norm", c.norm_first ? "pre-LN" : "post-LN"},
+          {"final_norm", c.final_norm},
+          {"activation", to_string(c.activation)},
+          {"positional_encoding", to_string(c.positional_encoding)},
+          {"pe_layout", to_string(c.pe_layout)},
+          {"pe_base", c.pe_base},
+          {"scale_embedding", c.scale_embedding},
+          {"masked_lm", false}};
+}
+
+// One text's part of the page: its pieces, both runs, and how its outputs differ between them.
+nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Tokenization& tokens,
+                         std::vector<float>* positions) {
+  const int S = int(tokens.ids.size()), d = pipeline.model().config().d_model;
+  Run with = run(pipeline, tokens, true), without = run(pipeline, tokens, false);
+  nlohmann::json cos = nlohmann::json::array(), dist = nlohmann::json::array();
+  for (int t = 0; t < S; ++t) {
+    cos.push_back(cosine(&with.hidden[size_t(t) * d], &without.hidden[size_t(t) * d], d));
+    dist.push_back(distance(&with.hidden[size_t(t) * d], &without.hidden[size_t(t) * d], d));
+  }
+  const std::vector<float> pooled_with = mean_rows(with.hidden, S, d), pooled_without = mean_rows(without.hidden, S, d);
+  if (with.positions.size() > positions->size()) *positions = std::move(with.positions);
+  return {
+      {"text", text},
+      {"pieces", tokens.pieces},
+      {"ids", tokens.ids},
+      {"with_pe", {{"attention", std::move(with.attention)}, {"predictions", nlohmann::json::array()}}},
+      {"without_pe", {{"attention", std::move(without.attention)}, {"predictions", nlohmann::json::array()}}},
+      {"outputs",
+       {{"cosine", cos}, {"distance", dist}, {"pooled_cosine", cosine(pooled_with.data(), pooled_without.data(), d)}}}};
+}
+
+// The encodings added to the longest text (N, d) and the cosine of every two of them (N, N).
+nlohmann::json positions_json(const std::vector<float>& P, int d) {
+  if (P.empty()) return nullptr;
+  const int N = int(P.size() / d);
+  std::vector<float> similarity(size_t(N) * N);
+  for (int s = 0; s < N; ++s)
+    for (int t = 0; t < N; ++t) similarity[size_t(s) * N + t] = float(cosine(&P[size_t(s) * d], &P[size_t(t) * d], d));
+  return {{"count", N},
+          {"table", rounded_rows(P.data(), N, d, d)},
+          {"similarity", rounded_rows(similarity.data(), N, N, N)}};
+}
+
+}  // namespace
+
+int cmd_view(int argc, char** argv) {
+  cxxopts::Options o("ordo view",
+                     "Write one page that shows a text's way through the encoder, to open in a browser (offline, "
+                     "from the file): its pieces, every layer x head of attention with and without the positional "
+                     "encoding, the encoding's table, and with a second text the report of ordo compare.");
+  add_model_options(o);
+  o.add_options()("html", "the page to write", cxxopts::value<std::string>())(
+      "texts", "TEXT [TEXT_B]", cxxopts::value<std::vector<std::string>>());
+  o.parse_positional({"texts"});
+  o.positional_help("TEXT [TEXT_B]");
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  const auto texts = args.count("texts") ? args["texts"].as<std::vector<std::string>>() : std::vector<std::string>();
+  if (texts.empty() || texts.size() > 2)
+    throw UsageError("needs one or two texts, e.g. ordo view \"the cat sat on the mat\" --html view.html");
+  if (!args.count("html")) throw UsageError("needs --html FILE, the page to write");
+  const std::string path = args["html"].as<std::string>();
+  set_num_threads(args["threads"].as<int>());
+  Pipeline pipeline(model_dir(args));
+  const Config& c = pipeline.model().config();
+
+  std::vector<Tokenization> tokens;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string where = "argument " + std::to_string(i + 1);
+    tokens.push_back(pipeline.tokenize(texts[i], where));
+    const int S = int(tokens.back().ids.size());
+    if (S == 0) throw InputError(where, "the text has no pieces to show");
+    // The model's (or the machine's) limit, and the page's own: each map holds S² numbers.
+    if (S > std::min(kMaxPieces, pipeline.max_tokens()))
+      throw InputError(
+          where, "text has " + std::to_string(S) + " pieces, more than " +
+                     (pipeline.max_tokens() < kMaxPieces ? pipeline.max_tokens_reason()
+                                                         : "the " + std::to_string(kMaxPieces) + " a page shows"));
+  }
+
+  nlohmann::json data = {{"format", "ordo-view/1"}, {"decimals", kDecimals}};
+  data["model"] = model_json(c, args.count("model") ? args["model"].as<std::string>() : "the default model");
+  std::vector<float> positions;  // (N, d), N the longer text's length
+  data["texts"] = nlohmann::json::array();
+  for (size_t i = 0; i < texts.size(); ++i)
+    data["texts"].push_back(text_json(pipeline, texts[i], tokens[i], &positions));
+  data["positions"] = positions_json(positions, c.d_model);
+  data["compare"] = texts.size() == 2 ? comparison_json(compare_texts(pipeline, tokens[0], tokens[1]), tokens[0])
+                                      : nlohmann::json(nullptr);
+
+  // "</" is written "<\/" (the same string in JSON), so no text can close the page's <script> early.
+  std::string json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.insert(at + 1, "\\");
+  std::string page = teach::kViewPage;
+  page.replace(page.find("@ORDO_VIEW_DATA@"), std::strlen("@ORDO_VIEW_DATA@"), json);
+  write_atomically(path, [&](std::FILE* f) { std::fwrite(page.data(), 1, page.size(), f); });
+  std::printf("wrote %s (%zu bytes): open it in a browser\n", path.c_str(), page.size());
+  return 0;
+}
+
+}  // namespace ordo::cli

@@ -1,0 +1,33 @@
+# The page of `ordo view` as one file: view.html with view.css and view.js put in place of their
+# placeholders, leaving only @ORDO_VIEW_DATA@ for the command to fill. Writes it as HTML (for the tests
+# and for a look in a browser) and as a C++ header holding one string.
+#   cmake -DVIEW_DIR=tools/teach/view -DOUT_HTML=... -DOUT_HEADER=... -P embed.cmake
+file(READ ${VIEW_DIR}/view.html page)
+file(READ ${VIEW_DIR}/view.css css)
+file(READ ${VIEW_DIR}/view.js js)
+string(REPLACE "/*@VIEW_CSS@*/" "${css}" page "${page}")
+string(REPLACE "/*@VIEW_JS@*/" "${js}" page "${page}")
+
+string(FIND "${page}" "@ORDO_VIEW_DATA@" first)
+string(FIND "${page}" "@ORDO_VIEW_DATA@" last REVERSE)
+if(first EQUAL -1 OR NOT first EQUAL last)
+  message(FATAL_ERROR "${VIEW_DIR}: the page must hold @ORDO_VIEW_DATA@ exactly once")
+endif()
+string(FIND "${page}" ")ordo_view_page\"" clash)
+if(NOT clash EQUAL -1)
+  message(FATAL_ERROR "${VIEW_DIR}: the page holds the string's end marker )ordo_view_page\"")
+endif()
+
+if(OUT_HTML)
+  file(WRITE ${OUT_HTML}.partial "${page}")
+  file(RENAME ${OUT_HTML}.partial ${OUT_HTML})
+endif()
+if(OUT_HEADER)
+  file(WRITE ${OUT_HEADER}.partial
+       "// Made by tools/teach/view/embed.cmake from view.html, view.css and view.js: edit those.\n"
+       "#pragma once\n"
+       "namespace ordo::teach {\n"
+       "inline constexpr const char* kViewPage = R\"ordo_view_page(${page})ordo_view_page\";\n"
+       "}  // namespace ordo::teach\n")
+  file(RENAME ${OUT_HEADER}.partial ${OUT_HEADER})
+endif()

@@ -1,0 +1,620 @@
+// ordo view: the page's script. It reads the data block below the page, draws the five sections, and
+// redraws the attention when the reader switches positions on or off, picks a head, or points at a token.
+// Plain DOM, SVG and canvas; no library.
+//
+// THE DATA ("ordo-view/1"), written by `ordo view` as JSON into <script id="ordo-data">. Letters: L layers,
+// H heads, S pieces of a text, d model width, N the longer text's S. "with_pe" is the run with the
+// positional encoding added; "without_pe" the ablation without it (the names of `ordo compare --json`).
+//
+//   format     "ordo-view/1"
+//   decimals   4: attention, positions.table and positions.similarity are rounded to this many decimals
+//              (as `ordo attention` prints them); every other number is the float as computed
+//   model      { name, d_model, n_heads, head_dim, d_ff, n_layers, norm: "post-LN" | "pre-LN", final_norm,
+//                activation, positional_encoding: "sinusoidal" | "learned" | "none", pe_layout, pe_base,
+//                scale_embedding, masked_lm }
+//   texts      one or two (A, B) of {
+//                text, pieces: [S] strings, ids: [S] ints,
+//                with_pe:    { attention: [L][H][S][S] (row = query, column = key; a row sums to 1),
+//                              predictions: [] | [{ position, top: [{ piece, id, probability }] }] },
+//                without_pe: { the same, without the positional encoding },
+//                outputs:    { cosine: [S], distance: [S], pooled_cosine }   h_t with vs without positions
+//              }
+//   positions  null (the model has none) | { count: N, table: [N][d] PE(t), similarity: [N][N] cos(PE(s), PE(t)) }
+//   compare    null (one text) | { same_tokens_reordered, cosine: { with_pe, without_pe },
+//                max_abs_diff: { with_pe, without_pe },
+//                tokens: [{ piece, position_a, position_b, moved_with_pe, moved_without_pe }] }
+//              tokens: one per piece of A when B is A reordered (the k-th occurrence of an id in A matched
+//              with its k-th occurrence in B), else empty
+//
+// For tests, window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs, renderMs }: scriptMs
+// the time this script took to draw the page, renderMs the time from the start of loading until it was painted.
+"use strict";
+
+const started = performance.now();
+const data = JSON.parse(document.getElementById("ordo-data").textContent);
+const model = data.model;
+const texts = data.texts;
+const RUNS = { with_pe: "with positions", without_pe: "without positions" };
+
+const state = {
+  run: "with_pe", // which run the attention shows
+  layer: 0, // the head drawn large in section 2
+  head: 0,
+  hover: null, // { text, token }: the piece under the pointer, by its index in that text
+  aOrder: false, // draw B's rows and columns in A's token order
+};
+
+// ---- small helpers ----------------------------------------------------------------------------------
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) e.setAttribute(k, v);
+  e.append(...children.filter((c) => c !== null && c !== undefined));
+  return e;
+}
+
+function svgEl(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  e.append(...children);
+  return e;
+}
+
+const range = (n) => Array.from({ length: n }, (_, i) => i);
+// A map's side near `px`, a whole number of screen pixels per cell when cells are 1 px or more.
+const side = (px, cells) => (cells < px ? cells * Math.round(px / cells) : cells);
+// A text for a heading: cut after 60 characters.
+const quote = (t) => `${letter(t) ? letter(t) + ": " : ""}“${[...texts[t].text].length > 60 ? [...texts[t].text].slice(0, 57).join("") + "…" : texts[t].text}”`;
+const fixed = (v) => v.toFixed(data.decimals); // a stored value, all its digits
+const letter = (t) => (texts.length > 1 ? "AB"[t] : "");
+
+// How a piece is labelled: sentencepiece's "▁" marks a word's first piece; it is dropped, and a piece
+// inside a word gets a leading "·". Control and byte pieces ("<mask>", "<0xE2>") stay as they are.
+function label(piece) {
+  if (/^<.+>$/.test(piece)) return piece;
+  if (piece === "▁") return "␣";
+  return piece.startsWith("▁") ? piece.slice(1) : "·" + piece;
+}
+
+// ---- colours: the stops of ordo's PNG heatmaps (tools/teach), linear between them -------------------
+
+const SEQUENTIAL = [[255, 255, 255], [158, 202, 225], [33, 113, 181], [8, 48, 107]]; // 0 → 1
+const DIVERGING = [[5, 48, 97], [67, 147, 195], [247, 247, 247], [214, 96, 77], [103, 0, 31]]; // −1 → 1
+
+function ramp(stops, f) {
+  const x = Math.min(1, Math.max(0, Number.isFinite(f) ? f : 0.5)) * (stops.length - 1);
+  const i = Math.min(Math.floor(x), stops.length - 2);
+  return stops[i].map((a, k) => Math.round(a + (stops[i + 1][k] - a) * (x - i)));
+}
+const attentionColour = (v) => ramp(SEQUENTIAL, v); // fixed 0 .. 1, every map alike
+const signedColour = (v) => ramp(DIVERGING, (v + 1) / 2); // fixed −1 .. 1
+
+// A colour bar: the gradient with ticks, for a scale from lo to hi.
+function colourBar(stops, lo, hi) {
+  const css = stops.map((c, i) => `rgb(${c}) ${(100 * i) / (stops.length - 1)}%`).join(", ");
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) =>
+    el("span", { style: `left: ${100 * f}%` }, String(+(lo + (hi - lo) * f).toFixed(2))));
+  return el("span", { class: "bar" }, el("span", { class: "ramp", style: `background: linear-gradient(to right, ${css})` }),
+    el("span", { class: "ticks" }, ...ticks));
+}
+
+// ---- the tooltip ------------------------------------------------------------------------------------
+
+const tip = document.getElementById("tip");
+function showTip(event, text) {
+  tip.textContent = text;
+  tip.hidden = false;
+  const x = Math.min(event.clientX + 14, window.innerWidth - tip.offsetWidth - 8);
+  tip.style.left = `${x}px`;
+  tip.style.top = `${event.clientY + 16}px`;
+}
+const hideTip = () => (tip.hidden = true);
+
+// ---- which piece sits where -------------------------------------------------------------------------
+
+// bPos[i]: where A's piece i stands in B, when B holds A's pieces reordered; bIndex is its inverse.
+const tokens = data.compare && data.compare.same_tokens_reordered ? data.compare.tokens : [];
+const bPos = tokens.length ? range(tokens.length) : null;
+const bIndex = tokens.length ? range(tokens.length) : null;
+for (const m of tokens) (bPos[m.position_a] = m.position_b), (bIndex[m.position_b] = m.position_a);
+
+// order(t)[r]: the piece of text t drawn at row (and column) r.
+function order(t) {
+  return t === 1 && state.aOrder && bPos ? bPos : range(texts[t].pieces.length);
+}
+
+// The matrix drawn for text t, layer l, head h in the current run and order.
+function shown(t, l, h) {
+  const A = texts[t][state.run].attention[l][h];
+  const o = order(t);
+  return o.map((i) => o.map((j) => A[i][j]));
+}
+
+// The row of text t to highlight: the piece under the pointer, or its partner in the other text.
+function hoveredRow(t) {
+  const h = state.hover;
+  if (!h) return null;
+  let token = h.token;
+  if (h.text !== t) {
+    if (!bPos) return null;
+    token = t === 1 ? bPos[token] : bIndex[token];
+  }
+  return order(t).indexOf(token);
+}
+
+function setHover(t, token) {
+  const same = state.hover && token !== null && state.hover.text === t && state.hover.token === token;
+  if (same || (state.hover === null && token === null)) return;
+  state.hover = token === null ? null : { text: t, token };
+  updateHover();
+}
+
+// The largest |A[i][j] − B[bPos[i]][bPos[j]]| over every layer and head of one run: zero when B's maps
+// are A's with rows and columns moved along with their pieces.
+function permutationGap(run) {
+  if (!bPos) return null;
+  let gap = 0;
+  texts[0][run].attention.forEach((layer, l) =>
+    layer.forEach((A, h) => {
+      const B = texts[1][run].attention[l][h];
+      A.forEach((row, i) => row.forEach((v, j) => (gap = Math.max(gap, Math.abs(v - B[bPos[i]][bPos[j]])))));
+    }));
+  return gap;
+}
+
+// ---- a heatmap: one canvas pixel per cell, scaled up by CSS without smoothing ------------------------
+//
+// opts: rows, cols, width, height (CSS pixels of the cells), colour(v) → [r, g, b], tip(r, c) → text,
+// onRow(r | null) when the pointer enters a row, rowLabels / colLabels (drawn when the cells are large
+// enough), numbers: print each value in its cell when the cells are large enough.
+function heatmap(opts) {
+  const { rows, cols, width, height } = opts;
+  const cellW = width / cols, cellH = height / rows;
+  const canvas = el("canvas", { width: cols, height: rows, style: `width: ${width}px; height: ${height}px` });
+  const mark = el("div", { class: "rowmark", hidden: "" });
+  const cells = el("div", { class: "cells", style: `width: ${width}px; height: ${height}px` }, canvas, mark);
+  const root = el("div", { class: "heatmap" });
+
+  const showCols = opts.colLabels && cellW >= 11, showRows = opts.rowLabels && cellH >= 11;
+  if (showCols || showRows) {
+    // Column labels read across when the longest fits its cell, else upwards.
+    const across = showCols && Math.max(...opts.colLabels.map((s) => s.length)) * 7.5 + 4 <= cellW;
+    root.classList.add("labelled");
+    root.append(el("span", { class: "corner" }, opts.corner || ""));
+    root.append(showCols ? el("div", { class: `col-labels${across ? " across" : ""}`, style: `width: ${width}px` },
+      ...opts.colLabels.map((s) => el("span", { style: `width: ${cellW}px` }, s))) : el("span"));
+    root.append(showRows ? el("div", { class: "row-labels", style: `height: ${height}px` },
+      ...opts.rowLabels.map((s) => el("span", { style: `height: ${cellH}px; line-height: ${cellH}px` }, s))) : el("span"));
+  }
+  root.append(cells);
+
+  let numbers = null; // the printed values, for cells of 34 px and more
+  if (opts.numbers && cellW >= 34 && cellH >= 18) {
+    numbers = range(rows * cols).map((k) => el("span", {
+      style: `left: ${(k % cols) * cellW}px; top: ${Math.floor(k / cols) * cellH}px; width: ${cellW}px; line-height: ${cellH}px`,
+    }));
+    cells.append(el("div", { class: "numbers" }, ...numbers));
+  }
+
+  const ctx = canvas.getContext("2d");
+  let values = null;
+  function draw(matrix) {
+    values = matrix;
+    const img = ctx.createImageData(cols, rows);
+    for (let r = 0; r < rows; ++r)
+      for (let c = 0; c < cols; ++c) {
+        const [R, G, B] = opts.colour(matrix[r][c]);
+        const p = 4 * (r * cols + c);
+        (img.data[p] = R), (img.data[p + 1] = G), (img.data[p + 2] = B), (img.data[p + 3] = 255);
+      }
+    ctx.putImageData(img, 0, 0);
+    if (numbers)
+      numbers.forEach((n, k) => {
+        const v = matrix[Math.floor(k / cols)][k % cols];
+        n.textContent = fixed(v).replace(/^(-?)0\./, "$1.");
+        n.className = Math.abs(v) > 0.55 ? "light" : "";
+      });
+  }
+  function markRow(r) {
+    mark.hidden = r === null || r < 0;
+    mark.dataset.row = mark.hidden ? "" : r;
+    if (!mark.hidden) (mark.style.top = `${r * cellH}px`), (mark.style.height = `${cellH}px`);
+  }
+  const cellAt = (e) => {
+    const box = canvas.getBoundingClientRect();
+    const r = Math.floor(((e.clientY - box.top) / box.height) * rows), c = Math.floor(((e.clientX - box.left) / box.width) * cols);
+    return r >= 0 && r < rows && c >= 0 && c < cols ? [r, c] : null;
+  };
+  cells.addEventListener("mousemove", (e) => {
+    const rc = cellAt(e);
+    if (!rc || !values) return hideTip();
+    showTip(e, opts.tip(rc[0], rc[1], values[rc[0]][rc[1]]));
+    if (opts.onRow) opts.onRow(rc[0]);
+  });
+  cells.addEventListener("mouseleave", () => {
+    hideTip();
+    if (opts.onRow) opts.onRow(null);
+  });
+  return { root, draw, markRow, canvas };
+}
+
+// ---- 1. the pieces (and what the model puts at a <mask>) ---------------------------------------------
+
+const chips = [];
+const predictionBoxes = [];
+
+function renderPieces() {
+  const box = document.getElementById("piece-rows");
+  texts.forEach((x, t) => {
+    const row = el("div", { class: "chips" });
+    if (texts.length > 1) row.append(el("span", { class: "which" }, letter(t)));
+    chips[t] = x.pieces.map((p, i) => {
+      const shown = p.startsWith("▁") ? [el("span", { class: "ws" }, "▁"), p.slice(1)] : [p];
+      const chip = el("span", { class: "chip", "data-text": t, "data-token": i },
+        el("small", {}, String(i)), el("b", {}, ...shown), el("small", {}, `id ${x.ids[i]}`));
+      chip.addEventListener("mouseenter", () => setHover(t, i));
+      chip.addEventListener("mouseleave", () => setHover(t, null));
+      row.append(chip);
+      return chip;
+    });
+    box.append(row);
+    predictionBoxes[t] = el("div", { class: "predictions" });
+    box.append(predictionBoxes[t]);
+  });
+}
+
+function drawPredictions() {
+  texts.forEach((x, t) => {
+    const box = predictionBoxes[t];
+    box.replaceChildren();
+    for (const p of x[state.run].predictions) {
+      const top = p.top.map((c) => el("li", {}, el("b", {}, label(c.piece)), ` ${(100 * c.probability).toFixed(1)}%`,
+        el("span", { class: "pbar", style: `width: ${Math.round(60 * c.probability)}px` })));
+      box.append(el("div", { class: "prediction" },
+        `What the model puts at ${x.pieces[p.position]} (piece ${p.position}), ${RUNS[state.run]}:`, el("ol", {}, ...top)));
+    }
+  });
+}
+
+// ---- 2. one head: lines from the query under the pointer, and its map with labels --------------------
+
+const headViews = [];
+
+// The lines are drawn on a canvas under the SVG of labels: a long text has S² of them.
+function headView(t) {
+  const S = texts[t].pieces.length, rowH = 18, top = 26, xl = 120, xr = 210, width = 330;
+  const height = top + S * rowH + 6;
+  const keyMarks = svgEl("g");
+  const values = svgEl("g", { class: "values" });
+  const queryMark = svgEl("rect", { class: "query-mark", x: 2, width: xl - 2, height: rowH, visibility: "hidden" });
+  const left = svgEl("g"), right = svgEl("g");
+  const y = (i) => top + i * rowH + rowH / 2;
+  const svg = svgEl("svg", { class: "headview", width, height, viewBox: `0 0 ${width} ${height}` },
+    svgEl("text", { x: xl - 6, y: 14, "text-anchor": "end", class: "axis" }, "query"),
+    svgEl("text", { x: xr + 6, y: 14, class: "axis" }, "key"),
+    queryMark, keyMarks, left, right, values);
+  const dpr = window.devicePixelRatio || 1;
+  const canvas = el("canvas", { width: Math.round(width * dpr), height: Math.round(height * dpr),
+    style: `width: ${width}px; height: ${height}px` });
+  const ctx = canvas.getContext("2d");
+  ctx.scale(dpr, dpr);
+  const box = el("div", { class: "headview-box" }, canvas, svg);
+  const labels = [];
+  for (let r = 0; r < S; ++r) {
+    const l = svgEl("text", { x: xl - 6, y: y(r) + 4, "text-anchor": "end", class: "token" });
+    const k = svgEl("text", { x: xr + 6, y: y(r) + 4, class: "token" });
+    const hit = svgEl("rect", { x: 0, y: top + r * rowH, width: xl, height: rowH, class: "hit" });
+    hit.addEventListener("mouseenter", () => setHover(t, order(t)[r]));
+    hit.addEventListener("mouseleave", () => setHover(t, null));
+    left.append(l, hit);
+    right.append(k);
+    labels.push([l, k]);
+  }
+
+  function draw() {
+    const o = order(t), M = shown(t, state.layer, state.head), q = hoveredRow(t);
+    labels.forEach(([l, k], r) => (l.textContent = k.textContent = `${label(texts[t].pieces[o[r]])}`));
+    keyMarks.replaceChildren();
+    values.replaceChildren();
+    queryMark.setAttribute("visibility", q === null ? "hidden" : "visible");
+    if (q !== null) queryMark.setAttribute("y", top + q * rowH);
+    // One line from query i to key j, as strong as the weight: opacity w, width 1 + 3w.
+    ctx.clearRect(0, 0, width, height);
+    ctx.strokeStyle = `rgb(${SEQUENTIAL[2]})`; // the ramp's middle blue, as --accent
+    let drawn = 0;
+    for (const i of q === null ? range(S) : [q])
+      for (let j = 0; j < S; ++j) {
+        const w = M[i][j];
+        if (w < 0.005) continue; // fainter than the eye can see
+        ctx.globalAlpha = w;
+        ctx.lineWidth = 1 + 3 * w;
+        ctx.beginPath();
+        ctx.moveTo(xl, y(i));
+        ctx.lineTo(xr, y(j));
+        ctx.stroke();
+        drawn++;
+      }
+    box.dataset.lines = drawn;
+    if (q !== null)
+      for (let j = 0; j < S; ++j) {
+        keyMarks.append(svgEl("rect", { x: xr, y: top + j * rowH, width: 72, height: rowH, "fill-opacity": 0.5 * M[q][j], class: "key-mark" }));
+        values.append(svgEl("text", { x: width - 4, y: y(j) + 4, "text-anchor": "end" }, fixed(M[q][j])));
+      }
+  }
+  return { root: box, draw };
+}
+
+let bigMaps = [];
+
+function renderHeadViews() {
+  const pickLayer = document.getElementById("pick-layer"), pickHead = document.getElementById("pick-head");
+  pickLayer.append(...range(model.n_layers).map((l) => el("option", { value: l }, String(l))));
+  pickHead.append(...range(model.n_heads).map((h) => el("option", { value: h }, String(h))));
+  pickLayer.addEventListener("change", () => pick(+pickLayer.value, state.head));
+  pickHead.addEventListener("change", () => pick(state.layer, +pickHead.value));
+  const box = document.getElementById("head-views");
+  texts.forEach((x, t) => {
+    headViews[t] = headView(t);
+    box.append(el("div", { class: "side" }, el("h3", { class: `text-${t}` }, quote(t)),
+      el("div", { class: texts.length > 1 ? "pair stacked" : "pair" }, headViews[t].root, el("div", { class: "big", id: `big-${t}` }))));
+  });
+}
+
+// The large map of the chosen head, rebuilt when the order changes (its labels move with the rows).
+function buildBigMaps() {
+  bigMaps = texts.map((x, t) => {
+    const S = x.pieces.length, size = side(Math.max(180, Math.min(420, 40 * S)), S);
+    const names = order(t).map((i) => label(x.pieces[i]));
+    const map = heatmap({
+      rows: S, cols: S, width: size, height: size, colour: attentionColour, numbers: true,
+      rowLabels: names, colLabels: names, corner: "key →\nquery ↓",
+      tip: (r, c, v) => `${headName()}: ${names[r]} (${order(t)[r]}) looks at ${names[c]} (${order(t)[c]}): ${fixed(v)}`,
+      onRow: (r) => setHover(t, r === null ? null : order(t)[r]),
+    });
+    const box = document.getElementById(`big-${t}`);
+    box.replaceChildren(el("div", { class: "big-title" }, headName()), map.root,
+      el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "attention weight"), colourBar(SEQUENTIAL, 0, 1)));
+    map.title = box.firstChild;
+    return map;
+  });
+}
+
+const headName = () => `layer ${state.layer}, head ${state.head}, ${RUNS[state.run]}`;
+
+function pick(layer, head) {
+  state.layer = layer;
+  state.head = head;
+  document.getElementById("pick-layer").value = layer;
+  document.getElementById("pick-head").value = head;
+  update();
+}
+
+// ---- 3. every layer × head ---------------------------------------------------------------------------
+
+let panels = []; // panels[t][l][h] = { root, map }
+
+function renderGrids() {
+  document.getElementById("attention-bar").append(colourBar(SEQUENTIAL, 0, 1));
+  const box = document.getElementById("grids");
+  const near = Math.max(72, Math.min(120, Math.floor(860 / model.n_heads / texts.length)));
+  panels = texts.map((x, t) => {
+    const S = x.pieces.length, size = side(near, S);
+    const grid = el("div", { class: "grid", style: `grid-template-columns: auto repeat(${model.n_heads}, ${size}px)` },
+      el("span"), ...range(model.n_heads).map((h) => el("span", { class: "head-name" }, `head ${h}`)));
+    const rows = range(model.n_layers).map((l) => {
+      grid.append(el("span", { class: "layer-name" }, `layer ${l}`));
+      return range(model.n_heads).map((h) => {
+        const map = heatmap({
+          rows: S, cols: S, width: size, height: size, colour: attentionColour,
+          tip: (r, c, v) => {
+            const o = order(t);
+            return `layer ${l}, head ${h}: ${label(x.pieces[o[r]])} (${o[r]}) looks at ${label(x.pieces[o[c]])} (${o[c]}): ${fixed(v)}`;
+          },
+          onRow: (r) => setHover(t, r === null ? null : order(t)[r]),
+        });
+        const panel = el("div", { class: "panel", "data-text": t, "data-layer": l, "data-head": h, title: "" }, map.root);
+        panel.addEventListener("click", () => pick(l, h));
+        grid.append(panel);
+        return { root: panel, map };
+      });
+    });
+    box.append(el("div", { class: "side" }, el("h3", { class: `text-${t}` }, quote(t)), grid));
+    return rows;
+  });
+}
+
+function drawPermutation() {
+  const box = document.getElementById("permutation");
+  if (!bPos) return;
+  const gap = { with_pe: permutationGap("with_pe"), without_pe: permutationGap("without_pe") };
+  const tol = 1.5 * 10 ** -data.decimals; // two values rounded apart
+  const same = (g) => (g <= tol ? "the same maps, rows and columns permuted" : "different maps");
+  box.replaceChildren(el("h3", {}, "Is B's attention A's attention, reordered?"),
+    el("p", {}, "B holds A's pieces in another order. Put B's rows and columns back in A's order (tick ",
+      el("i", {}, "draw B in A's token order"), " above) and compare every map, cell by cell:"),
+    el("table", { class: "numbers-table" },
+      el("tr", {}, el("th", {}, ""), el("th", {}, "largest |A − B reordered|"), el("th", {}, "")),
+      ...Object.keys(RUNS).map((run) => el("tr", { class: run === state.run ? "current" : "" },
+        el("td", {}, RUNS[run]), el("td", { class: "num", "data-run": run }, fixed(gap[run])), el("td", {}, same(gap[run]))))),
+    el("p", { class: "muted" }, "Without positions the encoder cannot tell where a piece stands, so moving the pieces only " +
+      "moves the rows and columns of every map. With positions, the weights themselves change."));
+}
+
+// ---- 4. outputs, and the compare report --------------------------------------------------------------
+
+function bar(v, max, cls = "") {
+  return el("span", { class: `vbar ${cls}`, style: `width: ${Math.round((80 * Math.min(v, max)) / (max || 1))}px` });
+}
+
+function renderOutputs() {
+  const box = document.getElementById("output-tables");
+  texts.forEach((x, t) => {
+    const o = x.outputs;
+    const max = Math.max(...o.distance);
+    box.append(el("div", { class: "side" },
+      el("h3", {}, `${letter(t) ? letter(t) + ": " : ""}each piece's output, with vs without positions`),
+      el("p", { class: "muted" }, `Mean-pooled vectors: cosine ${o.pooled_cosine.toFixed(4)}. Per piece: the cosine between ` +
+        "its two output vectors, and how far apart they are."),
+      el("table", { class: "numbers-table" },
+        el("tr", {}, el("th", {}, "#"), el("th", {}, "piece"), el("th", {}, "cosine"), el("th", { colspan: 2 }, "distance")),
+        ...x.pieces.map((p, i) => {
+          const tr = el("tr", { "data-text": t, "data-token": i }, el("td", {}, String(i)), el("td", {}, label(p)),
+            el("td", { class: "num" }, o.cosine[i].toFixed(4)), el("td", { class: "num" }, o.distance[i].toFixed(3)),
+            el("td", {}, bar(o.distance[i], max)));
+          tr.addEventListener("mouseenter", () => setHover(t, i));
+          tr.addEventListener("mouseleave", () => setHover(t, null));
+          return tr;
+        }))));
+  });
+}
+
+function renderCompare() {
+  const c = data.compare;
+  if (!c) return;
+  const box = document.getElementById("compare");
+  const num = (v) => (Math.abs(v) >= 1e-3 || v === 0 ? v.toFixed(6) : v.toExponential(2));
+  const rows = [
+    ["cosine of the mean-pooled vectors", c.cosine],
+    ["largest |A − B| of the pooled vectors", c.max_abs_diff],
+  ].map(([name, v]) => el("tr", {}, el("td", {}, name), el("td", { class: "num" }, num(v.with_pe)), el("td", { class: "num" }, num(v.without_pe))));
+  box.append(el("h3", {}, "A against B (the report of ordo compare)"),
+    el("table", { class: "numbers-table" }, el("tr", {}, el("th", {}, ""), el("th", {}, "with positions"), el("th", {}, "without positions")), ...rows));
+  if (!c.tokens.length) {
+    box.append(el("p", { class: "muted" }, "The texts hold different pieces, so there is no per-piece comparison: that needs the same pieces reordered."));
+    return;
+  }
+  const max = Math.max(...c.tokens.map((m) => m.moved_with_pe));
+  box.append(el("p", {}, "Per piece: how far its output vector moved between A and B (L2 distance)."),
+    el("table", { class: "numbers-table" },
+      el("tr", {}, el("th", {}, "piece"), el("th", {}, "in A"), el("th", {}, "in B"), el("th", { colspan: 2 }, "with positions"), el("th", { colspan: 2 }, "without positions")),
+      ...c.tokens.map((m) => {
+        const tr = el("tr", {}, el("td", {}, label(m.piece)), el("td", { class: "num" }, String(m.position_a)), el("td", { class: "num" }, String(m.position_b)),
+          el("td", { class: "num" }, num(m.moved_with_pe)), el("td", {}, bar(m.moved_with_pe, max)),
+          el("td", { class: "num" }, num(m.moved_without_pe)), el("td", {}, bar(m.moved_without_pe, max, "off")));
+        tr.addEventListener("mouseenter", () => setHover(0, m.position_a));
+        tr.addEventListener("mouseleave", () => setHover(0, null));
+        return tr;
+      })));
+}
+
+// ---- 5. the positional encoding ----------------------------------------------------------------------
+
+function renderPositions() {
+  const box = document.getElementById("positions-body");
+  const P = data.positions;
+  if (!P) {
+    box.append(el("p", {}, "This model adds no positional encoding: x_t = E[id_t]" + (model.scale_embedding ? "·√d" : "") +
+      ", and both settings of the switch are the same."));
+    return;
+  }
+  const kind = model.positional_encoding === "sinusoidal"
+    ? `sinusoidal (${model.pe_layout} layout, base ${model.pe_base}): PE(t, 2i) = sin(t / base^(2i/d)), PE(t, 2i+1) = cos(t / base^(2i/d))`
+    : "learned: row t of the model's position table";
+  box.append(el("p", {}, `Each position t gets a vector PE(t) of d = ${model.d_model} numbers, added to its piece's embedding: ` +
+    `x_t = E[id_t]${model.scale_embedding ? "·√d" : ""} + PE(t). This model's encoding is ${kind}. Switched off, PE(t) is not added.`));
+  const N = P.count, d = model.d_model;
+  const rowH = Math.max(3, Math.min(16, Math.floor(360 / N)));
+  const positions = range(N).map(String);
+  const table = heatmap({
+    rows: N, cols: d, width: Math.max(256, Math.min(640, 6 * d)), height: rowH * N, colour: signedColour,
+    rowLabels: positions, tip: (t, j, v) => `PE(t = ${t}, dim ${j}) = ${fixed(v)}`,
+  });
+  table.draw(P.table);
+  const square = side(Math.max(160, Math.min(360, 16 * N)), N);
+  const similarity = heatmap({
+    rows: N, cols: N, width: square, height: square, colour: signedColour, rowLabels: positions, colLabels: positions,
+    tip: (s, t, v) => `cos(PE(${s}), PE(${t})) = ${fixed(v)}`,
+  });
+  similarity.draw(P.similarity);
+  box.append(el("div", { class: "sides" },
+    el("div", { class: "side" }, el("h3", {}, `The table: positions 0 .. ${N - 1} (rows) × dimensions 0 .. ${d - 1} (columns)`), table.root,
+      el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "PE(t, dim)"), colourBar(DIVERGING, -1, 1))),
+    el("div", { class: "side" }, el("h3", {}, "How alike two positions are: cos(PE(s), PE(t))"), similarity.root,
+      el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "cosine"), colourBar(DIVERGING, -1, 1)),
+      el("p", { class: "muted" }, model.positional_encoding === "sinusoidal"
+        ? "Near positions are alike and far ones less so, and the value depends on s − t only: distance can be read from it."
+        : "A learned table follows no formula: these similarities are whatever the model's weights hold."))));
+}
+
+// ---- header, switch, redraw ---------------------------------------------------------------------------
+
+function renderHeader() {
+  const quoted = texts.map((x, t) => `${letter(t) ? letter(t) + " " : ""}“${x.text}”`);
+  document.getElementById("title").textContent = quoted.join("   vs   ");
+  document.title = `ordo view: ${texts.map((x) => x.text).join(" / ")}`;
+  const m = model;
+  const count = (n, what) => `${n} ${what}${n === 1 ? "" : "s"}`;
+  document.getElementById("model-line").textContent = `Model ${m.name}: ${count(m.n_layers, "layer")} × ${count(m.n_heads, "head")}, ` +
+    `d = ${m.d_model} (${m.head_dim} per head), feed-forward ${m.d_ff}, ${m.norm}, ${m.activation}; ` +
+    `positions: ${m.positional_encoding}.`;
+  for (const input of document.querySelectorAll("input[name=run]")) input.addEventListener("change", () => setRun(input.value));
+  if (bPos) {
+    document.getElementById("a-order-box").hidden = false;
+    document.getElementById("a-order").addEventListener("change", (e) => {
+      state.aOrder = e.target.checked;
+      buildBigMaps();
+      update();
+    });
+  }
+}
+
+function setRun(run) {
+  state.run = run;
+  for (const input of document.querySelectorAll("input[name=run]")) input.checked = input.value === run;
+  update();
+}
+
+function runNote() {
+  if (model.positional_encoding === "none") return "This model has no positional encoding: both settings show the same numbers.";
+  const scale = model.scale_embedding ? "·√d" : "";
+  return state.run === "with_pe"
+    ? `x_t = E[id_t]${scale} + PE(t): the same piece at two positions enters as two different vectors.`
+    : `x_t = E[id_t]${scale}: the encoder sees a bag of pieces. Equal pieces get equal rows and columns, and a ` +
+      "reordered text gives the same maps with rows and columns permuted.";
+}
+
+// Everything that depends on the run, the chosen head or the order.
+function update() {
+  document.getElementById("run-note").textContent = runNote();
+  for (const h of document.querySelectorAll("h3.text-1")) h.textContent = quote(1) + (state.aOrder ? ", drawn in A's order" : "");
+  document.body.dataset.run = state.run;
+  texts.forEach((x, t) => {
+    panels[t].forEach((row, l) => row.forEach((p, h) => {
+      p.map.draw(shown(t, l, h));
+      p.root.classList.toggle("chosen", l === state.layer && h === state.head);
+    }));
+    bigMaps[t].draw(shown(t, state.layer, state.head));
+    bigMaps[t].title.textContent = headName();
+  });
+  drawPredictions();
+  drawPermutation();
+  updateHover();
+}
+
+// Only what follows the pointer: the marked rows, the chips, the head view's lines.
+function updateHover() {
+  texts.forEach((x, t) => {
+    const r = hoveredRow(t);
+    const token = r === null ? null : order(t)[r];
+    panels[t].forEach((row) => row.forEach((p) => p.map.markRow(r)));
+    bigMaps[t].markRow(r);
+    chips[t].forEach((c, i) => c.classList.toggle("hovered", i === token));
+    headViews[t].draw();
+  });
+}
+
+renderHeader();
+renderPieces();
+renderHeadViews();
+buildBigMaps();
+renderGrids();
+renderOutputs();
+renderCompare();
+renderPositions();
+update();
+
+window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs: performance.now() - started, renderMs: null };
+// The second animation frame starts once the first, holding everything drawn above, has been painted.
+requestAnimationFrame(() => requestAnimationFrame(() => (window.ordoView.renderMs = performance.now())));
