@@ -131,17 +131,33 @@ TEST(Walkthrough, EveryCommandRunsAndPrintsWhatTheDocShows) {
       ++with_output;
       EXPECT_EQ(mismatch(e.expected, lines_of(out)), "") << "this line of the doc is not in the output:\n" << out;
     }
-    // A picture: the one under docs/img/ must be what the command draws now.
+    // A picture: the one under docs/img/ must show what the command draws now: the same title, table
+    // and scale, and every cell the same colour (compared through the layout numbers each PNG
+    // carries, so a font version that sets the labels a pixel wider does not matter).
     std::istringstream words(e.command);
     for (std::string w, prev; words >> w; prev = w) {
       if (prev != "--png" && prev != "--similarity-png") continue;
-      const auto made = test::read_png(dir.path + "/" + w);
-      const auto shown = test::read_png(std::string(ORDO_SOURCE_DIR) + "/docs/img/" + w);
+      const std::string made_path = dir.path + "/" + w, shown_path = std::string(ORDO_SOURCE_DIR) + "/docs/img/" + w;
+      const auto made = test::read_png(made_path), shown = test::read_png(shown_path);
       ASSERT_GT(made.width, 0) << w;
       ASSERT_GT(shown.width, 0) << "docs/img/" << w << " is missing";
-      EXPECT_EQ(made.width, shown.width);
-      EXPECT_EQ(made.height, shown.height);
-      EXPECT_TRUE(made.rgb == shown.rgb) << "docs/img/" << w << " differs from what the command draws";
+      auto made_text = test::read_png_text(made_path), shown_text = test::read_png_text(shown_path);
+      for (const char* key : {"Title", "ordo:cells", "ordo:scale"})
+        EXPECT_EQ(made_text[key], shown_text[key]) << "docs/img/" << w << ": " << key;
+      const auto cells = test::numbers_of(made_text["ordo:cells"]);
+      const auto at_made = test::numbers_of(made_text["ordo:plot"]),
+                 at_shown = test::numbers_of(shown_text["ordo:plot"]);
+      ASSERT_EQ(cells.size(), 4u);
+      ASSERT_EQ(at_made.size(), 4u);
+      ASSERT_EQ(at_shown.size(), 4u) << "docs/img/" << w << " was not drawn by the current renderer";
+      int differ = 0;
+      for (int r = 0; r < int(cells[0]); ++r)
+        for (int c = 0; c < int(cells[1]); ++c) {
+          const double dx = (c + 0.5) * cells[2], dy = (r + 0.5) * cells[3];
+          differ += made.at(int(at_made[0] + dx), int(at_made[1] + dy)) !=
+                    shown.at(int(at_shown[0] + dx), int(at_shown[1] + dy));
+        }
+      EXPECT_EQ(differ, 0) << "docs/img/" << w << " differs from what the command draws in " << differ << " cells";
     }
   }
   EXPECT_GE(with_output, 5) << "the walkthrough should show what its commands print";

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "tools/cli/cli.h"
-#include "tools/teach/png_image.h"
+#include "tools/teach/figure.h"
 
 namespace ordo::cli {
 
@@ -16,11 +16,15 @@ int cmd_attention(int argc, char** argv) {
                      "column = the key token it attends to), and optionally a heatmap PNG.");
   add_text_options(o);
   o.add_options()("layer", "layer, from 0", cxxopts::value<int>()->default_value("0"))(
-      "head", "head, from 0", cxxopts::value<int>()->default_value("0"))("png", "draw the table as a heatmap PNG",
-                                                                         cxxopts::value<std::string>());
+      "head", "head, from 0", cxxopts::value<int>()->default_value("0"))(
+      "png", "draw the table as a heatmap: FILE.png or FILE.svg (scale 0 .. 1)", cxxopts::value<std::string>());
+  add_scale_options(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "attention");
+  if (args.count("png")) teach::picture_format(args["png"].as<std::string>());
+  double vmin = 0, vmax = 1;  // every picture on the same scale, so two of them compare at a glance
+  scale(args, &vmin, &vmax);
   Pipeline pipeline(model_dir(args));
   const Config& c = pipeline.model().config();
   const int layer = args["layer"].as<int>(), head = args["head"].as<int>();
@@ -45,22 +49,22 @@ int cmd_attention(int argc, char** argv) {
 
   std::string picture;  // written before anything is printed, so a bad path prints nothing else
   if (args.count("png")) {
-    double top = 0;
-    for (float v : A) top = std::max(top, double(v));
-    top = std::min(1.0, std::ceil(top * 20.0) / 20.0);  // the scale's top: the largest weight, up to a multiple of 0.05
-    teach::Heatmap hm{S, S, std::vector<double>(A.begin(), A.end()), 0.0, top, teach::ColourMap::Sequential, 0, 0};
+    teach::Heatmap hm;
+    hm.rows = hm.cols = S, hm.values.assign(A.begin(), A.end()), hm.vmin = vmin, hm.vmax = vmax;
+    hm.value_name = "attention weight";
     hm.row_labels = hm.col_labels = tok.pieces;
     teach::choose_cells(S, S, true, &hm.cell_w, &hm.cell_h, S <= 10 ? 480 : 720);
-    const auto image = teach::render(hm);
+    const teach::Figure f{"Attention weights, layer " + std::to_string(layer) + ", head " + std::to_string(head) +
+                              (options.positions ? "" : ", without positions"),
+                          "key token (attended to)", "query token (attending)"};
     const std::string path = args["png"].as<std::string>();
-    teach::write_png(path, image);
+    const auto drawn = teach::draw(path, f, hm);
     std::string order = "0 .. " + std::to_string(S - 1) + ", the pieces of the table above";
     if (S <= 12) {
       order.clear();
       for (int t = 0; t < S; ++t) order += (t ? " " : "") + tok.pieces[t];
     }
-    picture =
-        "\n" + teach::describe(hm, image, path, "query tokens " + order, "key tokens, same order", "attention weight");
+    picture = "\n" + teach::describe(path, f, hm, drawn, "query tokens " + order, "key tokens, same order");
   }
   std::printf("attention weights, layer %d, head %d%s: A = softmax(q k^T / sqrt(dh)), (S, S) = (%d, %d)\n", layer, head,
               options.positions ? "" : " (no positional encoding)", S, S);

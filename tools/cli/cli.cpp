@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -168,6 +169,22 @@ std::string the_text(const cxxopts::ParseResult& args, const char* command) {
   if (!args.count("text") || !args.unmatched().empty())
     throw UsageError(std::string("needs one text, e.g. ordo ") + command + " \"the cat sat on the mat\"");
   return args["text"].as<std::string>();
+}
+
+void add_scale_options(cxxopts::Options& o) {
+  o.add_options()("vmin", "the value at the colour scale's low end (values below take its colour)",
+                  cxxopts::value<double>())(
+      "vmax", "the value at the colour scale's high end (values above take its colour)", cxxopts::value<double>());
+}
+
+void scale(const cxxopts::ParseResult& args, double* vmin, double* vmax) {
+  if (args.count("vmin")) *vmin = args["vmin"].as<double>();
+  if (args.count("vmax")) *vmax = args["vmax"].as<double>();
+  if (!std::isfinite(*vmin) || !std::isfinite(*vmax) || !(*vmin < *vmax)) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "--vmin must be below --vmax (the scale would run from %g to %g)", *vmin, *vmax);
+    throw UsageError(buf);
+  }
 }
 
 namespace {

@@ -54,6 +54,11 @@ void add_text_options(cxxopts::Options& o);
 // One text: a plain string option, not a list, so that commas stay inside the text.
 std::string the_text(const cxxopts::ParseResult& args, const char* command);
 
+// --vmin and --vmax: the ends of a picture's colour scale. scale() replaces *vmin and *vmax (the
+// command's defaults) with those given, and refuses a scale that is empty or not finite.
+void add_scale_options(cxxopts::Options& o);
+void scale(const cxxopts::ParseResult& args, double* vmin, double* vmax);
+
 // A token × token table of attention weights: row t = query token, column u = key token.
 void print_attention(const float* A, int L, int stride, const std::vector<std::string>& pieces);
 // "t piece", cut or padded to the row-label width of print_attention.

@@ -12,8 +12,8 @@
 
 #include "engine/ops.h"
 #include "tools/cli/cli.h"
+#include "tools/teach/figure.h"
 #include "tools/teach/pe_report.h"
-#include "tools/teach/png_image.h"
 
 namespace ordo::cli {
 
@@ -147,6 +147,39 @@ void print_variants(int N, int d, double base) {
   }
 }
 
+// The least alike pairs of positions. The sinusoids make the cosine depend on t - s alone, so the
+// lowest value is shared by every pair at the same distance (and sometimes by several distances):
+// all of them are named, not the first one found.
+std::string least_alike(const std::vector<double>& S, int N) {
+  if (N < 2) return "";
+  double low = S[1];
+  for (int s = 0; s < N; ++s)
+    for (int t = s + 1; t < N; ++t) low = std::min(low, S[size_t(s) * N + t]);
+  const double tol = 1e-6;  // float sums of the same cosines, in different order
+  std::vector<int> distances;
+  int first_s = -1, first_t = -1, last_s = -1, last_t = -1, pairs = 0;
+  for (int k = 1; k < N; ++k)
+    for (int s = 0; s + k < N; ++s) {
+      if (S[size_t(s) * N + s + k] > low + tol) continue;
+      if (distances.empty() || distances.back() != k) distances.push_back(k);
+      if (first_s < 0) first_s = s, first_t = s + k;
+      last_s = s, last_t = s + k, ++pairs;
+    }
+  char buf[256];
+  if (pairs == 1) {
+    std::snprintf(buf, sizeof buf, "\nleast alike: positions %d and %d, cosine %.4f\n", first_s, first_t, low);
+    return buf;
+  }
+  std::string apart;
+  for (size_t i = 0; i < distances.size(); ++i)
+    apart += (i == 0 ? "" : i + 1 == distances.size() ? " or " : ", ") + std::to_string(distances[i]);
+  std::snprintf(
+      buf, sizeof buf,
+      "\nleast alike: cosine %.4f, shared by all %d pairs of positions %s apart (%d and %d, ..., %d and %d)\n", low,
+      pairs, apart.c_str(), first_s, first_t, last_s, last_t);
+  return buf;
+}
+
 }  // namespace
 
 int cmd_pe(int argc, char** argv) {
@@ -164,9 +197,10 @@ int cmd_pe(int argc, char** argv) {
                                      cxxopts::value<double>()->default_value("10000"))(
       "columns", "dimensions to print (the CSV always holds all)", cxxopts::value<int>()->default_value("8"))(
       "csv", "write the whole N x d table to FILE", cxxopts::value<std::string>())(
-      "png", "draw the N x d table as a heatmap PNG", cxxopts::value<std::string>())(
-      "similarity-png", "draw the N x N matrix P P^T / (d/2) as a heatmap PNG", cxxopts::value<std::string>())(
-      "no-properties", "skip the property report");
+      "png", "draw the N x d table as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)", cxxopts::value<std::string>())(
+      "similarity-png", "draw the N x N cosines P P^T / (d/2) as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)",
+      cxxopts::value<std::string>())("no-properties", "skip the property report");
+  add_scale_options(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const int N = args["positions"].as<int>(), d = args["dim"].as<int>();
@@ -191,7 +225,17 @@ int cmd_pe(int argc, char** argv) {
   if (args.count("similarity-png") && N > 4096) throw UsageError("--similarity-png draws at most 4096 positions");
   if (args.count("png") && (N > 4096 || d > 4096)) throw UsageError("--png draws at most 4096 positions and 4096 dims");
 
+  // Files are named before any work: a wrong extension stops the command first.
+  for (const char* file : {"png", "similarity-png"})
+    if (args.count(file)) teach::picture_format(args[file].as<std::string>());
+  double vmin = -1, vmax = 1;
+  scale(args, &vmin, &vmax);
+
   if (all) {
+    for (const char* file : {"csv", "png", "similarity-png"})
+      if (args.count(file))
+        throw UsageError(std::string("--variant all prints the side-by-side comparison only; --") + file +
+                         " writes one table: name one variant (paper, split, tensor2tensor or doubled-exponent)");
     if (d % 2 != 0) throw UsageError("--variant all needs an even --dim");
     if (uint64_t(N) * 512 > (uint64_t(1) << 26)) throw UsageError("--variant all compares at most 131072 positions");
     print_variants(N, d, base);
@@ -205,18 +249,25 @@ int cmd_pe(int argc, char** argv) {
 
   // Files first: a path that cannot be written stops the command before it prints anything.
   std::string pictures;  // what to print about each picture
+  char what[160];
+  std::snprintf(what, sizeof what, "%s, %s layout, base %g", teach::to_string(variant),
+                layout == PeLayout::Split ? "split" : "interleaved", base);
   if (args.count("png")) {
-    teach::Heatmap h{N, d, std::vector<double>(pe.begin(), pe.end()), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+    teach::Heatmap h;
+    h.rows = N, h.cols = d, h.values.assign(pe.begin(), pe.end()), h.vmin = vmin, h.vmax = vmax;
+    h.value_name = "PE(t, dim)";
     teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
-    const auto image = teach::render(h);
+    const teach::Figure f{std::string("Positional encoding: ") + what, "dimension", "position t"};
     const std::string path = args["png"].as<std::string>();
-    teach::write_png(path, image);
-    pictures += "\n" + teach::describe(h, image, path, "positions t = 0 .. " + std::to_string(N - 1),
-                                       "dimensions 0 .. " + std::to_string(d - 1), "PE(t, dim)");
+    const auto drawn = teach::draw(path, f, h);
+    pictures += "\n" + teach::describe(path, f, h, drawn, "positions t = 0 .. " + std::to_string(N - 1),
+                                       "dimensions 0 .. " + std::to_string(d - 1));
   }
   if (args.count("similarity-png")) {
-    // S[s][t] = <P_s, P_t> / (d/2): every row has |P|² = d/2 (d even), so this is the cosine of the two positions.
-    teach::Heatmap h{N, N, std::vector<double>(size_t(N) * N), -1.0, 1.0, teach::ColourMap::Diverging, 0, 0};
+    // S[s][t] = <P_s, P_t> / (d/2): every row has |P|^2 = d/2 (d even), so this is the cosine of the two positions.
+    teach::Heatmap h;
+    h.rows = h.cols = N, h.values.resize(size_t(N) * N), h.vmin = vmin, h.vmax = vmax;
+    h.value_name = "cosine of P_s and P_t";
     const double scale = 2.0 / d;
     for (int s = 0; s < N; ++s)
       for (int t = 0; t < N; ++t) {
@@ -224,23 +275,13 @@ int cmd_pe(int argc, char** argv) {
         for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
         h.values[size_t(s) * N + t] = dot * scale;
       }
-    // All positive (the usual case: the slow dims keep every pair alike)? Then [0, 1] on the
-    // sequential map, the same scale for every N and d, so two pictures compare at a glance.
-    size_t low = 0;
-    for (size_t n = 1; n < h.values.size(); ++n)
-      if (h.values[n] < h.values[low]) low = n;
-    if (h.values[low] >= 0) h.lo = 0, h.map = teach::ColourMap::Sequential;
-    char least[96];
-    std::snprintf(least, sizeof least, "\nleast alike: positions %d and %d, cosine %.4f\n", int(low / N), int(low % N),
-                  h.values[low]);
-    pictures += least;
+    pictures += least_alike(h.values, N);
     teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
-    const auto image = teach::render(h);
+    const teach::Figure f{std::string("Cosine similarity of positions: ") + what, "position t", "position s"};
     const std::string path = args["similarity-png"].as<std::string>();
-    teach::write_png(path, image);
-    pictures += "\n" + teach::describe(h, image, path, "positions s = 0 .. " + std::to_string(N - 1),
-                                       "positions t = 0 .. " + std::to_string(N - 1),
-                                       "<P_s, P_t> / (d/2), the cosine between the two positions");
+    const auto drawn = teach::draw(path, f, h);
+    pictures += "\n" + teach::describe(path, f, h, drawn, "positions s = 0 .. " + std::to_string(N - 1),
+                                       "positions t = 0 .. " + std::to_string(N - 1));
   }
   const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
   std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d,
