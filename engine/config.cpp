@@ -130,6 +130,14 @@ Config parse_config(const std::string& text, const std::string& where) {
   }
   c.add_bos = r.flag("add_bos", false);
   c.add_eos = r.flag("add_eos", false);
+
+  // Only "mlm" or no key at all: a null here is not "no head" but a file that meant something else.
+  if (j.contains("head")) {
+    const json& h = j["head"];
+    if (!h.is_string() || h.get<std::string>() != "mlm")
+      throw InputError(where, "key \"head\" must be \"mlm\" (a masked-language-model head) or absent, got " + brief(h));
+    c.head = Head::MaskedLM;
+  }
   return c;
 }
 
@@ -174,6 +182,9 @@ const char* to_string(PositionalEncoding p) {
 const char* to_string(PeLayout l) {
   return l == PeLayout::Split ? "split" : "interleaved";
 }
+const char* to_string(Head h) {
+  return h == Head::MaskedLM ? "mlm" : "none";
+}
 
 std::string config_to_json(const Config& c) {
   json j = json::object();
@@ -194,6 +205,7 @@ std::string config_to_json(const Config& c) {
   j["tokenizer"] = c.tokenizer;
   j["add_bos"] = c.add_bos;
   j["add_eos"] = c.add_eos;
+  if (c.head == Head::MaskedLM) j["head"] = "mlm";
   return j.dump(2) + "\n";
 }
 

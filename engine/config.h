@@ -10,6 +10,9 @@ namespace ordo {
 enum class Activation { ReLU, GELU };  // GELU is the exact erf form
 enum class PositionalEncoding { Sinusoidal, Learned, None };
 enum class PeLayout { Interleaved, Split };  // paper: sin at 2i, cos at 2i+1
+// What sits on top of the encoder. MaskedLM: logits_t = h_t·Eᵀ + b (E the token embedding, tied;
+// b the tensor head.bias), config "head": "mlm".
+enum class Head { None, MaskedLM };
 
 struct Config {
   // Sizes (required). Letters used throughout: V vocab, d model width, h heads, F feed-forward.
@@ -34,6 +37,8 @@ struct Config {
   bool add_bos = false;
   bool add_eos = false;
 
+  Head head = Head::None;  // "head": "mlm", or the key absent
+
   int head_dim() const { return d_model / n_heads; }
 };
 
@@ -54,5 +59,6 @@ void check_ids(const Config& c, const std::vector<int32_t>& ids);
 const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);
 const char* to_string(PeLayout l);
+const char* to_string(Head h);  // "mlm" or "none"
 
 }  // namespace ordo

@@ -39,6 +39,7 @@ std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit) {
     specs.push_back({"norm.weight", {d}});
     specs.push_back({"norm.bias", {d}});
   }
+  if (c.head == Head::MaskedLM) specs.push_back({"head.bias", {V}});
   if (specs.size() > limit) specs.resize(limit);
   return specs;
 }
@@ -52,6 +53,7 @@ uint64_t expected_parameters(const Config& c, const std::string& where) {
   uint64_t n = add(mul(V, d), mul(layer, uint64_t(c.n_layers)));
   if (c.positional_encoding == PositionalEncoding::Learned) n = add(n, mul(uint64_t(c.max_positions), d));
   if (c.final_norm) n = add(n, 2 * d);
+  if (c.head == Head::MaskedLM) n = add(n, V);
   return n;
 }
 
@@ -63,6 +65,11 @@ Model Model::load(const std::string& dir) {
 
 Model::Model(Config config, const std::string& weights_path) : config_(std::move(config)), file_(weights_path) {
   const std::string& where = file_.path();
+  // Other extra tensors are ignored (a checkpoint may hold more than the encoder), but a head's
+  // bias without "head" in config.json means the two files disagree about what the model is.
+  if (config_.head == Head::None && file_.find("head.bias"))
+    throw InputError(where,
+                     "holds tensor head.bias (a masked-language-model head) but config.json has no \"head\": \"mlm\"");
   // Tensor names in a file are distinct, so if the config asks for more tensors than the file
   // holds, one is missing among the first tensors().size() + 1 it asks for.
   std::vector<std::string> non_finite;
@@ -135,6 +142,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     weights_.norm_weight = take();
     weights_.norm_bias = take();
   }
+  if (config_.head == Head::MaskedLM) weights_.head_bias = take();
 }
 
 std::vector<std::string> Model::non_finite_tensors() const {

@@ -33,6 +33,7 @@ struct Weights {
   std::vector<LayerWeights> layers;           // n_layers
   const float* norm_weight = nullptr;         // (d), final_norm only
   const float* norm_bias = nullptr;           // (d)
+  const float* head_bias = nullptr;           // (V), "head": "mlm" only; the head's matrix is `embedding`
 };
 
 // The tensor names and shapes a config asks for, in file order; at most `limit` of them (a

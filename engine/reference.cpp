@@ -143,4 +143,13 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   return x;
 }
 
+void mlm_logits(double* out, const double* h, const float* E, const float* b, int R, int V, int d) {
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) {
+      double z = b[v];
+      for (int k = 0; k < d; ++k) z += h[size_t(r) * d + k] * E[size_t(v) * d + k];
+      out[size_t(r) * V + v] = z;
+    }
+}
+
 }  // namespace ordo::reference

@@ -79,4 +79,11 @@ void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& 
 // Throws InputError for an id outside the vocabulary or a sequence past a learned position table.
 std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions = true);
 
+// The masked-language-model head ("head": "mlm"), on R rows of hidden states:
+//   logits_t[v] = Σ_k h_t[k] · E[v][k] + b[v]
+// E the token embedding as stored (tied: the input table reused as the output matrix, not scaled
+// by √d), b = head.bias. p_t = softmax(logits_t) is the model's guess for the piece at t.
+void mlm_logits(double* out /* (R, V) */, const double* h /* (R, d) */, const float* E /* (V, d) */,
+                const float* b /* (V) */, int R, int V, int d);
+
 }  // namespace ordo::reference

@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -70,6 +71,49 @@ int Tokenizer::bos_id() const {
 }
 int Tokenizer::eos_id() const {
   return sp_->eos_id();
+}
+int Tokenizer::mask_id() const {
+  // PieceToId answers the unknown piece's id for a piece it does not hold: check the way back.
+  const int id = sp_->PieceToId("<mask>");
+  return id >= 0 && id < size() && sp_->IdToPiece(id) == "<mask>" ? id : -1;
+}
+
+Tokenization Tokenizer::encode_masked(std::string_view text, const std::string& where,
+                                      std::vector<int>* positions) const {
+  static constexpr std::string_view kMarker = "<mask>";
+  size_t bad = 0;
+  if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
+  const int mask = text.find(kMarker) == std::string_view::npos ? -1 : mask_id();
+  if (text.find(kMarker) != std::string_view::npos && mask < 0)
+    throw InputError(path_,
+                     "has no <mask> piece, so it cannot mark the pieces to fill (a masked language model's "
+                     "tokenizer has it as a control symbol)");
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+  Tokenization out;
+  if (positions) positions->clear();
+  size_t start = 0;
+  bool after_marker = false;
+  for (;;) {
+    const size_t end = std::min(text.find(kMarker, start), text.size());
+    std::string_view segment = text.substr(start, end - start);
+    const bool joined = after_marker && !segment.empty() && !is_space(segment.front());
+    while (!segment.empty() && is_space(segment.front())) segment.remove_prefix(1);
+    while (!segment.empty() && is_space(segment.back())) segment.remove_suffix(1);
+    if (!segment.empty()) {
+      Tokenization part = encode(segment, where);
+      size_t first = 0;
+      if (joined && !part.pieces.empty() && part.pieces[0] == "\xE2\x96\x81") first = 1;  // a lone "▁"
+      out.pieces.insert(out.pieces.end(), part.pieces.begin() + first, part.pieces.end());
+      out.ids.insert(out.ids.end(), part.ids.begin() + first, part.ids.end());
+    }
+    if (end == text.size()) break;
+    if (positions) positions->push_back(int(out.ids.size()));
+    out.ids.push_back(mask);
+    out.pieces.push_back(std::string(kMarker));
+    start = end + kMarker.size();
+    after_marker = true;
+  }
+  return out;
 }
 std::string Tokenizer::piece(int id) const {
   return id >= 0 && id < size() ? sp_->IdToPiece(id) : std::string("<?>");

@@ -447,6 +447,48 @@ def odd_cases():
     text("txt_many_lines", b"".join(b"line %d of the text\n" % i for i in range(300)))
 
 
+def head_cases():
+    """The masked-language-model head: "head": "mlm" in config.json and the tensor head.bias [V]."""
+    HC = cfg(head="mlm")
+    HW = {**W, "head.bias": (np.arange(V, dtype=np.float32) % 7 - 3) / 64}
+    ST, CF = "model.safetensors: ", "config.json: "
+    bad = lambda name, config, blob, *expect, **kw: case("bad", name, config=config, weights_bytes=blob,
+                                                         expect=expect, **kw)
+    bad("head_unknown", cfg(head="bert"), None, CF + 'key "head" must be "mlm"', '"bert"')
+    bad("head_uppercase", cfg(head="MLM"), None, CF + 'key "head" must be "mlm"')
+    bad("head_null", cfg(head=None), None, CF + 'key "head" must be "mlm"', "null")
+    bad("head_number", cfg(head=1), None, CF + 'key "head" must be "mlm"', "got 1")
+    bad("head_bias_missing", HC, safetensors(W), ST + "missing tensor head.bias [64]")
+    bad("head_bias_wrong_shape", HC, safetensors({**HW, "head.bias": HW["head.bias"][:63]}),
+        ST + "tensor head.bias has shape [63], config wants [64]")
+    bad("head_bias_matrix", HC, safetensors({**HW, "head.bias": HW["head.bias"].reshape(8, 8)}),
+        ST + "tensor head.bias has shape [8,8], config wants [64]")
+    bad("head_bias_dtype_i64", HC, safetensors(HW, dtypes={"head.bias": "I64"}),
+        ST + "tensor head.bias has dtype I64; ordo loads F32, F16 and BF16")
+    nan = dict(HW, **{"head.bias": HW["head.bias"].copy()})
+    nan["head.bias"][5] = np.nan
+    bad("head_bias_nan", HC, safetensors(nan), ST + "tensor head.bias holds NaN at element 5")
+    bad("head_bias_without_head", BASE_CONFIG, safetensors(HW),
+        ST + 'holds tensor head.bias (a masked-language-model head) but config.json has no "head": "mlm"')
+    # fill and score need the head and the tokenizer's <mask> piece; the error names the file at fault.
+    no_head = CF + "the model has no masked-language-model head"
+    bad("head_fill_without_head", None, None, no_head, command="fill 'the <mask> sat on the mat'")
+    bad("head_score_without_head", None, None, no_head, command="score 'the cat sat on the mat'")
+    no_mask = "tokenizer.model: has no <mask> piece"
+    bad("head_fill_tokenizer_without_mask", HC, safetensors(HW), no_mask, command="fill 'the <mask> sat on the mat'")
+    bad("head_score_tokenizer_without_mask", HC, safetensors(HW), no_mask, command="score 'the cat sat on the mat'")
+    # Valid: the head changes nothing the encoder gives; fill and score run.
+    case("odd", "head_mlm", config=HC, weights_bytes=safetensors(HW), same_as="base")
+    case("odd", "head_mlm_bf16_bias", config=HC, weights_bytes=safetensors(HW, dtypes={"head.bias": "BF16"}),
+         same_as="base")
+    case("odd", "head_mlm_config_key_first", config=(json.dumps({"head": "mlm", **BASE_CONFIG}) + "\n").encode(),
+         weights_bytes=safetensors(HW, order=["head.bias"] + list(W)), same_as="base")
+    case("odd", "head_fill", config=HC, weights_bytes=safetensors(HW), tokenizer=MASK_TOKENIZER,
+         command="fill --json --top 3 'the <mask> sat on the <mask>'", expect=('"masks":[{"position":3,',))
+    case("odd", "head_score", config=HC, weights_bytes=safetensors(HW), tokenizer=MASK_TOKENIZER,
+         command="score --json 'the cat sat on the mat' 'the mat sat on the cat' ''", expect=('"pll":',))
+
+
 # ---------------------------------------------------------------------------------------------
 # Tokenizer edits for the charsmap cases (protobuf wire format, by hand: no protobuf module needed).
 
@@ -505,10 +547,15 @@ if __name__ == "__main__":
         train_tokenizer(os.path.join(ROOT, "tiny_no_bos_eos.model"), bos_id=-1, eos_id=-1)
     TOKENIZER = open(tiny, "rb").read()
     NO_BOS = open(os.path.join(ROOT, "tiny_no_bos_eos.model"), "rb").read()
+    tiny_mask = os.path.join(ROOT, "tiny_mask.model")
+    if "--retrain" in sys.argv or not os.path.exists(tiny_mask):
+        train_tokenizer(tiny_mask, control_symbols=["<mask>"])
+    MASK_TOKENIZER = open(tiny_mask, "rb").read()
     st_cases()
     config_cases()
     tokenizer_cases()
     text_cases()
     odd_cases()
+    head_cases()
     write()
     print(f"wrote {len(cases['bad'])} bad and {len(cases['odd'])} odd cases under {os.path.normpath(ROOT)}")

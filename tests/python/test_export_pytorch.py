@@ -3,6 +3,8 @@
 
 Exit 77 (skipped) where PyTorch is not installed."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -43,6 +45,11 @@ def read_json(path):
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def read_header(path):
+    raw = read_bytes(path)
+    return json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
 
 
 def read_safetensors(path):
@@ -127,6 +134,60 @@ class Writes(InTempDir):
                          (h, "gelu", True, True))
 
 
+class TiedHead(nn.Module):
+    """A masked-language-model head as tools/train/mlm.py has it: logits = h·Eᵀ + bias."""
+
+    def __init__(self, rows=V):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(rows))
+
+
+class Head(InTempDir):
+    def test_head_writes_its_bias_last_and_the_config_key(self):
+        enc, emb, head = encoder(norm=nn.LayerNorm(d)), nn.Embedding(V, d), TiedHead()
+        export(enc, emb, self.out, tokenizer=TOKENIZER, head=head, verbose=False)
+        config = read_json(os.path.join(self.out, "config.json"))
+        self.assertEqual(config["head"], "mlm")
+        self.assertEqual(list(config)[-1], "head")
+        tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
+        self.assertEqual(tensors["head.bias"].shape, (V,))
+        np.testing.assert_array_equal(tensors["head.bias"], head.bias.detach().numpy())
+        # The output matrix is the embedding itself: no second copy is written.
+        self.assertEqual(set(tensors), {"embedding.weight", "head.bias", *enc.state_dict()})
+        header = read_header(os.path.join(self.out, "model.safetensors"))
+        last = max(header, key=lambda n: header[n]["data_offsets"][0])
+        self.assertEqual(last, "head.bias")
+
+    def test_head_as_a_tensor_or_a_dict(self):
+        bias = torch.randn(V)
+        export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, head=bias, verbose=False)
+        tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
+        np.testing.assert_array_equal(tensors["head.bias"], bias.numpy())
+        export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, head={"bias": 2 * bias}, verbose=False)
+        tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
+        np.testing.assert_array_equal(tensors["head.bias"], 2 * bias.numpy())
+
+    def test_no_head_no_key_no_tensor(self):
+        export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, verbose=False)
+        self.assertNotIn("head", read_json(os.path.join(self.out, "config.json")))
+        tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
+        self.assertNotIn("head.bias", tensors)
+
+    def test_every_setting_is_printed_once(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            config = export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, head=TiedHead())
+        lines = err.getvalue().splitlines()
+        self.assertEqual(lines, [f"export: {k} = {json.dumps(v)}" for k, v in config.items()])
+        for line in ('export: activation = "relu"', "export: norm_first = false", "export: layer_norm_eps = 1e-05",
+                     'export: positional_encoding = "sinusoidal"', "export: n_heads = 4", 'export: head = "mlm"'):
+            self.assertIn(line, lines)
+        quiet = io.StringIO()
+        with contextlib.redirect_stderr(quiet):
+            export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, verbose=False)
+        self.assertEqual(quiet.getvalue(), "")
+
+
 class Refuses(InTempDir):
     def refuse(self, pattern, enc, emb=None, **kw):
         kw.setdefault("tokenizer", TOKENIZER)
@@ -196,6 +257,21 @@ class Refuses(InTempDir):
         self.refuse("8000 pieces but the embedding has only 100 rows", encoder(), nn.Embedding(100, d))
         self.refuse("no such tokenizer file", encoder(), tokenizer=os.path.join(self.tmp.name, "none.model"))
 
+    def test_head_of_the_wrong_shape_or_kind(self):
+        self.refuse(r"head.bias has shape \[8001\], expected \[8000\]", encoder(), head=TiedHead(V + 1))
+        self.refuse(r"head bias has shape \[8000,1\]", encoder(), head=torch.zeros(V, 1))
+        self.refuse("ordo's mlm head has one, bias", encoder(), head={"bias": torch.zeros(V), "dense.weight": torch.zeros(d, d)})
+        dense = TiedHead()
+        dense.dense = nn.Linear(d, d)
+        self.refuse("ordo's mlm head has one, bias", encoder(), head=dense)
+        state = encoder().state_dict()
+        state["head.bias"] = torch.zeros(V)
+        self.refuse("pass the head separately", state, n_heads=h)
+        with torch.no_grad():
+            bad = TiedHead()
+            bad.bias[3] = float("inf")
+        self.refuse("head.bias holds NaN or infinite", encoder(), head=bad)
+
     def test_non_finite_weights(self):
         enc = encoder()
         with torch.no_grad():
@@ -218,6 +294,23 @@ class CommandLine(InTempDir):
         self.assertEqual(r.returncode, 0, r.stderr)
         config = read_json(os.path.join(self.out, "config.json"))
         self.assertEqual((config["final_norm"], config["activation"], config["scale_embedding"]), (True, "gelu", False))
+
+    def test_head_from_a_checkpoint(self):
+        enc, emb, head = encoder(norm=nn.LayerNorm(d)), nn.Embedding(V, d), TiedHead()
+        path = os.path.join(self.tmp.name, "model.pt")
+        torch.save({"embedding.weight": emb.weight, "head.bias": head.bias,
+                    **{f"encoder.{k}": v for k, v in enc.state_dict().items()}}, path)
+        args = [path, "--out", self.out, "--tokenizer", TOKENIZER, "--n-heads", str(h), "--prefix", "encoder."]
+        r = self.run_tool(*args, "--head", "mlm")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('export: head = "mlm"', r.stderr.splitlines())
+        self.assertIn('export: activation = "relu"', r.stderr.splitlines())
+        self.assertNotIn("ignoring", r.stderr)
+        self.assertEqual(read_json(os.path.join(self.out, "config.json"))["head"], "mlm")
+        tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
+        np.testing.assert_array_equal(tensors["head.bias"], head.bias.detach().numpy())
+        os.remove(os.path.join(self.out, "config.json"))
+        self.assert_refused(self.run_tool(*args, "--head", "mlm", "--head-bias", "lm.bias"), "no tensor lm.bias")
 
     def assert_refused(self, r, *words):
         self.assertEqual(r.returncode, 2, r.stderr)

@@ -1,3 +1,4 @@
+#include <ordo/engine/head.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 #include <sys/stat.h>
@@ -6,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <numeric>
 
 namespace ordo {
 
@@ -102,6 +104,174 @@ std::vector<Encoded> Pipeline::encode(std::vector<Tokenization> tokens, Pooling 
         if (sq > 0)
           for (int j = 0; j < hidden.d; ++j) v[j] = static_cast<float>(v[j] / std::sqrt(sq));
       }
+  }
+  return out;
+}
+
+std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k) {
+  k = std::max(0, std::min(k, n));
+  std::vector<int32_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  const double lse = log_sum_exp(logits, n);
+  std::vector<std::pair<int32_t, double>> out;
+  for (int i = 0; i < k; ++i) out.emplace_back(ids[i], std::exp(double(logits[ids[i]]) - lse));
+  return out;
+}
+
+void Pipeline::require_head(bool need_mask) const {
+  if (!has_head())
+    throw InputError((model_.dir.empty() ? std::string("model") : model_.dir) + "/config.json",
+                     "the model has no masked-language-model head (\"head\": \"mlm\"), so it cannot fill or score "
+                     "text; the default model has one");
+  if (need_mask && mask_id() < 0)
+    throw InputError(tokenizer_.path(),
+                     "has no <mask> piece, so the head cannot be asked about a piece (a masked "
+                     "language model's tokenizer has it as a control symbol)");
+}
+
+Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string& where, std::vector<int>* masks) const {
+  Tokenization t = tokenizer_.encode_masked(text, where, masks);
+  const Config& c = model_.config();
+  if (c.add_bos) {
+    t.ids.insert(t.ids.begin(), tokenizer_.bos_id());
+    t.pieces.insert(t.pieces.begin(), tokenizer_.piece(tokenizer_.bos_id()));
+    if (masks)
+      for (int& m : *masks) ++m;
+  }
+  if (c.add_eos) {
+    t.ids.push_back(tokenizer_.eos_id());
+    t.pieces.push_back(tokenizer_.piece(tokenizer_.eos_id()));
+  }
+  return t;
+}
+
+std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids, const std::vector<Row>& rows,
+                                    bool positions) {
+  require_head(false);
+  const int d = model_.config().d_model, V = model_.config().vocab_size;
+  for (const Row& r : rows)
+    if (r.sequence < 0 || size_t(r.sequence) >= ids.size() || r.position < 0 ||
+        size_t(r.position) >= ids[r.sequence].size())
+      throw std::out_of_range("Pipeline::logits: row (" + std::to_string(r.sequence) + ", " +
+                              std::to_string(r.position) + ") is outside the batch");
+  std::vector<float> out(rows.size() * size_t(V));
+  if (rows.empty()) return out;
+
+  // Without order the encoder computes the same numbers for any permutation of a sequence, up to
+  // summation order: run the ids sorted, and read each row where its piece went.
+  const std::vector<std::vector<int32_t>>* run = &ids;
+  std::vector<std::vector<int32_t>> sorted;
+  std::vector<std::vector<int>> moved;  // moved[b][t]: where position t of sequence b went
+  if (!sees_order(positions)) {
+    sorted.resize(ids.size());
+    moved.resize(ids.size());
+    for (size_t b = 0; b < ids.size(); ++b) {
+      std::vector<int> order(ids[b].size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return ids[b][x] < ids[b][y]; });
+      moved[b].resize(order.size());
+      for (size_t i = 0; i < order.size(); ++i) {
+        sorted[b].push_back(ids[b][order[i]]);
+        moved[b][order[i]] = int(i);
+      }
+    }
+    run = &sorted;
+  }
+  EncodeOptions options;
+  options.positions = positions;
+  const Hidden h = encoder_.forward(*run, options);
+  std::vector<float> gathered(rows.size() * size_t(d));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int t = moved.empty() ? rows[i].position : moved[rows[i].sequence][rows[i].position];
+    std::copy_n(h.row(rows[i].sequence, t), d, gathered.data() + i * d);
+  }
+  mlm_logits(out.data(), gathered.data(), int(rows.size()), model_);
+  return out;
+}
+
+std::vector<Scored> Pipeline::pseudo_log_likelihood(const std::vector<std::vector<int32_t>>& ids, bool positions,
+                                                    int skip_front, int skip_back) {
+  require_head(true);
+  const int32_t mask = mask_id();
+  const int V = model_.config().vocab_size;
+  std::vector<Scored> out(ids.size());
+  for (size_t s = 0; s < ids.size(); ++s) {
+    const std::vector<int32_t>& seq = ids[s];
+    const int L = int(seq.size());
+    const int first = std::min(std::max(skip_front, 0), L), end = std::max(first, L - std::max(skip_back, 0));
+    out[s].tokens.ids = seq;
+    out[s].log_probs.assign(L, 0.0);
+    // The positions to mask. Without order they go in the order of their pieces' ids, so that a
+    // reordered sequence makes the very same batches (see logits()) and the same sum.
+    std::vector<int> targets(std::max(end - first, 0));
+    std::iota(targets.begin(), targets.end(), first);
+    if (!sees_order(positions))
+      std::stable_sort(targets.begin(), targets.end(), [&](int x, int y) { return seq[x] < seq[y]; });
+    // The copies of one sequence, as few batches as fit kPllBatchTokens (each copy is L tokens).
+    const size_t per_batch = size_t(std::max(1, kPllBatchTokens / std::max(L, 1)));
+    for (size_t i0 = 0; i0 < targets.size(); i0 += per_batch) {
+      const size_t n = std::min(per_batch, targets.size() - i0);
+      std::vector<std::vector<int32_t>> copies(n, seq);
+      std::vector<Row> rows(n);
+      for (size_t i = 0; i < n; ++i) {
+        copies[i][targets[i0 + i]] = mask;
+        rows[i] = {int(i), targets[i0 + i]};
+      }
+      const std::vector<float> z = logits(copies, rows, positions);
+      for (size_t i = 0; i < n; ++i) {
+        const float* row = z.data() + i * V;
+        const int t = targets[i0 + i];
+        out[s].log_probs[t] = double(row[seq[t]]) - log_sum_exp(row, V);
+      }
+    }
+    double pll = 0.0;
+    for (int t : targets) pll += out[s].log_probs[t];
+    out[s].pll = pll;
+  }
+  return out;
+}
+
+Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::string& where) {
+  require_head(true);
+  Filled f;
+  std::vector<int> masks;
+  f.tokens = tokenize_masked(text, where, &masks);
+  if (masks.empty())
+    throw InputError(where,
+                     "holds no <mask>: write <mask> where a piece should be filled in, e.g. "
+                     "\"the cat sat on the <mask>.\"");
+  std::vector<Row> rows;
+  for (int m : masks) rows.push_back({0, m});
+  const int V = model_.config().vocab_size;
+  const std::vector<float> z = logits({f.tokens.ids}, rows, positions);
+  for (size_t i = 0; i < masks.size(); ++i) {
+    Filled::Mask m;
+    m.position = masks[i];
+    for (const auto& [id, p] : top_k(z.data() + i * size_t(V), V, k)) m.top.push_back({id, tokenizer_.piece(id), p});
+    f.masks.push_back(std::move(m));
+  }
+  return f;
+}
+
+std::vector<Scored> Pipeline::score(const std::vector<std::string>& texts, bool positions) {
+  std::vector<Tokenization> tokens;
+  for (const std::string& text : texts) tokens.push_back(tokenize(text));
+  return score(std::move(tokens), positions);
+}
+
+std::vector<Scored> Pipeline::score(std::vector<Tokenization> tokens, bool positions) {
+  require_head(true);
+  const Config& c = model_.config();
+  std::vector<Scored> out;
+  for (Tokenization& t : tokens) {
+    // A text of nothing but the BOS/EOS a config adds has nothing to score.
+    const bool empty = int(t.ids.size()) <= int(c.add_bos) + int(c.add_eos);
+    Scored s = empty ? Scored{} : std::move(pseudo_log_likelihood({t.ids}, positions, c.add_bos, c.add_eos)[0]);
+    if (empty) s.log_probs.assign(t.ids.size(), 0.0);
+    s.tokens = std::move(t);
+    out.push_back(std::move(s));
   }
   return out;
 }

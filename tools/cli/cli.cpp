@@ -151,6 +151,16 @@ void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& wh
                                 std::to_string(memory >> 20) + " MiB (lower --max-tokens, or add --truncate)");
 }
 
+// A text with learned positions must fit the table; a text too long for memory is refused by name.
+void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string& where, bool positions) {
+  const Config& c = pipeline.model().config();
+  if (c.positional_encoding == PositionalEncoding::Learned && int(t.ids.size()) > c.max_positions)
+    throw InputError(where, "text has " + std::to_string(t.ids.size()) +
+                                " tokens, more than the model's max_positions " + std::to_string(c.max_positions) +
+                                (positions ? "" : " (its table bounds any text)"));
+  check_fits(pipeline, t, where);
+}
+
 void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));

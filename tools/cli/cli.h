@@ -45,6 +45,8 @@ std::string fit(const std::string& s, int width);
 // A text too long for this machine's memory (the attention scores alone are S² floats) is refused
 // by name here rather than by the encoder (or the out-of-memory killer) later.
 void check_fits(Pipeline& pipeline, const Tokenization& t, const std::string& where);
+// check_fits, and a text past a learned position table refused by name (fill, score, compare).
+void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string& where, bool positions);
 
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);
@@ -74,5 +76,7 @@ int cmd_info(int argc, char** argv);
 int cmd_trace(int argc, char** argv);
 int cmd_attention(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_fill(int argc, char** argv);
+int cmd_score(int argc, char** argv);
 
 }  // namespace ordo::cli

@@ -26,6 +26,8 @@ const Command kCommands[] = {
     {"info", ordo::cli::cmd_info, "a model's config, parameter count and tokenizer"},
     {"trace", ordo::cli::cmd_trace, "one text through the encoder, stage by stage, with shapes and equations"},
     {"attention", ordo::cli::cmd_attention, "one head's attention weights as a token x token table (and PNG)"},
+    {"fill", ordo::cli::cmd_fill, "the masked-language-model head: likely pieces for each <mask> in a text"},
+    {"score", ordo::cli::cmd_score, "texts -> pseudo-log-likelihood: how natural the model finds each (word order)"},
     {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
 };
 

@@ -16,7 +16,13 @@ From the command line, with a state_dict saved by torch.save:
     tools/python/export_pytorch.py state.pt --n-heads 4 --tokenizer spm.model --out my_model
 
 What ordo cannot run (another activation, layers without biases, separate key/value sizes, ...)
-is refused with one line `error: ...` (exit 2) and nothing is written.
+is refused with one line `error: ...` (exit 2) and nothing is written. After writing, every setting
+used (given, read off the modules, or a default) is printed to stderr, one `export: key = value` line
+each (export(..., verbose=False) prints nothing).
+
+A masked-language-model head (logits = h·Eᵀ + bias, the token embedding E tied as the output matrix)
+is exported with head= (the module, or its bias): the tensor head.bias [vocab_size] and "head": "mlm"
+in config.json. From the command line: --head mlm (the bias tensor named by --head-bias).
 """
 
 import argparse
@@ -210,6 +216,26 @@ def _embedding_weight(e, what):
     return a
 
 
+def _head_bias(head):
+    """The output bias of a masked-language-model head (module with .bias, dict, or tensor)."""
+    if isinstance(head, dict):
+        extra = sorted(set(head) - {"bias"})
+        if extra or "bias" not in head:
+            raise ExportError(f"head has tensors {sorted(head)}; ordo's mlm head has one, bias "
+                              "(logits = h·Eᵀ + bias, E the tied token embedding)")
+        head = head["bias"]
+    elif hasattr(head, "state_dict") and not hasattr(head, "shape"):
+        names = sorted(head.state_dict())
+        if names != ["bias"]:
+            raise ExportError(f"head has tensors {names}; ordo's mlm head has one, bias "
+                              "(logits = h·Eᵀ + bias, E the tied token embedding)")
+        head = head.bias
+    a = _array(head)
+    if a.ndim != 1:
+        raise ExportError(f"head bias has shape {_shape(a)}; expected [vocab_size]")
+    return a
+
+
 def _shape(a):
     return "[" + ",".join(str(n) for n in a.shape) + "]"
 
@@ -246,6 +272,8 @@ def _check_tensors(tensors, settings):
             expected[f"layers.{i}.{name}"] = tuple(sizes[s] for s in shape)
     if "norm.weight" in tensors or "norm.bias" in tensors:
         expected["norm.weight"] = expected["norm.bias"] = (d,)
+    if "head.bias" in tensors:
+        expected["head.bias"] = (V,)
 
     for name, shape in expected.items():
         if name not in tensors:
@@ -296,12 +324,18 @@ def _check_tokenizer(path, vocab_size, add_bos, add_eos):
 
 def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinusoidal", pe_layout="interleaved",
            scale_embedding=True, activation=None, norm_first=None, final_norm=None, position_embedding=None,
-           pe_base=10000.0, add_bos=False, add_eos=False, layer_norm_eps=None, n_heads=None):
+           pe_base=10000.0, add_bos=False, add_eos=False, layer_norm_eps=None, n_heads=None, head=None,
+           verbose=True):
     """Writes out_dir/{config.json, model.safetensors, tokenizer.model}.
 
     encoder: an nn.TransformerEncoder (or a single nn.TransformerEncoderLayer), or its state_dict
       (names layers.i.*, norm.*).
     embedding, position_embedding: nn.Embedding or [rows, d] tensors.
+    head: a masked-language-model head, logits = h·Eᵀ + bias with E the (tied) token embedding: a module
+      whose parameter is `bias` (as tools/train/mlm.py's MaskedLMHead), a {"bias": ...} dict, or the
+      bias itself ([vocab_size]). Written as the tensor head.bias and "head": "mlm" in config.json.
+      None: no head (the key is left out).
+    verbose: print every setting used, one line each, to stderr.
     tokenizer: path of the sentencepiece model whose ids index `embedding`; None writes no tokenizer
       (the directory then serves only the engine, which takes ids: ordo's reference tests).
     activation, norm_first, final_norm, layer_norm_eps, n_heads: read off a module (a value given
@@ -328,6 +362,10 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
         if key in ("embedding.weight", "position_embedding.weight"):
             raise ExportError(f"the encoder holds a tensor named {key}; pass the embeddings separately")
     tensors["embedding.weight"] = _embedding_weight(embedding, "embedding")
+    if "head.bias" in tensors:
+        raise ExportError("the encoder holds a tensor named head.bias; pass the head separately (head=)")
+    if head is not None:
+        tensors["head.bias"] = _head_bias(head)
     if position_embedding is not None:
         tensors["position_embedding.weight"] = _embedding_weight(position_embedding, "position_embedding")
 
@@ -358,11 +396,14 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
         config["max_positions"] = int(tensors["position_embedding.weight"].shape[0])
     config.update({"scale_embedding": bool(scale_embedding), "tokenizer": "tokenizer.model",
                    "add_bos": bool(add_bos), "add_eos": bool(add_eos)})
+    if head is not None:
+        config["head"] = "mlm"
 
     # The order ordo lists them in: embeddings, then layer by layer, then the final norm.
     order = ["embedding.weight"] + (["position_embedding.weight"] if positional_encoding == "learned" else [])
     order += [f"layers.{i}.{name}" for i in range(sizes["n_layers"]) for name, _ in LAYER_TENSORS]
     order += ["norm.weight", "norm.bias"] if config["final_norm"] else []
+    order += ["head.bias"] if head is not None else []
 
     # Write beside the destination, then rename: a failure leaves no half-written model.
     os.makedirs(out_dir, exist_ok=True)
@@ -380,6 +421,9 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
             os.replace(os.path.join(staging, name), os.path.join(out_dir, name))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    if verbose:  # every setting, whether given, read off the modules or a default
+        for key, value in config.items():
+            print(f"export: {key} = {json.dumps(value)}", file=sys.stderr)
     return config
 
 
@@ -419,6 +463,9 @@ def main(argv=None):
     p.add_argument("--scale-embedding", type=_flag, default=True, help="multiply embeddings by sqrt(d_model)")
     p.add_argument("--add-bos", type=_flag, default=False)
     p.add_argument("--add-eos", type=_flag, default=False)
+    p.add_argument("--head", choices=("none", "mlm"), default="none",
+                   help="mlm: the file holds a masked-language-model head's output bias (see --head-bias)")
+    p.add_argument("--head-bias", default="head.bias", help="name of the head's output bias tensor (with --head mlm)")
     a = p.parse_args(argv)
 
     where = a.state_dict
@@ -448,7 +495,13 @@ def main(argv=None):
             if a.position_embedding not in state:
                 raise ExportError(f"no tensor {a.position_embedding} (see --position-embedding)")
             position = state[a.position_embedding]
-        taken = {a.embedding, a.position_embedding if position is not None else None}
+        head = None
+        if a.head == "mlm":
+            if a.head_bias not in state:
+                raise ExportError(f"no tensor {a.head_bias} (the head's output bias; see --head-bias)")
+            head = state[a.head_bias]
+        taken = {a.embedding, a.position_embedding if position is not None else None,
+                 a.head_bias if head is not None else None}
         encoder = {k[len(a.prefix):]: v for k, v in state.items() if k.startswith(a.prefix) and k not in taken}
         if a.prefix:
             stray = [k for k in state if not k.startswith(a.prefix) and k not in taken]
@@ -458,7 +511,7 @@ def main(argv=None):
                         pe_layout=a.pe_layout, scale_embedding=a.scale_embedding, activation=a.activation,
                         norm_first=a.norm_first, final_norm=a.final_norm, position_embedding=position,
                         pe_base=a.pe_base, add_bos=a.add_bos, add_eos=a.add_eos,
-                        layer_norm_eps=a.layer_norm_eps, n_heads=a.n_heads)
+                        layer_norm_eps=a.layer_norm_eps, n_heads=a.n_heads, head=head)
     except ExportError as e:
         print(f"error: {e.where or where}: {e.message}", file=sys.stderr)
         return 2

@@ -4,14 +4,21 @@
 //   ordo::Pipeline pipeline(ordo::default_model_dir());
 //   auto out = pipeline.encode({"the cat sat on the mat"}, ordo::Pooling::Mean);
 //   // out[0].tokens.pieces, out[0].values: d floats
+//
+// With a masked-language-model head (config.json "head": "mlm"):
+//   auto f = pipeline.fill("the cat sat on the <mask>.", 5);   // f.masks[0].top[0].piece, .prob
+//   auto s = pipeline.score({"the cat sat on the mat."});      // s[0].pll, s[0].log_probs
 #pragma once
 
 #include <ordo/engine/encoder.h>
+#include <ordo/engine/head.h>
 #include <ordo/engine/model.h>
 #include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ordo {
@@ -30,6 +37,43 @@ struct Encoded {
   std::vector<float> values;  // (rows, d)
 };
 
+// One row of a batch: position `position` of sequence `sequence`.
+struct Row {
+  int sequence = 0;
+  int position = 0;
+};
+
+// One candidate for a masked piece: p = softmax(logits)[id].
+struct Guess {
+  int32_t id = 0;
+  std::string piece;
+  double prob = 0.0;
+};
+
+// `ordo fill`: the text's pieces (each <mask> one piece, its id the mask id) and, for each mask
+// in order, the top_k pieces by probability (highest first; ties by lower id).
+struct Filled {
+  struct Mask {
+    int position = 0;  // index into tokens.pieces
+    std::vector<Guess> top;
+  };
+  Tokenization tokens;
+  std::vector<Mask> masks;
+};
+
+// `ordo score`: a text's pseudo-log-likelihood. log_probs[t] = log p(piece t | the text with
+// piece t replaced by <mask>), natural log, one per piece (0 for the BOS/EOS a config adds:
+// those are context, not scored); pll = Σ_t log_probs[t] (≤ 0; higher = more natural to the model).
+struct Scored {
+  Tokenization tokens;
+  double pll = 0.0;
+  std::vector<double> log_probs;
+};
+
+// The top k of one row of logits (n values) as ids and probabilities, highest first (ties: lower
+// id first). Probabilities are softmax over all n, in double.
+std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k);
+
 class Pipeline {
  public:
   // Loads dir/config.json, dir/model.safetensors and the tokenizer the config names, and checks
@@ -47,6 +91,53 @@ class Pipeline {
   // The same from tokenizations already made.
   std::vector<Encoded> encode(std::vector<Tokenization> tokens, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
+
+  // ---- The masked-language-model head ------------------------------------------------------
+  // logits_t = h_t·Eᵀ + b (engine/head.h). Every entry below throws InputError naming
+  // <dir>/config.json when the model has no head, and those that need the mask piece name
+  // the tokenizer file when it has none.
+
+  bool has_head() const { return model_.config().head == Head::MaskedLM; }
+  int mask_id() const { return tokenizer_.mask_id(); }  // -1: the tokenizer has no <mask>
+  // Throws as described above (need_mask: the tokenizer must have <mask> too).
+  void require_head(bool need_mask = true) const;
+  // True when the encoder can see word order: positions asked for and the model has some.
+  bool sees_order(bool positions) const {
+    return positions && model_.config().positional_encoding != PositionalEncoding::None;
+  }
+
+  // Text with literal "<mask>" markers (Tokenizer::encode_masked), BOS/EOS added per config.
+  // `masks` receives the mask positions (after any BOS).
+  Tokenization tokenize_masked(std::string_view text, const std::string& where = "input",
+                               std::vector<int>* masks = nullptr) const;
+
+  // The low-level entry: runs `ids` (B sequences of ids, any ids in [0, V), the mask id where the
+  // caller put it) as ONE padded batch and returns the head's logits at the rows asked for,
+  // (rows.size(), V) row-major. Only those rows go through the V×d product.
+  // positions = false (or a model without positions) sees no order: a permutation of a sequence
+  // only permutes its outputs. Each such sequence then runs with its ids sorted (the rows mapped
+  // to match), so any reordering of the same pieces gives bit-identical logits at the same piece,
+  // not values that differ in the last bits by summation order.
+  // Throws InputError for an id out of range or a sequence past a learned position table.
+  std::vector<float> logits(const std::vector<std::vector<int32_t>>& ids, const std::vector<Row>& rows,
+                            bool positions = true);
+
+  // Pseudo-log-likelihood of id sequences: for each sequence of L ids, the L copies with one
+  // position replaced by the mask id run as one batch (split only past kPllBatchTokens tokens),
+  // and log p of the true id is read at the masked position. Positions [skip_front, L − skip_back)
+  // are scored; the others get 0. Returns (pll, log_probs) per sequence, input order.
+  static constexpr int kPllBatchTokens = 16384;
+  std::vector<Scored> pseudo_log_likelihood(const std::vector<std::vector<int32_t>>& ids, bool positions = true,
+                                            int skip_front = 0, int skip_back = 0);
+
+  // `ordo fill`: each <mask> of the text (at least one; else InputError(where)) with its top_k
+  // pieces, from one run of the text.
+  Filled fill(std::string_view text, int top_k = 5, bool positions = true, const std::string& where = "input");
+
+  // `ordo score`: texts tokenized (no <mask> markers: "<mask>" is ordinary text here), each
+  // text's pseudo-log-likelihood. An empty text scores 0 with no pieces.
+  std::vector<Scored> score(const std::vector<std::string>& texts, bool positions = true);
+  std::vector<Scored> score(std::vector<Tokenization> tokens, bool positions = true);
 
   const Model& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }

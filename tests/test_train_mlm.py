@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""tools/train: the corpus and its held-out split, the evaluation rule, and a short training run.
+
+Exit 77 (skipped) where PyTorch, sentencepiece's Python module or WordNet is not installed."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = HERE
+while not os.path.isdir(os.path.join(ROOT, "tools", "train")):  # tests/ or tests/<room>/
+    ROOT = os.path.dirname(ROOT)
+TRAIN = os.path.join(ROOT, "tools", "train")
+
+try:
+    import numpy as np  # noqa: F401
+    import sentencepiece  # noqa: F401
+    import torch
+except ImportError as e:
+    print(f"skipped: {e}")
+    sys.exit(77)
+if not os.path.exists("/usr/share/wordnet/data.noun"):
+    print("skipped: WordNet is not installed (apt-get install wordnet-base)")
+    sys.exit(77)
+
+sys.path.insert(0, TRAIN)
+import corpus  # noqa: E402
+import evaluate  # noqa: E402
+import mlm  # noqa: E402
+
+
+class Corpus(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sp = corpus.tokenizer()
+        cls.lines = corpus.wordnet_lines()
+        cls.training, cls.heldout = corpus.split(cls.lines)
+
+    def test_committed_heldout_files_are_what_the_script_makes(self):
+        r = subprocess.run([sys.executable, os.path.join(TRAIN, "corpus.py"), "--check"], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_heldout_lines_are_never_trained_on(self):
+        self.assertFalse(set(self.training) & set(self.heldout))
+        distinct = len(set(self.lines))
+        self.assertEqual(len(self.heldout), round(0.02 * distinct))
+        # Every copy of a held-out text leaves training: the two parts account for every line.
+        held = set(self.heldout)
+        self.assertEqual(len(self.training), sum(1 for s in self.lines if s not in held))
+
+    def test_long_texts_have_two_to_four_times_the_training_length(self):
+        with open(corpus.HELDOUT_LONG, encoding="utf-8") as f:
+            texts = f.read().splitlines()
+        self.assertGreater(len(texts), 100)
+        for t in texts:
+            self.assertTrue(64 <= len(self.sp.EncodeAsIds(t)) <= 128, t)
+
+    def test_packing_concatenates_ids_up_to_32_pieces(self):
+        lines = self.training[:3000]
+        seqs = corpus.packed_sequences(lines, self.sp)
+        self.assertTrue(all(1 <= len(s) <= 32 for s in seqs))
+        ids = self.sp.EncodeAsIds(lines)
+        self.assertEqual(sum(len(s) for s in seqs), sum(min(len(x), 32) for x in ids))
+        flat = [i for s in seqs for i in s]
+        self.assertEqual(flat, [i for x in ids for i in x[:32]])
+        # Joining lines with a space and tokenizing once gives the same ids as concatenating.
+        for a, b in zip(lines[:200:2], lines[1:200:2]):
+            self.assertEqual(self.sp.EncodeAsIds(a + " " + b), self.sp.EncodeAsIds(a) + self.sp.EncodeAsIds(b))
+
+    def test_mask_piece_and_byte_fallback(self):
+        mask = self.sp.PieceToId("<mask>")
+        self.assertNotEqual(mask, self.sp.unk_id())
+        self.assertNotIn(mask, self.sp.EncodeAsIds("the <mask> sat on the mat <mask>"))
+        self.assertNotIn(self.sp.unk_id(), self.sp.EncodeAsIds("café 日本語 שלום مرحبا 😀"))
+        self.assertNotEqual(self.sp.EncodeAsIds("日本"), self.sp.EncodeAsIds("中国"))
+
+
+class Rule(unittest.TestCase):
+    def test_splitmix64_is_ordos_generator(self):
+        rng = evaluate.SplitMix64(0)  # the published first outputs, as tests/test_encoder.cpp checks for ordo
+        self.assertEqual(rng.next(), 0xE220A8397B1DCDAF)
+        self.assertEqual(rng.next(), 0x6E789E6AA1B965F4)
+
+    def test_fifteen_percent_distinct_positions(self):
+        for L, k in ((1, 1), (3, 1), (4, 1), (7, 1), (10, 2), (20, 3), (64, 10), (128, 19)):
+            p = evaluate.mask_positions(L, evaluate.SplitMix64(5))
+            self.assertEqual(len(p), k, L)
+            self.assertEqual(len(set(p)), k)
+            self.assertTrue(all(0 <= x < L for x in p))
+            self.assertEqual(p, evaluate.mask_positions(L, evaluate.SplitMix64(5)))
+
+    def test_reorderings_keep_the_pieces(self):
+        ids = [5, 6, 7, 7, 8, 9]
+        s = evaluate.shuffled(ids, evaluate.SplitMix64(1))
+        self.assertNotEqual(s, ids)
+        self.assertEqual(sorted(s), sorted(ids))
+        w = evaluate.swapped(ids, evaluate.SplitMix64(1))
+        diff = [j for j in range(len(ids)) if w[j] != ids[j]]
+        self.assertEqual(len(diff), 2)
+        self.assertEqual(diff[1], diff[0] + 1)
+        self.assertIsNone(evaluate.shuffled([4, 4, 4, 4, 4], evaluate.SplitMix64(1)))
+        self.assertIsNone(evaluate.swapped([4, 4, 4, 4, 4], evaluate.SplitMix64(1)))
+
+
+class Training(unittest.TestCase):
+    def train(self, out, *extra):
+        r = subprocess.run([sys.executable, os.path.join(TRAIN, "train_mlm.py"), "--lines", "4000", "--log-every",
+                            "20", "--eval-lines", "50", "--no-final-eval", "--out", out, *extra],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r
+
+    def test_a_few_dozen_steps_lower_the_loss_and_write_a_model(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "m")
+            self.train(out, "--steps", "60", "--positions", "learned")
+            with open(os.path.join(out, "train.log")) as f:
+                losses = [float(line.split()[3]) for line in f if line.startswith("step")]
+            self.assertEqual(len(losses), 3)
+            self.assertLess(losses[-1], losses[0] - 0.5, losses)
+            self.assertEqual(sorted(os.listdir(out)), ["LICENSE.wordnet", "config.json", "model.safetensors",
+                                                       "tokenizer.model", "train.log", "training.json"])
+            with open(os.path.join(out, "config.json")) as f:
+                config = json.load(f)
+            self.assertEqual((config["head"], config["final_norm"], config["positional_encoding"],
+                              config["max_positions"]), ("mlm", True, "learned", 32))
+            with open(os.path.join(out, "training.json")) as f:
+                record = json.load(f)
+            self.assertEqual((record["steps"], record["seed"], record["positions"]), (60, 20170612, "learned"))
+            # The exported directory rebuilds the module exactly (every tensor, strict names).
+            model = mlm.load(out)
+            self.assertEqual(tuple(model.head.bias.shape), (8000,))
+            ids = torch.tensor([[261, 1267, 3, 282, 261, 3]])
+            with torch.no_grad():
+                logits = model.logits(model.hidden(ids))
+            self.assertTrue(torch.isfinite(logits).all())
+
+    def test_same_seed_same_bytes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+            self.train(a, "--steps", "20")
+            self.train(b, "--steps", "20")
+            for name in ("model.safetensors", "config.json"):
+                with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
+                    self.assertEqual(fa.read(), fb.read(), name)
+
+
+if __name__ == "__main__":
+    unittest.main()

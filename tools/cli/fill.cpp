@@ -1,0 +1,62 @@
+// ordo fill: the masked-language-model head's top pieces for each <mask> of a text.
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "tools/cli/cli.h"
+
+namespace ordo::cli {
+
+int cmd_fill(int argc, char** argv) {
+  cxxopts::Options o("ordo fill",
+                     "The masked-language-model head at work: for each <mask> in TEXT, the pieces the model finds "
+                     "most likely there, with their probabilities. Each <mask> stands for one piece.");
+  add_text_options(o);
+  o.add_options()("top", "pieces to show per <mask>", cxxopts::value<int>()->default_value("5"))(
+      "json", "print one JSON object: text, pieces, ids, masks [{position, top [{piece, id, prob}]}]")(
+      "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  const std::string text = the_text(args, "fill");
+  const int top = args["top"].as<int>();
+  if (top < 1) throw UsageError("--top must be at least 1, got " + std::to_string(top));
+  const bool positions = !args.count("no-pe");
+  set_num_threads(args["threads"].as<int>());
+  Pipeline pipeline(model_dir(args));
+  pipeline.require_head();
+  const int k = std::min(top, pipeline.model().config().vocab_size);
+
+  const std::string where = "argument 1";
+  check_runnable(pipeline, pipeline.tokenize_masked(text, where), where, positions);
+  const Filled f = pipeline.fill(text, k, positions, where);
+
+  if (args.count("json")) {
+    nlohmann::ordered_json masks = nlohmann::ordered_json::array();
+    for (const Filled::Mask& m : f.masks) {
+      nlohmann::ordered_json guesses = nlohmann::ordered_json::array();
+      for (const Guess& g : m.top) guesses.push_back({{"piece", g.piece}, {"id", g.id}, {"prob", g.prob}});
+      masks.push_back({{"position", m.position}, {"top", guesses}});
+    }
+    const nlohmann::ordered_json j = {
+        {"text", text}, {"pieces", f.tokens.pieces}, {"ids", f.tokens.ids}, {"masks", masks}};
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+
+  std::cout << "pieces:";
+  for (const std::string& p : f.tokens.pieces) std::cout << " " << p;
+  std::cout << "\n";
+  for (size_t i = 0; i < f.masks.size(); ++i) {
+    const Filled::Mask& m = f.masks[i];
+    std::printf("\n<mask> %zu of %zu (piece %d)%s\n", i + 1, f.masks.size(), m.position,
+                positions ? "" : ", without positions");
+    for (size_t r = 0; r < m.top.size(); ++r)
+      std::printf("  %2zu  %s %6.2f%%\n", r + 1, pad_right(m.top[r].piece, 16).c_str(), 100.0 * m.top[r].prob);
+  }
+  return 0;
+}
+
+}  // namespace ordo::cli

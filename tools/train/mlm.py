@@ -1,0 +1,112 @@
+"""The masked language model ordo's trained models are: the PyTorch module that trains them, and the
+same module rebuilt from an exported ordo model directory (config.json + model.safetensors).
+
+    x_t    = E[id_t]·√d + P(t)                 E: the token embedding (one row per piece)
+                                               P: sinusoidal (ordo's float64 formula), learned, or none
+    h      = nn.TransformerEncoder(x)          post-LN layers, ReLU, then a final LayerNorm (norm.*)
+    logits = h·Eᵀ + b                          the head: the input embedding tied as the output matrix,
+                                               plus one bias per piece (head.bias)
+
+The names of the parameters are the names ordo's files use: embedding.weight, position_embedding.weight,
+layers.i.* and norm.* (the encoder's own names), head.bias.
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from torch_encoder import sinusoidal  # noqa: E402  (tools/torch_encoder.py or tools/python/)
+
+
+class MaskedLMHead(nn.Module):
+    """logits = h·Eᵀ + bias, E the tied token embedding (passed in, not owned)."""
+
+    def __init__(self, vocab_size):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, h, embedding_weight):
+        return h @ embedding_weight.t() + self.bias
+
+
+class MaskedLM(nn.Module):
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, positions="sinusoidal", max_positions=32,
+                 dropout=0.0, layer_norm_eps=1e-5):
+        super().__init__()
+        self.d_model, self.positions = d_model, positions
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embedding.weight, std=1.0 / math.sqrt(d_model))  # ×√d gives unit-variance entries
+        self.position_embedding = None
+        if positions == "learned":
+            self.position_embedding = nn.Embedding(max_positions, d_model)
+            nn.init.normal_(self.position_embedding.weight, std=1.0 / math.sqrt(2.0))  # the sinusoids' mean square
+        elif positions not in ("sinusoidal", "none"):
+            raise ValueError(f"positions {positions!r}: expected sinusoidal, learned or none")
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, dim_feedforward=d_ff, dropout=dropout,
+                                           activation="relu", layer_norm_eps=layer_norm_eps, batch_first=True,
+                                           norm_first=False)
+        self.encoder = nn.TransformerEncoder(layer, n_layers, norm=nn.LayerNorm(d_model, eps=layer_norm_eps),
+                                             enable_nested_tensor=False)
+        self.head = MaskedLMHead(vocab_size)
+        self._pe = torch.zeros(0, d_model)
+
+    def pe(self, S):
+        if self._pe.shape[0] < S:
+            self._pe = torch.from_numpy(sinusoidal(max(S, 128), self.d_model).astype(np.float32))
+        return self._pe[:S]
+
+    def hidden(self, ids, padding=None, use_positions=True):
+        """ids (B, S) long; padding (B, S) bool, True past a sequence's end. Returns h (B, S, d)."""
+        S = ids.shape[1]
+        x = self.embedding(ids) * math.sqrt(self.d_model)
+        if use_positions and self.positions == "sinusoidal":
+            x = x + self.pe(S)
+        elif use_positions and self.positions == "learned":
+            x = x + self.position_embedding.weight[:S]
+        return self.encoder(x, src_key_padding_mask=padding)
+
+    def logits(self, h):
+        return self.head(h, self.embedding.weight)
+
+    def config(self):
+        """The sizes as ordo's config.json names them."""
+        layer = self.encoder.layers[0]
+        return {"vocab_size": self.embedding.weight.shape[0], "d_model": self.d_model,
+                "n_heads": layer.self_attn.num_heads, "d_ff": layer.linear1.out_features,
+                "n_layers": len(self.encoder.layers)}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        out[name] = np.frombuffer(raw[8 + n + b:8 + n + e], dtype="<f4").reshape(info["shape"]).copy()
+    return out
+
+
+def load(model_dir):
+    """A MaskedLM (eval mode) holding the weights of an exported ordo model directory with an mlm head."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        c = json.load(f)
+    if c.get("head") != "mlm":
+        raise ValueError(f"{model_dir}: config.json has no \"head\": \"mlm\"")
+    m = MaskedLM(c["vocab_size"], c["d_model"], c["n_heads"], c["d_ff"], c["n_layers"], c["positional_encoding"],
+                 c.get("max_positions", 32), 0.0, c["layer_norm_eps"])
+    tensors = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    state = {("encoder." + k if k.startswith(("layers.", "norm.")) else k): torch.from_numpy(v)
+             for k, v in tensors.items()}
+    m.load_state_dict(state, strict=True)
+    return m.eval()
