@@ -7,8 +7,8 @@ packages=(
   libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train/train_tokenizer.sh)
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
   libgtest-dev googletest              # tests
-  wordnet-base                         # the corpus of tools/train/train_tokenizer.sh (its test retrains it)
-  python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests and export tools
+  wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
+  python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests, export and training tools
   libpng-dev libcairo2-dev libpango1.0-dev  # pictures: ordo pe --png, ordo attention --png (PNG or SVG)
   fonts-dejavu-core fonts-droid-fallback     # their labels: Latin, Greek, Cyrillic, "▁"; Chinese, Japanese, Korean
   clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)

@@ -30,7 +30,7 @@ import time
 D_MODEL, N_HEADS, D_FF, N_LAYERS = 64, 4, 256, 2
 MAX_LEN = 32             # pieces per training sequence (corpus.N)
 BATCH = 128              # sequences per step
-STEPS = 5000
+STEPS = 4000
 LR = 5e-3                # peak learning rate (AdamW)
 WARMUP = 300             # steps of linear warm-up, then cosine decay to LR_FLOOR·LR
 LR_FLOOR = 0.05
@@ -59,6 +59,9 @@ def parse_args(argv):
     p.add_argument("--eval-lines", type=int, default=EVAL_LINES,
                    help="held-out lines for the accuracy in the log lines (the final evaluation uses all)")
     p.add_argument("--no-final-eval", action="store_true", help="skip the full evaluation at the end (tests)")
+    p.add_argument("--evaluate-only", action="store_true",
+                   help="train nothing: evaluate the model already in --out (trained by this script, its "
+                        "train.log beside it) and write its training.json")
     return p.parse_args(argv)
 
 
@@ -118,7 +121,7 @@ def main():
     torch.manual_seed(a.seed)
     g = torch.Generator().manual_seed(a.seed)
     os.makedirs(a.out, exist_ok=True)
-    log_file = open(os.path.join(a.out, "train.log"), "w")
+    log_file = open(os.path.join(a.out, "train.log"), "a" if a.evaluate_only else "w")
 
     def log(text):
         print(text, flush=True)
@@ -126,6 +129,10 @@ def main():
         log_file.flush()
 
     command = "tools/train/train_mlm.py " + " ".join(sys.argv[1:])
+    if a.evaluate_only:
+        log(f"evaluating: {command}")
+        trained_by, *run = recorded_run(a.out)
+        return finish(a, log, trained_by, corpus.tokenizer(), *run)
     log(f"command: {command}")
     sp = corpus.tokenizer()
     mask_id = sp.PieceToId("<mask>")
@@ -186,13 +193,35 @@ def main():
     train_seconds = time.time() - start
     model.eval()
 
-    config = export(model.encoder, model.embedding, a.out, tokenizer=corpus.TOKENIZER,
+    export(model.encoder, model.embedding, a.out, tokenizer=corpus.TOKENIZER,
                     positional_encoding=a.positions, pe_layout="interleaved", scale_embedding=True,
                     position_embedding=model.position_embedding, head=model.head)
-    shutil.copyfile(os.path.join(ROOT, "models", "default", "LICENSE.wordnet"), os.path.join(a.out, "LICENSE.wordnet"))
-    record = {"command": command, "positions": a.positions, "seed": a.seed, "steps": a.steps, "batch": BATCH,
-              "max_len": MAX_LEN, "lr": LR, "threads": a.threads, "training_lines": len(training),
-              "train_seconds": round(train_seconds, 1), "final_loss": round(loss.item(), 4), "config": config}
+    licence = os.path.join(ROOT, "models", "default", "LICENSE.wordnet")
+    if not (os.path.exists(os.path.join(a.out, "LICENSE.wordnet")) and
+            os.path.samefile(licence, os.path.join(a.out, "LICENSE.wordnet"))):
+        shutil.copyfile(licence, os.path.join(a.out, "LICENSE.wordnet"))
+    log(f"trained in {train_seconds:.0f} s; wrote {a.out}")
+    return finish(a, log, command, sp, train_seconds, len(training), round(loss.item(), 4))
+
+
+def recorded_run(out):
+    """(command, train seconds, training lines, final loss) of the run train.log in `out` records."""
+    with open(os.path.join(out, "train.log")) as f:
+        lines = f.read().splitlines()
+    steps = [line.split() for line in lines if line.startswith("step ")]
+    data = [line.split() for line in lines if line.startswith("data: ")]
+    # step N  loss L  lr R  held-out top-1 A  top-5 B  P pieces/s  T s: the last one, at the end of training
+    command = [line[len("command: "):] for line in lines if line.startswith("command: ")][-1]
+    return command, float(steps[-1][-2]), int(data[-1][1]), float(steps[-1][3])
+
+
+def finish(a, log, command, sp, train_seconds, training_lines, final_loss):
+    """Evaluates the model written to a.out on all held-out lines and writes training.json."""
+    with open(os.path.join(a.out, "config.json")) as f:
+        config = json.load(f)
+    record = {"command": command, "positions": config["positional_encoding"], "seed": a.seed, "steps": a.steps,
+              "batch": BATCH, "max_len": MAX_LEN, "lr": LR, "threads": a.threads, "training_lines": training_lines,
+              "train_seconds": round(train_seconds, 1), "final_loss": final_loss, "config": config}
     if not a.no_final_eval:
         t0 = time.time()
         r = evaluate.evaluate(mlm.load(a.out), sp, corpus.HELDOUT, corpus.HELDOUT_LONG)
@@ -210,7 +239,6 @@ def main():
             log("long texts, top-1 by position: " + ", ".join(f"{b['from']}-{b['to']}: {100 * b['top1']:.1f}%"
                                                               for b in r["long"]["buckets"]))
         log(f"evaluation took {time.time() - t0:.0f} s")
-    log(f"trained in {train_seconds:.0f} s; wrote {a.out}")
     with open(os.path.join(a.out, "training.json"), "w") as f:
         json.dump(record, f, indent=2)
         f.write("\n")
