@@ -138,5 +138,124 @@ TEST(EvalRule, PllSumDoesNotDependOnTheOrderOfItsTerms) {
   EXPECT_EQ(eval::pll_sum(a), -0.6);  // ascending: (-0.3 + -0.2) + -0.1
 }
 
+// ---- On the committed models (models/default, models/position-learned, models/position-none) ----
+
+namespace trained {
+
+const std::string kDir = std::string(ORDO_SOURCE_DIR) + "/models/";
+
+std::vector<std::string> read_lines(const std::string& path, size_t n) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; out.size() < n && std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<std::vector<int32_t>> ids_of(const Pipeline& p, const std::vector<std::string>& texts) {
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& t : texts) out.push_back(p.tokenizer().encode(t).ids);
+  return out;
+}
+
+// Sentences written for this test (not from WordNet), each with the same words in another order.
+const std::pair<const char*, const char*> kReordered[] = {
+    {"the children planted tomatoes behind the school", "behind the children school the planted tomatoes"},
+    {"she poured hot coffee into a blue cup", "into coffee she cup blue a poured hot"},
+    {"my brother repairs old bicycles in his garage", "old my repairs brother bicycles garage his in"},
+    {"a small boat drifted slowly toward the harbor", "toward a drifted small harbor boat slowly the"},
+    {"the baker sells fresh bread every morning", "bread the every sells morning fresh baker"},
+    {"rain fell on the quiet village all night", "night the all fell village on quiet rain"},
+    {"we walked along the river after dinner", "river along we dinner the after walked"},
+    {"two dogs chased a red ball across the park", "ball across two the chased red park dogs a"},
+    {"he forgot his umbrella at the station", "station umbrella the he at his forgot"},
+    {"a cold wind blew through the open window", "through window a open blew the wind cold"},
+    {"the museum closes early on sundays", "the museum closes on early sundays"},  // one adjacent swap
+    {"my sister wants to eat a sandwich", "my sister wants eat to a sandwich"},    // one adjacent swap
+};
+
+// PLL(natural) − PLL(reordered) for each pair, the pair scored as one set.
+std::vector<double> differences(const std::string& model, bool positions = true) {
+  Pipeline p(kDir + model);
+  std::vector<std::vector<std::vector<int32_t>>> sets;
+  for (const auto& [a, b] : kReordered) {
+    std::vector<int32_t> x = p.tokenizer().encode(a).ids, y = p.tokenizer().encode(b).ids;
+    std::vector<int32_t> sx = x, sy = y;
+    std::sort(sx.begin(), sx.end());
+    std::sort(sy.begin(), sy.end());
+    EXPECT_EQ(sx, sy) << "not the same pieces reordered: " << a << " / " << b;
+    EXPECT_NE(x, y) << a;
+    sets.push_back({x, y});
+  }
+  const auto s = eval::pseudo_log_likelihoods(p, sets, positions);
+  std::vector<double> d;
+  for (const auto& pair : s) d.push_back(pair[0] - pair[1]);
+  return d;
+}
+
+TEST(EvalTrained, WithoutPositionsReorderedSentencesTieExactly) {
+  for (double d : differences("position-none")) EXPECT_EQ(d, 0.0);   // bit for bit, not to a tolerance
+  for (double d : differences("default", false)) EXPECT_EQ(d, 0.0);  // positions switched off: the same
+}
+
+TEST(EvalTrained, WithPositionsNaturalOrderIsPreferredOnMostSentences) {
+  const int n = int(std::size(kReordered));
+  for (const char* model : {"default", "position-learned"}) {
+    const auto d = differences(model);
+    int preferred = 0;
+    std::string scores;
+    for (double v : d) preferred += v > 0, scores += " " + std::to_string(v);
+    EXPECT_GE(preferred, n - 2) << model << ": PLL(natural) - PLL(reordered):" << scores;
+  }
+}
+
+TEST(EvalTrained, BatchingDoesNotChangeTheCounts) {
+  Pipeline p(kDir + "default");
+  const auto lines = ids_of(p, read_lines(kDir + "heldout/wordnet-heldout.txt", 120));
+  eval::Options big, small;
+  small.batch_tokens = 40;  // about one line a batch
+  const eval::Report a = eval::evaluate(p, lines, big), b = eval::evaluate(p, lines, small);
+  EXPECT_EQ(a.masked, b.masked);
+  EXPECT_EQ(a.top1, b.top1);
+  EXPECT_EQ(a.top5, b.top5);
+  EXPECT_EQ(a.shuffle.preferred, b.shuffle.preferred);
+  EXPECT_EQ(a.swap.preferred, b.swap.preferred);
+  EXPECT_GT(a.shuffle.lines, 50);
+  // And by hand, one line at a time: its masked copy alone, the ranks read off the logits.
+  long masked = 0, top1 = 0, top5 = 0;
+  const int V = p.model().config().vocab_size;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const eval::LinePlan plan = eval::plan(lines[i], i);
+    std::vector<int32_t> x = lines[i];
+    std::vector<Row> rows;
+    for (int t : plan.masked) x[t] = p.mask_id(), rows.push_back({0, t});
+    const auto z = p.logits({x}, rows);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const float* row = z.data() + k * V;
+      const float truth = row[lines[i][rows[k].position]];
+      int above = 0;
+      for (int v = 0; v < V; ++v) above += row[v] > truth;
+      ++masked, top1 += above == 0, top5 += above < 5;
+    }
+  }
+  EXPECT_EQ(a.masked, masked);
+  EXPECT_EQ(a.top1, top1);
+  EXPECT_EQ(a.top5, top5);
+}
+
+TEST(EvalTrained, LinesPastALearnedTableAreLeftOutAndCounted) {
+  Pipeline p(kDir + "position-learned");
+  std::vector<std::vector<int32_t>> lines(3);
+  for (int t = 0; t < 12; ++t) lines[0].push_back(300 + t);
+  for (int t = 0; t < 33; ++t) lines[1].push_back(300 + t);  // one past the 32 rows
+  for (int t = 0; t < 32; ++t) lines[2].push_back(300 + t);  // exactly the table
+  const eval::Report r = eval::evaluate(p, lines);
+  EXPECT_EQ(r.limit, 32);
+  EXPECT_EQ(r.left_out, 1);
+  EXPECT_EQ(r.evaluated, 2);
+  EXPECT_EQ(r.masked, eval::masked_count(12) + eval::masked_count(32));
+}
+
+}  // namespace trained
+
 }  // namespace
 }  // namespace ordo

@@ -29,6 +29,7 @@ const Command kCommands[] = {
     {"fill", ordo::cli::cmd_fill, "the masked-language-model head: likely pieces for each <mask> in a text"},
     {"score", ordo::cli::cmd_score, "texts -> pseudo-log-likelihood: how natural the model finds each (word order)"},
     {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
+    {"eval", ordo::cli::cmd_eval, "held-out masked accuracy, word-order preferences and accuracy by position"},
 };
 
 void usage(std::FILE* out) {

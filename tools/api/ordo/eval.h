@@ -66,5 +66,53 @@ int rank_of(const float* logits, int n, int32_t truth);
 // pieces score the same values (in any order) get the same sum, bit for bit.
 double pll_sum(std::vector<double> log_probs);
 
+// ---- The evaluation ---------------------------------------------------------------------------
+struct Options {
+  bool positions = true;    // false: run without the positional encoding (the ablation)
+  bool order = true;        // the order test (pseudo-log-likelihoods: the costly part)
+  int batch_tokens = 8192;  // pieces per batch of masked lines
+  int max_pieces = 0;       // > 0: lines of more pieces are left out (and counted), as past a learned table
+};
+
+// One order comparison (natural against shuffled, or against one adjacent swap), over the lines tested.
+struct Order {
+  int lines = 0;                  // lines tested
+  int preferred = 0;              // natural scored strictly higher
+  int ties = 0;                   // equal scores
+  int other = 0;                  // the reordered text scored higher
+  int left_out = 0;               // lines of kOrderMin..kOrderMax pieces with no such reordering (all pieces the same)
+  double max_abs_difference = 0;  // largest |PLL(natural) − PLL(reordered)|
+};
+
+struct Bucket {
+  int from = 0, to = 0;  // positions from..to (to = from + kBucket − 1)
+  long masked = 0, top1 = 0, top5 = 0;
+};
+
+struct Report {
+  int lines = 0;                        // lines given
+  int evaluated = 0;                    // lines masked and counted
+  int left_out = 0;                     // longer than the learned position table or max_pieces
+  int empty = 0;                        // lines of no pieces: nothing to mask
+  int limit = 0;                        // the model's learned position limit (0: none)
+  int max_pieces = 0;                   // Options::max_pieces
+  long masked = 0, top1 = 0, top5 = 0;  // pooled over all evaluated lines
+  Order shuffle, swap;
+  int order_lines = 0;          // lines of kOrderMin..kOrderMax pieces (within the limit)
+  std::vector<Bucket> buckets;  // ascending, only buckets with masked pieces
+};
+
+// Pseudo-log-likelihoods: for each text of each set, log p(piece t | the text with piece t replaced by
+// <mask>) summed over t (by pll_sum). A text of L pieces is L masked copies; the texts of one set (e.g.
+// a line and its reorderings, which are compared) always run in the same batch, and many sets share a
+// batch (up to about batch_tokens padded pieces). out[s][k] is text k of set s.
+std::vector<std::vector<double>> pseudo_log_likelihoods(Pipeline& pipeline,
+                                                        const std::vector<std::vector<std::vector<int32_t>>>& sets,
+                                                        bool positions = true, int batch_tokens = 8192);
+
+// Runs the rule over `lines` (each line's ids, as the model's tokenizer gives them without BOS/EOS;
+// index = line number). Needs a model with a head and a tokenizer with <mask> (InputError otherwise).
+Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lines, const Options& options = {});
+
 }  // namespace eval
 }  // namespace ordo
