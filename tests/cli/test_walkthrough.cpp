@@ -3,6 +3,7 @@
 // out), compared token by token with numbers allowed float-rounding slack; and a picture the doc
 // shows under docs/img/ is, pixel for pixel, what its command draws.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -113,6 +114,8 @@ TEST(Walkthrough, EveryCommandRunsAndPrintsWhatTheDocShows) {
   const auto all = examples(doc.str());
   ASSERT_GE(all.size(), 8u) << "the walkthrough should show its commands in ```sh blocks";
   test::TempDir dir;
+  // The commands name the committed models and held-out files as models/... from the repository's top.
+  ASSERT_EQ(::symlink((std::string(ORDO_SOURCE_DIR) + "/models").c_str(), (dir.path + "/models").c_str()), 0);
   int with_output = 0;
   for (const Example& e : all) {
     SCOPED_TRACE("docs/walkthrough.md:" + std::to_string(e.line) + ": " + e.command);

@@ -95,5 +95,6 @@ int cmd_bench(int argc, char** argv);
 int cmd_fill(int argc, char** argv);
 int cmd_score(int argc, char** argv);
 int cmd_view(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
 
 }  // namespace ordo::cli

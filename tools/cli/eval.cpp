@@ -1,0 +1,272 @@
+// ordo eval: held-out masked accuracy, word-order preferences and accuracy by position, for one or
+// more models with a masked-language-model head. The rule is <ordo/eval.h>'s; this file reads the
+// file, runs it for each model and prints the tables (or JSON, or a chart).
+#include <ordo/errors.h>
+#include <ordo/eval.h>
+#include <ordo/ordo.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "tools/cli/cli.h"
+#include "tools/teach/figure.h"
+
+namespace ordo::cli {
+
+namespace {
+
+struct Result {
+  std::string dir;
+  PositionalEncoding positions;
+  eval::Report report;
+};
+
+double share(long part, long whole) {
+  return whole > 0 ? double(part) / double(whole) : 0.0;
+}
+
+std::string percent(long part, long whole) {
+  if (whole == 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * double(part) / double(whole));
+  return buf;
+}
+
+std::string positions_name(const Result& m) {
+  if (m.positions == PositionalEncoding::Learned) return "learned " + std::to_string(m.report.limit);
+  return to_string(m.positions);
+}
+
+nlohmann::json order_json(const eval::Order& o) {
+  return {{"lines", o.lines},
+          {"preferred", o.preferred},
+          {"ties", o.ties},
+          {"other", o.other},
+          {"preferred_share", share(o.preferred, o.lines)},
+          {"left_out", o.left_out},
+          {"max_abs_difference", o.max_abs_difference}};
+}
+
+nlohmann::json report_json(const Result& m) {
+  const eval::Report& r = m.report;
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const eval::Bucket& b : r.buckets)
+    buckets.push_back({{"from", b.from},
+                       {"to", b.to},
+                       {"masked", b.masked},
+                       {"top1", share(b.top1, b.masked)},
+                       {"top5", share(b.top5, b.masked)},
+                       {"top1_hits", b.top1},
+                       {"top5_hits", b.top5}});
+  return {{"model", m.dir},
+          {"positional_encoding", to_string(m.positions)},
+          {"position_limit", r.limit > 0 ? nlohmann::json(r.limit) : nlohmann::json(nullptr)},
+          {"lines", r.evaluated},
+          {"max_pieces", r.max_pieces > 0 ? nlohmann::json(r.max_pieces) : nlohmann::json(nullptr)},
+          {"left_out", r.left_out},
+          {"empty", r.empty},
+          {"masked", r.masked},
+          {"top1", share(r.top1, r.masked)},
+          {"top5", share(r.top5, r.masked)},
+          {"top1_hits", r.top1},
+          {"top5_hits", r.top5},
+          {"order", {{"lines", r.order_lines}, {"shuffle", order_json(r.shuffle)}, {"swap", order_json(r.swap)}}},
+          {"buckets", buckets}};
+}
+
+void print_tables(const std::string& input, int lines, bool positions, const std::vector<Result>& results) {
+  int name_width = 5;
+  for (const Result& m : results) name_width = std::max(name_width, columns(m.dir));
+  const std::string name = pad_right("model", name_width);
+  std::printf("ordo eval: %d lines of %s%s; masking seed %llu + line number\n", lines, input.c_str(),
+              positions ? "" : ", run WITHOUT positions (--no-pe)", (unsigned long long)eval::kSeed);
+
+  std::printf("\nmasked pieces (15%% of each line's pieces, masked all at once)\n");
+  std::printf("  %s  %-12s %6s %9s %7s %8s %8s\n", name.c_str(), "positions", "lines", "left out", "masked", "top-1 %",
+              "top-5 %");
+  for (const Result& m : results) {
+    const eval::Report& r = m.report;
+    std::printf("  %s  %-12s %6d %9d %7ld %8s %8s\n", pad_right(m.dir, name_width).c_str(), positions_name(m).c_str(),
+                r.evaluated, r.left_out, r.masked, percent(r.top1, r.masked).c_str(),
+                percent(r.top5, r.masked).c_str());
+  }
+
+  int order_lines = 0;
+  for (const Result& m : results) order_lines = std::max(order_lines, m.report.order_lines);
+  if (order_lines > 0) {
+    std::printf("\nword order: the natural text's pseudo-log-likelihood against a shuffle's and one adjacent swap's\n");
+    std::printf("(lines of %d-%d pieces; preferred = natural scored strictly higher)\n", eval::kOrderMin,
+                eval::kOrderMax);
+    std::printf("  %s  %-9s %6s %9s %6s %6s %6s   %-6s %6s %9s %6s %6s %6s\n", name.c_str(), "versus", "lines",
+                "preferred", "%", "ties", "other", "versus", "lines", "preferred", "%", "ties", "other");
+    for (const Result& m : results) {
+      const eval::Order &s = m.report.shuffle, &w = m.report.swap;
+      std::printf("  %s  %-9s %6d %9d %6s %6d %6d   %-6s %6d %9d %6s %6d %6d\n", pad_right(m.dir, name_width).c_str(),
+                  "shuffle", s.lines, s.preferred, percent(s.preferred, s.lines).c_str(), s.ties, s.other, "swap",
+                  w.lines, w.preferred, percent(w.preferred, w.lines).c_str(), w.ties, w.other);
+    }
+  }
+
+  int last = -1;  // the last bucket any model has
+  for (const Result& m : results)
+    if (!m.report.buckets.empty()) last = std::max(last, m.report.buckets.back().from / eval::kBucket);
+  if (last >= 0) {
+    const char* titles[] = {"top-1 % by position", "top-5 % by position", "masked pieces by position"};
+    for (int what = 0; what < 3; ++what) {
+      std::printf("\n%s%s\n", titles[what], what == 0 ? " (buckets of 32 positions)" : "");
+      std::printf("  %s", name.c_str());
+      for (int k = 0; k <= last; ++k) {
+        const std::string head = std::to_string(k * eval::kBucket) + "-" + std::to_string(k * eval::kBucket + 31);
+        std::printf(" %7s", head.c_str());
+      }
+      std::printf("\n");
+      for (const Result& m : results) {
+        std::printf("  %s", pad_right(m.dir, name_width).c_str());
+        for (int k = 0; k <= last; ++k) {
+          const eval::Bucket* b = nullptr;
+          for (const eval::Bucket& x : m.report.buckets)
+            if (x.from == k * eval::kBucket) b = &x;
+          std::string cell = "-";
+          if (b && what == 0) cell = percent(b->top1, b->masked);
+          if (b && what == 1) cell = percent(b->top5, b->masked);
+          if (b && what == 2) cell = std::to_string(b->masked);
+          std::printf(" %7s", cell.c_str());
+        }
+        std::printf("\n");
+      }
+    }
+  }
+
+  bool noted = false;
+  for (const Result& m : results) {
+    const eval::Report& r = m.report;
+    if (r.left_out == 0 && r.empty == 0) continue;
+    if (!noted) std::printf("\n");
+    noted = true;
+    if (r.left_out > 0 && r.max_pieces > 0 && (r.limit == 0 || r.max_pieces < r.limit))
+      std::printf("%s: %d of %d lines left out: longer than --max-pieces %d (lines are never cut short)\n",
+                  m.dir.c_str(), r.left_out, r.lines, r.max_pieces);
+    else if (r.left_out > 0)
+      std::printf("%s: %d of %d lines left out: longer than its %d learned positions (lines are never cut short)\n",
+                  m.dir.c_str(), r.left_out, r.lines, r.limit);
+    if (r.empty > 0) std::printf("%s: %d empty lines: nothing to mask\n", m.dir.c_str(), r.empty);
+  }
+}
+
+// The length the models were trained at, as their training.json says ("max_len", written by
+// tools/train/train_mlm.py); 0 when none says or they disagree. Only the chart's marker uses it.
+int training_length(const std::vector<std::string>& dirs) {
+  int n = 0;
+  for (const std::string& dir : dirs) {
+    std::ifstream in(dir + "/training.json");
+    if (!in) continue;
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("max_len") || !j["max_len"].is_number_integer()) continue;
+    const int m = j["max_len"].get<int>();
+    if (n != 0 && m != n) return 0;
+    n = m;
+  }
+  return n;
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  cxxopts::Options o("ordo eval",
+                     "Held-out evaluation of masked-language models: masked top-1/top-5 (a fixed seed), natural word "
+                     "order against a shuffle and one adjacent swap, and accuracy by position.");
+  o.add_options()("model", "model directory with a head (repeat for several)",
+                  cxxopts::value<std::vector<std::string>>())("input", "a text file, one text per line",
+                                                              cxxopts::value<std::string>())(
+      "no-pe", "run without the positional encoding (the ablation)")(
+      "max-pieces",
+      "leave out (and count) lines of more than N pieces, e.g. 32 to compare on the lines a 32-row "
+      "learned table can run",
+      cxxopts::value<int>()->default_value("0"))("json", "print one JSON object")(
+      "png", "draw top-1 accuracy against position, one line per model (PNG, or SVG by the name's extension)",
+      cxxopts::value<std::string>())("threads", "threads for the matrix work (0: one per core)",
+                                     cxxopts::value<int>()->default_value("0"));
+  cxxopts::ParseResult args;
+  if (!parse(o, argc, argv, args)) return 0;
+  if (!args.unmatched().empty()) throw UsageError("unexpected argument \"" + args.unmatched()[0] + "\"");
+  if (!args.count("input")) throw UsageError("needs --input FILE (one text per line)");
+  std::vector<std::string> dirs;
+  if (args.count("model"))
+    dirs = args["model"].as<std::vector<std::string>>();
+  else
+    dirs.push_back(model_dir(args));
+  const int threads = args["threads"].as<int>();
+  if (threads < 0) throw UsageError("--threads must be 0 or more");
+  set_num_threads(threads);
+  const std::string input = args["input"].as<std::string>();
+  const std::vector<std::string> texts = read_texts(args, nullptr);
+  const bool positions = !args.count("no-pe");
+  if (args.count("png")) teach::picture_format(args["png"].as<std::string>());  // a wrong name fails first
+  const int train_length = training_length(dirs);
+
+  eval::Options options;
+  options.positions = positions;
+  options.max_pieces = args["max-pieces"].as<int>();
+  if (options.max_pieces < 0) throw UsageError("--max-pieces must be 1 or more (0: no limit)");
+  std::vector<Result> results;
+  for (const std::string& dir : dirs) {
+    Pipeline pipeline(dir);
+    pipeline.require_head(true);  // before the file is tokenized: the model is the first thing to be wrong
+    std::vector<std::vector<int32_t>> lines;
+    lines.reserve(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i)
+      lines.push_back(pipeline.tokenizer().encode(texts[i], input + ": line " + std::to_string(i + 1)).ids);
+    results.push_back({dir, pipeline.model().config().positional_encoding, eval::evaluate(pipeline, lines, options)});
+  }
+
+  if (args.count("png")) {
+    teach::Figure figure{
+        positions ? "Masked top-1 accuracy by position" : "Masked top-1 accuracy by position, no positions",
+        "position of the masked piece (buckets of 32)", "top-1 accuracy (%)"};
+    teach::LineChart chart;
+    int last = 0;
+    for (const Result& m : results) {
+      teach::Series s;
+      s.name = m.dir;
+      for (const eval::Bucket& b : m.report.buckets) {
+        s.x.push_back((b.from + b.to) / 2.0);
+        s.y.push_back(100.0 * share(b.top1, b.masked));
+        last = std::max(last, b.to + 1);
+      }
+      if (m.report.buckets.empty() && m.report.left_out > 0)
+        s.name += " (no line within its " + std::to_string(m.report.limit) + " positions)";
+      chart.series.push_back(std::move(s));
+    }
+    chart.x_min = 0;
+    chart.x_max = std::max(last, 2 * eval::kBucket);
+    chart.y_min = 0;
+    if (train_length > 0) {
+      chart.marker_x = train_length;
+      chart.marker_label = "training length " + std::to_string(train_length);
+    }
+    teach::draw(args["png"].as<std::string>(), figure, chart);
+  }
+
+  if (args.count("json")) {
+    nlohmann::json models = nlohmann::json::array();
+    for (const Result& m : results) models.push_back(report_json(m));
+    const nlohmann::json j = {{"input", input},          {"lines", texts.size()},
+                              {"positions", positions},  {"seed", eval::kSeed},
+                              {"bucket", eval::kBucket}, {"order_pieces", {eval::kOrderMin, eval::kOrderMax}},
+                              {"models", models}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  print_tables(input, int(texts.size()), positions, results);
+  if (args.count("png")) {
+    const std::string marked = train_length > 0 ? ", training length " + std::to_string(train_length) + " marked" : "";
+    std::printf("\nwrote %s: top-1 accuracy by position, one line per model%s\n", args["png"].as<std::string>().c_str(),
+                marked.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ordo::cli
