@@ -77,6 +77,47 @@ std::string count(long long n, const std::string& one, const std::string& many) 
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// 256 bytes per allowed token (a piece is at most 16 characters of up to 4 bytes, with room for
+// runs of spaces), and at most 1/256 of memory.
+size_t max_text_bytes(int max_tokens) {
+  return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, machine_memory_bytes() / 256));
+}
+
+TextSource::TextSource(const cxxopts::ParseResult& args, size_t keep) {
+  if (args.count("texts")) {
+    args_ = args["texts"].as<std::vector<std::string>>();
+    return;
+  }
+  file_ = std::make_unique<InputFile>(args.count("input") ? args["input"].as<std::string>() : "-");
+  reader_ = std::make_unique<LineReader>(file_->get(), file_->name(), keep);
+}
+
+bool TextSource::next(LineReader::Line* line) {
+  if (reader_) return reader_->next(line);
+  if (next_arg_ == args_.size()) return false;
+  line->text = std::move(args_[next_arg_++]);
+  line->bytes = line->text.size();
+  line->where = "argument " + std::to_string(next_arg_);
+  line->problem.clear();
+  return true;
+}
+
+std::vector<std::string> read_texts(const cxxopts::ParseResult& args, size_t max_bytes,
+                                    std::vector<std::string>* where) {
+  TextSource source(args, max_bytes);
+  std::vector<std::string> texts;
+  LineReader::Line line;
+  while (source.next(&line)) {
+    if (!line.problem.empty()) throw InputError(line.where, line.problem);
+    if (line.bytes > max_bytes)
+      throw InputError(line.where, "is " + std::to_string(line.bytes) + " bytes, more than the " +
+                                       std::to_string(max_bytes) + " a text may have");
+    texts.push_back(std::move(line.text));
+    if (where) where->push_back(line.where);
+  }
+  return texts;
+}
+
 std::string preview(const float* v, int n, int k) {
   std::string s = "[";
   char buf[32];

@@ -5,6 +5,7 @@
 #define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cstdio>
 #include <cxxopts.hpp>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,31 @@ class InputFile {
   std::string name_;
   std::FILE* f_ = nullptr;
 };
+
+// Bytes of one text that may go to the tokenizer, for a limit of max_tokens.
+size_t max_text_bytes(int max_tokens);
+
+// Where a command's texts come from: its arguments, or the lines of --input FILE (- or no --input:
+// stdin), read one at a time by LineReader, so input of any length is read in bounded memory.
+class TextSource {
+ public:
+  TextSource(const cxxopts::ParseResult& args, size_t keep);
+  bool next(LineReader::Line* line);  // false at the end
+  // What names the input in a summary: the file, or "arguments".
+  std::string name() const { return reader_ ? reader_->name() : "arguments"; }
+
+ private:
+  std::vector<std::string> args_;
+  size_t next_arg_ = 0;
+  std::unique_ptr<InputFile> file_;
+  std::unique_ptr<LineReader> reader_;
+};
+
+// Every text of a TextSource, for a command that needs them all at once (ordo eval): a line of
+// more than max_bytes, or with a NUL byte, is an InputError naming it. `where`, if given, gets
+// each text's "argument N" or "<file>: line N".
+std::vector<std::string> read_texts(const cxxopts::ParseResult& args, size_t max_bytes,
+                                    std::vector<std::string>* where = nullptr);
 
 // A message on one line: control characters (from a file name or a text) escaped as \xNN.
 std::string one_line(const std::string& message);

@@ -69,48 +69,12 @@ std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> to
   return out;
 }
 
-// Bytes of one text that may go to the tokenizer: 256 per allowed token (a piece is at most 16
-// characters of up to 4 bytes, with room for runs of spaces), and at most 1/256 of memory.
-size_t max_text_bytes(int max_tokens) {
-  return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, machine_memory_bytes() / 256));
-}
-
 // The longest prefix of at most n bytes that does not split a UTF-8 character.
 size_t utf8_prefix(const std::string& s, size_t n) {
   if (n >= s.size()) return s.size();
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
   return n;
 }
-
-// Where the texts come from: the arguments, or the lines of --input FILE or stdin.
-class TextSource {
- public:
-  TextSource(const cxxopts::ParseResult& args, size_t keep) {
-    if (args.count("texts")) {
-      args_ = args["texts"].as<std::vector<std::string>>();
-      return;
-    }
-    file_ = std::make_unique<InputFile>(args.count("input") ? args["input"].as<std::string>() : "-");
-    reader_ = std::make_unique<LineReader>(file_->get(), file_->name(), keep);
-  }
-  bool next(LineReader::Line* line) {
-    if (reader_) return reader_->next(line);
-    if (next_arg_ == args_.size()) return false;
-    line->text = std::move(args_[next_arg_++]);
-    line->bytes = line->text.size();
-    line->where = "argument " + std::to_string(next_arg_);
-    line->problem.clear();
-    return true;
-  }
-  // What names the input in a summary: the file, or "arguments".
-  std::string name() const { return reader_ ? reader_->name() : "arguments"; }
-
- private:
-  std::vector<std::string> args_;
-  size_t next_arg_ = 0;
-  std::unique_ptr<InputFile> file_;
-  std::unique_ptr<LineReader> reader_;
-};
 
 // The rules a text meets before it is encoded, and what --truncate does to one that does not.
 struct TextRules {

@@ -198,11 +198,9 @@ int cmd_eval(int argc, char** argv) {
     dirs = args["model"].as<std::vector<std::string>>();
   else
     dirs.push_back(model_dir(args));
-  const int threads = args["threads"].as<int>();
-  if (threads < 0) throw UsageError("--threads must be 0 or more");
-  set_num_threads(threads);
+  set_num_threads(threads_option(args));
   const std::string input = args["input"].as<std::string>();
-  const std::vector<std::string> texts = read_texts(args, nullptr);
+  const std::vector<std::string> texts = read_texts(args, max_text_bytes(1 << 16));
   const bool positions = !args.count("no-pe");
   if (args.count("png")) teach::picture_format(args["png"].as<std::string>());  // a wrong name fails first
   const int train_length = training_length(dirs);

@@ -26,7 +26,7 @@ int cmd_fill(int argc, char** argv) {
   const int top = args["top"].as<int>();
   if (top < 1) throw UsageError("--top must be at least 1, got " + std::to_string(top));
   const bool positions = !args.count("no-pe");
-  set_num_threads(args["threads"].as<int>());
+  set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));
   pipeline.require_head();
   const int k = std::min(top, pipeline.model().config().vocab_size);

@@ -28,32 +28,36 @@ int cmd_score(int argc, char** argv) {
   if (!parse(o, argc, argv, args)) return 0;
   if (args.count("texts") && args.count("input")) throw UsageError("give texts as arguments or with --input, not both");
   const bool positions = !args.count("no-pe");
-  set_num_threads(args["threads"].as<int>());
+  set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));
   pipeline.require_head();
 
-  // Every text is read and checked before any is scored: a bad line stops the run before output.
-  std::vector<std::string> where;
-  const std::vector<std::string> texts = read_texts(args, &where);
-  std::vector<Tokenization> tokens;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    tokens.push_back(pipeline.tokenize(texts[i], where[i]));
-    check_runnable(pipeline, tokens.back(), where[i]);
-  }
-
+  // Texts are read, scored and printed one at a time (each is one batch of its masked copies), so
+  // input of any length runs in bounded memory; a bad line stops the run after the lines before it.
+  const size_t max_bytes = max_text_bytes(pipeline.max_tokens());
+  TextSource source(args, max_bytes);
   const bool json = args.count("json");
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const Scored s = std::move(pipeline.score({std::move(tokens[i])}, positions)[0]);
+  size_t scored = 0;
+  LineReader::Line in;
+  while (source.next(&in)) {
+    if (!in.problem.empty()) throw InputError(in.where, in.problem);
+    if (in.bytes > max_bytes)
+      throw InputError(in.where, "is " + std::to_string(in.bytes) + " bytes, more than the " +
+                                     std::to_string(max_bytes) + " a text may have");
+    Tokenization t = pipeline.tokenize(in.text, in.where);
+    check_runnable(pipeline, t, in.where);
+    const Scored s = std::move(pipeline.score({std::move(t)}, positions)[0]);
+    ++scored;
     if (json) {
-      const nlohmann::ordered_json j = {{"text", texts[i]},
+      const nlohmann::ordered_json j = {{"text", in.text},
                                         {"pieces", s.tokens.pieces},
                                         {"ids", s.tokens.ids},
                                         {"pll", s.pll},
                                         {"log_probs", s.log_probs}};
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
       continue;
     }
-    std::printf("%12.4f  %s\n", s.pll, texts[i].c_str());
+    std::printf("%12.4f  %s\n", s.pll, in.text.c_str());
     std::string line = "             ";
     for (size_t t = 0; t < s.log_probs.size(); ++t) {
       char buf[32];
@@ -62,7 +66,7 @@ int cmd_score(int argc, char** argv) {
     }
     if (!s.log_probs.empty()) std::printf("%s\n", line.c_str());
   }
-  if (!json && !texts.empty())
+  if (!json && scored > 0)
     std::printf("(PLL: natural log, summed over the pieces; higher is more natural%s)\n",
                 positions ? "" : "; without positions, so any order of the same pieces scores the same");
   return 0;

@@ -157,7 +157,7 @@ int cmd_view(int argc, char** argv) {
     throw UsageError("needs one or two texts, e.g. ordo view \"the cat sat on the mat\" --html view.html");
   if (!args.count("html")) throw UsageError("needs --html FILE, the page to write");
   const std::string path = args["html"].as<std::string>();
-  set_num_threads(args["threads"].as<int>());
+  set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));
   const Config& c = pipeline.model().config();
 
@@ -183,7 +183,7 @@ int cmd_view(int argc, char** argv) {
     data["texts"].push_back(text_json(pipeline, texts[i], tokens[i], &positions));
   data["positions"] = positions_json(positions, c.d_model);
   data["compare"] = texts.size() == 2 ? comparison_json(compare_texts(pipeline, tokens[0], tokens[1]), tokens[0])
-                                      : nlohmann::json(nullptr);
+                                      : nlohmann::ordered_json(nullptr);
 
   // "</" is written "<\/" (the same string in JSON), so no text can close the page's <script> early.
   std::string json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
