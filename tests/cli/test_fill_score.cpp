@@ -172,13 +172,17 @@ TEST_F(FillScore, ScoreWithoutPositionsTiesEveryOrder) {
   for (size_t i = 1; i < 4; ++i) EXPECT_NE(lines[i]["pll"], lines[0]["pll"]) << "with positions, text " << i;
 }
 
-TEST_F(FillScore, ScoreErrorsComeBeforeAnyOutput) {
+// Input streams as `ordo encode`'s does: the lines before a bad one are scored and printed, the bad
+// one stops the run with one error line, and nothing after it is read.
+TEST_F(FillScore, ScoreStopsAtTheFirstBadLineAfterPrintingTheOnesBefore) {
   test::TempDir d;
-  std::ofstream(d.path + "/in.txt") << "the cat sat\nbad \xff line\n";
-  const auto r = run_ordo("score --input " + quote(d.path + "/in.txt") + model("head"));
+  std::ofstream(d.path + "/in.txt") << "the cat sat\nbad \xff line\nthe dog ran\n";
+  const auto r = run_ordo("score --json --input " + quote(d.path + "/in.txt") + model("head"));
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "error: " + d.path + "/in.txt: line 2: invalid UTF-8 at byte 4\n");
-  EXPECT_EQ(r.out, "");
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0]["text"], "the cat sat");
   const auto no_head = run_ordo("score" + model("plain") + quote("the cat"));
   EXPECT_EQ(no_head.status, 2);
   EXPECT_EQ(no_head.err.rfind("error: " + dir_->path + "/plain/config.json: the model has no", 0), 0u) << no_head.err;

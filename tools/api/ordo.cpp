@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <numeric>
 #include <cstring>
 #include <stdexcept>
@@ -303,34 +304,52 @@ std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids
   if (rows.empty()) return out;
 
   // Without order the encoder computes the same numbers for any permutation of a sequence, up to
-  // summation order: run the ids sorted, and read each row where its piece went.
+  // summation order: run the ids sorted, each distinct sorted sequence once, and read each row where
+  // its piece went. Two reorderings of one text then get the very same numbers, wherever they sit
+  // in the batch.
   const std::vector<std::vector<int32_t>>* run = &ids;
   std::vector<std::vector<int32_t>> sorted;
+  std::vector<int> slot(ids.size());    // slot[b]: the sequence that runs for sequence b
   std::vector<std::vector<int>> moved;  // moved[b][t]: where position t of sequence b went
+  std::iota(slot.begin(), slot.end(), 0);
   if (!sees_order(positions)) {
-    sorted.resize(ids.size());
+    std::map<std::vector<int32_t>, int> seen;
     moved.resize(ids.size());
     for (size_t b = 0; b < ids.size(); ++b) {
       std::vector<int> order(ids[b].size());
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return ids[b][x] < ids[b][y]; });
+      std::vector<int32_t> key(order.size());
       moved[b].resize(order.size());
       for (size_t i = 0; i < order.size(); ++i) {
-        sorted[b].push_back(ids[b][order[i]]);
+        key[i] = ids[b][order[i]];
         moved[b][order[i]] = int(i);
       }
+      const auto [at, fresh] = seen.emplace(std::move(key), int(sorted.size()));
+      if (fresh) sorted.push_back(at->first);
+      slot[b] = at->second;
     }
     run = &sorted;
   }
   EncodeOptions options;
   options.positions = positions;
   const Hidden h = encoder_.forward(*run, options);
-  std::vector<float> gathered(rows.size() * size_t(d));
+  // The rows asked for, each distinct one once (a matrix product's rounding may depend on where a
+  // row sits in it, so equal rows are computed once and copied).
+  std::map<std::pair<int, int>, int> unique;
+  std::vector<int> source(rows.size());
+  std::vector<float> gathered;
   for (size_t i = 0; i < rows.size(); ++i) {
+    const int b = slot[rows[i].sequence];
     const int t = moved.empty() ? rows[i].position : moved[rows[i].sequence][rows[i].position];
-    std::copy_n(h.row(rows[i].sequence, t), d, gathered.data() + i * d);
+    const auto [at, fresh] = unique.emplace(std::pair{b, t}, int(unique.size()));
+    if (fresh) gathered.insert(gathered.end(), h.row(b, t), h.row(b, t) + d);
+    source[i] = at->second;
   }
-  mlm_logits(out.data(), gathered.data(), int(rows.size()), model_);
+  std::vector<float> z(unique.size() * size_t(V));
+  mlm_logits(z.data(), gathered.data(), int(unique.size()), model_);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::copy_n(z.data() + size_t(source[i]) * V, V, out.data() + i * size_t(V));
   return out;
 }
 

@@ -49,24 +49,21 @@ double l2_diff(const float* a, const float* b, size_t n) {
   return std::sqrt(s);
 }
 
-// What the masked-language-model head says about the two texts: each one's pseudo-log-likelihood
-// (ordo score) with and without positions, and which order it prefers.
-struct Preference {
-  double a_pe = 0, b_pe = 0, a_nope = 0, b_nope = 0;
-  std::string prefers;  // "a", "b" or "neither", with positions
-  std::string verdict;  // one plain sentence
-};
-
 std::string format(const char* f, double x, double y = 0, double z = 0) {
   char buf[512];
   std::snprintf(buf, sizeof buf, f, x, y, z);
   return buf;
 }
 
-Preference prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization& b, bool reordered) {
-  Preference p;
+// What the masked-language-model head says about the two texts: each one's pseudo-log-likelihood
+// with and without positions, and which order it prefers.
+void prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization& b, Comparison* c) {
   const auto with_pe = pipeline.score({a, b}, true), without_pe = pipeline.score({a, b}, false);
-  p.a_pe = with_pe[0].pll, p.b_pe = with_pe[1].pll, p.a_nope = without_pe[0].pll, p.b_nope = without_pe[1].pll;
+  struct {
+    double a_pe, b_pe, a_nope, b_nope;
+    std::string prefers, verdict;
+  } p{with_pe[0].pll, with_pe[1].pll, without_pe[0].pll, without_pe[1].pll, "", ""};
+  const bool reordered = c->reordered;
   p.prefers = p.a_pe > p.b_pe ? "a" : p.b_pe > p.a_pe ? "b" : "neither";
   const char* which = p.prefers == "a" ? "A" : "B";
   const double hi = std::max(p.a_pe, p.b_pe), lo = std::min(p.a_pe, p.b_pe);
@@ -92,7 +89,9 @@ Preference prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization&
                      : std::string("the model prefers ") + which + format(" (PLL %.2f against %.2f)", hi, lo)) +
                 format(", and without positions they score %.2f and %.2f.", p.a_nope, p.b_nope);
   }
-  return p;
+  c->scored = true;
+  c->pll_a_pe = p.a_pe, c->pll_b_pe = p.b_pe, c->pll_a_nope = p.a_nope, c->pll_b_nope = p.b_nope;
+  c->prefers = p.prefers, c->verdict = p.verdict;
 }
 
 }  // namespace
@@ -128,6 +127,8 @@ Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokeni
                          l2_diff(&rows_nope[0].values[size_t(i) * d], &rows_nope[1].values[size_t(j) * d], d)});
     }
   }
+  // A model with a masked-language-model head can also say which order it finds more natural.
+  if (pipeline.has_head() && pipeline.mask_id() >= 0) prefer(pipeline, a, b, &c);
   return c;
 }
 
@@ -139,10 +140,17 @@ nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& 
                       {"position_b", m.j},
                       {"moved_with_pe", m.with_pe},
                       {"moved_without_pe", m.without_pe}});
-  return {{"same_tokens_reordered", c.reordered},
+  nlohmann::ordered_json j = {{"same_tokens_reordered", c.reordered},
           {"cosine", {{"with_pe", number_or_null(c.cosine_pe)}, {"without_pe", number_or_null(c.cosine_nope)}}},
           {"max_abs_diff", {{"with_pe", c.max_abs_diff_pe}, {"without_pe", c.max_abs_diff_nope}}},
           {"tokens", tokens}};
+  if (c.scored) {
+    j["pll"] = {{"a", {{"with_pe", c.pll_a_pe}, {"without_pe", c.pll_a_nope}}},
+                {"b", {{"with_pe", c.pll_b_pe}, {"without_pe", c.pll_b_nope}}}};
+    j["prefers"] = c.prefers;
+    j["verdict"] = c.verdict;
+  }
+  return j;
 }
 
 int cmd_compare(int argc, char** argv) {
@@ -180,9 +188,6 @@ int cmd_compare(int argc, char** argv) {
   const double cos_pe = c.cosine_pe, cos_nope = c.cosine_nope;
   const double diff_pe = c.max_abs_diff_pe, diff_nope = c.max_abs_diff_nope;
   const std::vector<Comparison::Move>& moves = c.moves;
-  // A model with a masked-language-model head can also say which order it finds more natural.
-  const bool head = pipeline.has_head() && pipeline.mask_id() >= 0;
-  const Preference pref = head ? prefer(pipeline, a, b, reordered) : Preference{};
 
   if (args.count("json")) {
     using ojson = nlohmann::ordered_json;  // keys in the order documented, not alphabetical
@@ -191,12 +196,6 @@ int cmd_compare(int argc, char** argv) {
     };
     ojson j = {{"a", side(texts[0], a)}, {"b", side(texts[1], b)}};
     j.update(comparison_json(c, a));
-    if (head) {
-      j["pll"] = {{"a", {{"with_pe", pref.a_pe}, {"without_pe", pref.a_nope}}},
-                  {"b", {{"with_pe", pref.b_pe}, {"without_pe", pref.b_nope}}}};
-      j["prefers"] = pref.prefers;
-      j["verdict"] = pref.verdict;
-    }
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
@@ -223,10 +222,10 @@ int cmd_compare(int argc, char** argv) {
       std::printf("  %s %5d %5d   %15.6f   %17.3g\n", pad_right(a.pieces[m.i], 14).c_str(), m.i, m.j, m.with_pe,
                   m.without_pe);
   }
-  if (head) {
+  if (c.scored) {
     std::printf("\npseudo-log-likelihood (ordo score; higher = more natural)   with positions   without positions\n");
-    std::printf("  A                                                   %15.4f   %17.4f\n", pref.a_pe, pref.a_nope);
-    std::printf("  B                                                   %15.4f   %17.4f\n", pref.b_pe, pref.b_nope);
+    std::printf("  A                                                   %15.4f   %17.4f\n", c.pll_a_pe, c.pll_a_nope);
+    std::printf("  B                                                   %15.4f   %17.4f\n", c.pll_b_pe, c.pll_b_nope);
   }
   std::printf("\n");
   if (a.ids.empty() || b.ids.empty()) {
@@ -252,7 +251,7 @@ int cmd_compare(int argc, char** argv) {
         "pooled cosine falls to %.4f: the order changes the result.\n",
         cos_nope, worst_moved, cos_pe);
   }
-  if (head) std::printf("%s\n", pref.verdict.c_str());
+  if (c.scored) std::printf("%s\n", c.verdict.c_str());
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include <ordo/ordo.h>
@@ -19,12 +20,19 @@ struct Comparison {
     double with_pe, without_pe;  // |h_i(A) − h_j(B)|
   };
   std::vector<Move> moves;  // one per piece of A when reordered, else none
+  // With a masked-language-model head: each text's pseudo-log-likelihood (ordo score) with and
+  // without positions, and which order the model prefers.
+  bool scored = false;
+  double pll_a_pe = 0, pll_b_pe = 0, pll_a_nope = 0, pll_b_nope = 0;
+  std::string prefers;  // "a", "b" or "neither", with positions
+  std::string verdict;  // one plain sentence
 };
 
 Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokenization& b);
 
 // The report's numbers as `ordo compare --json` prints them: same_tokens_reordered, cosine,
-// max_abs_diff and tokens, in that order (an undefined cosine is null).
+// max_abs_diff and tokens, in that order (an undefined cosine is null), then pll, prefers and
+// verdict when the model has a head.
 nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& a);
 
 }  // namespace ordo::cli
