@@ -30,7 +30,7 @@ import time
 D_MODEL, N_HEADS, D_FF, N_LAYERS = 64, 4, 256, 2
 MAX_LEN = 32             # pieces per training sequence (corpus.N)
 BATCH = 128              # sequences per step
-STEPS = 4000
+STEPS = 10000
 LR = 5e-3                # peak learning rate (AdamW)
 WARMUP = 300             # steps of linear warm-up, then cosine decay to LR_FLOOR·LR
 LR_FLOOR = 0.05
