@@ -87,6 +87,25 @@ Run run(Pipeline& pipeline, const Tokenization& tokens, bool positions) {
   return r;
 }
 
+// For each <mask> piece, the head's top 5 pieces there (an empty list without a head or a mask).
+nlohmann::json predictions(Pipeline& pipeline, const Tokenization& tokens, bool positions) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!pipeline.has_head() || pipeline.mask_id() < 0) return out;
+  std::vector<Row> rows;
+  for (int t = 0; t < int(tokens.ids.size()); ++t)
+    if (tokens.ids[t] == pipeline.mask_id()) rows.push_back({0, t});
+  if (rows.empty()) return out;
+  const int V = pipeline.model().config().vocab_size;
+  const std::vector<float> z = pipeline.logits({tokens.ids}, rows, positions);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& [id, p] : top_k(z.data() + i * size_t(V), V, 5))
+      top.push_back({{"piece", pipeline.tokenizer().piece(id)}, {"id", id}, {"probability", p}});
+    out.push_back({{"position", rows[i].position}, {"top", top}});
+  }
+  return out;
+}
+
 nlohmann::json model_json(const Config& c, const std::string& name) {
   return {{"name", name},
           {"d_model", c.d_model},
@@ -101,7 +120,7 @@ nlohmann::json model_json(const Config& c, const std::string& name) {
           {"pe_layout", to_string(c.pe_layout)},
           {"pe_base", c.pe_base},
           {"scale_embedding", c.scale_embedding},
-          {"masked_lm", false}};
+          {"masked_lm", c.head == Head::MaskedLM}};
 }
 
 // One text's part of the page: its pieces, both runs, and how its outputs differ between them.
@@ -120,8 +139,8 @@ nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Toke
       {"text", text},
       {"pieces", tokens.pieces},
       {"ids", tokens.ids},
-      {"with_pe", {{"attention", std::move(with.attention)}, {"predictions", nlohmann::json::array()}}},
-      {"without_pe", {{"attention", std::move(without.attention)}, {"predictions", nlohmann::json::array()}}},
+      {"with_pe", {{"attention", std::move(with.attention)}, {"predictions", predictions(pipeline, tokens, true)}}},
+      {"without_pe", {{"attention", std::move(without.attention)}, {"predictions", predictions(pipeline, tokens, false)}}},
       {"outputs",
        {{"cosine", cos}, {"distance", dist}, {"pooled_cosine", cosine(pooled_with.data(), pooled_without.data(), d)}}}};
 }
@@ -164,7 +183,9 @@ int cmd_view(int argc, char** argv) {
   std::vector<Tokenization> tokens;
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string where = "argument " + std::to_string(i + 1);
-    tokens.push_back(pipeline.tokenize(texts[i], where));
+    // "<mask>" marks a piece for the head to fill in (ordo fill's rule), when the model has one.
+    tokens.push_back(pipeline.has_head() && pipeline.mask_id() >= 0 ? pipeline.tokenize_masked(texts[i], where)
+                                                                    : pipeline.tokenize(texts[i], where));
     const int S = int(tokens.back().ids.size());
     if (S == 0) throw InputError(where, "the text has no pieces to show");
     // The model's (or the machine's) limit, and the page's own: each map holds S² numbers.

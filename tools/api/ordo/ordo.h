@@ -186,7 +186,8 @@ class Pipeline {
   // positions = false (or a model without positions) sees no order: a permutation of a sequence
   // only permutes its outputs. Each such sequence then runs with its ids sorted (the rows mapped
   // to match), so any reordering of the same pieces gives bit-identical logits at the same piece,
-  // not values that differ in the last bits by summation order.
+  // not values that differ in the last bits by summation order; a row asked for twice, or equal to
+  // another without order, is computed once.
   // Throws InputError for an id out of range or a sequence past a learned position table.
   std::vector<float> logits(const std::vector<std::vector<int32_t>>& ids, const std::vector<Row>& rows,
                             bool positions = true);
