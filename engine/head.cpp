@@ -1,7 +1,7 @@
-#include <ordo/engine/head.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include <ordo/engine/head.h>
 
 #include "engine/kernels/blas.h"
 

@@ -2,11 +2,12 @@
 // reference, tools/train/evaluate.py (its SplitMix64, mask_positions, shuffled and swapped), for the
 // ids and line numbers below; the counts and ranks by hand.
 #include <gtest/gtest.h>
-#include <ordo/eval.h>
 
 #include <algorithm>
 #include <fstream>
 #include <numeric>
+
+#include <ordo/eval.h>
 
 #include "engine/init.h"
 

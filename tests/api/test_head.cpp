@@ -2,11 +2,12 @@
 // On small random models with a head (every tensor random) and the default tokenizer, whose
 // <mask> piece they use; the trained model's behaviour is tested through the command line.
 #include <gtest/gtest.h>
-#include <ordo/ordo.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+
+#include <ordo/ordo.h>
 
 #include "engine/init.h"
 #include "engine/reference.h"

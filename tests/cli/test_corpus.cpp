@@ -93,8 +93,7 @@ TEST_P(Odd, LoadsAndEncodes) {
   ASSERT_EQ(r.status, 0) << r.err;
   // Only notes on stderr: an empty line's text has no tokens and no vector, and says so.
   std::istringstream err(r.err);
-  for (std::string line; std::getline(err, line);)
-    EXPECT_EQ(line.rfind("note: ", 0), 0u) << r.err;
+  for (std::string line; std::getline(err, line);) EXPECT_EQ(line.rfind("note: ", 0), 0u) << r.err;
   std::istringstream out(r.out);
   int n = 0;
   for (std::string line; std::getline(out, line); ++n) {

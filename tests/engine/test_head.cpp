@@ -1,11 +1,12 @@
 // The masked-language-model head: config key, the head.bias tensor, and the fast logits
 // (cblas_sgemm) against the plain double ones of engine/reference.h.
 #include <gtest/gtest.h>
+
+#include <cmath>
+
 #include <ordo/engine/encoder.h>
 #include <ordo/engine/head.h>
 #include <ordo/errors.h>
-
-#include <cmath>
 
 #include "engine/init.h"
 #include "engine/reference.h"

@@ -1,6 +1,7 @@
 // The <mask> piece and text with literal <mask> markers (what `ordo fill` reads), and byte
 // pieces, in the default tokenizer.
 #include <gtest/gtest.h>
+
 #include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 

@@ -1,13 +1,13 @@
 // The held-out evaluation rule of <ordo/eval.h>, and the batched runs that apply it.
-#include <ordo/engine/init.h>
-#include <ordo/errors.h>
-#include <ordo/eval.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <utility>
+
+#include <ordo/engine/init.h>
+#include <ordo/errors.h>
+#include <ordo/eval.h>
 
 namespace ordo::eval {
 

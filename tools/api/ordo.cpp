@@ -5,9 +5,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <numeric>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -348,8 +348,7 @@ std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids
   }
   std::vector<float> z(unique.size() * size_t(V));
   mlm_logits(z.data(), gathered.data(), int(unique.size()), model_);
-  for (size_t i = 0; i < rows.size(); ++i)
-    std::copy_n(z.data() + size_t(source[i]) * V, V, out.data() + i * size_t(V));
+  for (size_t i = 0; i < rows.size(); ++i) std::copy_n(z.data() + size_t(source[i]) * V, V, out.data() + i * size_t(V));
   return out;
 }
 

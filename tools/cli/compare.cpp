@@ -140,10 +140,11 @@ nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& 
                       {"position_b", m.j},
                       {"moved_with_pe", m.with_pe},
                       {"moved_without_pe", m.without_pe}});
-  nlohmann::ordered_json j = {{"same_tokens_reordered", c.reordered},
-          {"cosine", {{"with_pe", number_or_null(c.cosine_pe)}, {"without_pe", number_or_null(c.cosine_nope)}}},
-          {"max_abs_diff", {{"with_pe", c.max_abs_diff_pe}, {"without_pe", c.max_abs_diff_nope}}},
-          {"tokens", tokens}};
+  nlohmann::ordered_json j = {
+      {"same_tokens_reordered", c.reordered},
+      {"cosine", {{"with_pe", number_or_null(c.cosine_pe)}, {"without_pe", number_or_null(c.cosine_nope)}}},
+      {"max_abs_diff", {{"with_pe", c.max_abs_diff_pe}, {"without_pe", c.max_abs_diff_nope}}},
+      {"tokens", tokens}};
   if (c.scored) {
     j["pll"] = {{"a", {{"with_pe", c.pll_a_pe}, {"without_pe", c.pll_a_nope}}},
                 {"b", {{"with_pe", c.pll_b_pe}, {"without_pe", c.pll_b_nope}}}};

@@ -1,15 +1,15 @@
 // ordo eval: held-out masked accuracy, word-order preferences and accuracy by position, for one or
 // more models with a masked-language-model head. The rule is <ordo/eval.h>'s; this file reads the
 // file, runs it for each model and prints the tables (or JSON, or a chart).
-#include <ordo/errors.h>
-#include <ordo/eval.h>
-#include <ordo/ordo.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+#include <ordo/eval.h>
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 #include "tools/teach/figure.h"

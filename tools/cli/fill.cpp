@@ -1,10 +1,10 @@
 // ordo fill: the masked-language-model head's top pieces for each <mask> of a text.
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
-
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 #include "tools/cli/json_out.h"

@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
       std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
       return 2;
     } catch (const cxxopts::exceptions::parsing& e) {
-      std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << dash_hint(name, argc, argv) << "\n";
+      std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << dash_hint(name, argc, argv)
+                << "\n";
       return 2;
     } catch (const cxxopts::exceptions::exception& e) {
       std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";

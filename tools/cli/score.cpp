@@ -1,10 +1,10 @@
 // ordo score: each text's pseudo-log-likelihood under the masked-language-model head.
-#include <ordo/errors.h>
-#include <ordo/ordo.h>
-
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
 

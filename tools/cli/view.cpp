@@ -140,7 +140,8 @@ nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Toke
       {"pieces", tokens.pieces},
       {"ids", tokens.ids},
       {"with_pe", {{"attention", std::move(with.attention)}, {"predictions", predictions(pipeline, tokens, true)}}},
-      {"without_pe", {{"attention", std::move(without.attention)}, {"predictions", predictions(pipeline, tokens, false)}}},
+      {"without_pe",
+       {{"attention", std::move(without.attention)}, {"predictions", predictions(pipeline, tokens, false)}}},
       {"outputs",
        {{"cosine", cos}, {"distance", dist}, {"pooled_cosine", cosine(pooled_with.data(), pooled_without.data(), d)}}}};
 }

@@ -22,10 +22,10 @@
 // tools/train/evaluate.py is the same rule in Python.
 #pragma once
 
-#include <ordo/ordo.h>
-
 #include <cstdint>
 #include <vector>
+
+#include <ordo/ordo.h>
 
 namespace ordo {
 
