@@ -232,5 +232,36 @@ TEST(View, ALearnedTableLimitsThePieces) {
       << r.err;
 }
 
+// A <mask> in the text: the page holds the head's top 5 there, with and without positions, the
+// same pieces and probabilities as `ordo fill --json` gives; an ordinary piece has none.
+TEST(View, MaskPredictionsAreWhatOrdoFillGives) {
+  const std::string text = "the <mask> sat on the mat.";
+  test::TempDir dir;
+  const std::string path = dir.path + "/mask.html";
+  const auto r = run_ordo("view " + quote(text) + " --html " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json d = page_data(read_file(path));
+  EXPECT_EQ(d["model"]["masked_lm"], true);
+  for (const auto& [run, flag] : {std::pair{"with_pe", ""}, std::pair{"without_pe", " --no-pe"}}) {
+    SCOPED_TRACE(run);
+    const auto fill = run_ordo("fill --json" + std::string(flag) + " " + quote(text));
+    ASSERT_EQ(fill.status, 0) << fill.err;
+    const json want = json::parse(fill.out)["masks"];
+    const json& got = d["texts"][0][run]["predictions"];
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0]["position"], want[0]["position"]);
+    EXPECT_EQ(d["texts"][0]["pieces"][got[0]["position"].get<int>()], "<mask>");
+    ASSERT_EQ(got[0]["top"].size(), 5u);
+    for (size_t k = 0; k < 5; ++k) {
+      EXPECT_EQ(got[0]["top"][k]["piece"], want[0]["top"][k]["piece"]);
+      EXPECT_EQ(got[0]["top"][k]["id"], want[0]["top"][k]["id"]);
+      EXPECT_NEAR(got[0]["top"][k]["probability"].get<double>(), want[0]["top"][k]["prob"].get<double>(), 1e-6);
+    }
+  }
+  // Without a <mask>, no predictions.
+  EXPECT_TRUE(pair_data()["texts"][0]["with_pe"]["predictions"].empty());
+}
+
 }  // namespace
 }  // namespace ordo
