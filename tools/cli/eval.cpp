@@ -235,7 +235,7 @@ int cmd_eval(int argc, char** argv) {
         last = std::max(last, b.to + 1);
       }
       if (m.report.buckets.empty() && m.report.left_out > 0)
-        s.name += " (no line within its " + std::to_string(m.report.limit) + " positions)";
+        s.name += " (no text fits its " + std::to_string(m.report.limit) + " positions)";
       chart.series.push_back(std::move(s));
     }
     chart.x_min = 0;
