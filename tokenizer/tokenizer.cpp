@@ -62,7 +62,7 @@ Tokenizer Tokenizer::parse(const std::string& bytes, const std::string& path) {
   return t;
 }
 
-Tokenization Tokenizer::encode(std::string_view text, const std::string& where) const {
+Tokenization Tokenizer::encode(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
   size_t bad = 0;
   if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
   Tokenization out;
@@ -72,6 +72,7 @@ Tokenization Tokenizer::encode(std::string_view text, const std::string& where) 
   for (const auto& p : spt.pieces()) {
     out.pieces.push_back(p.piece());
     out.ids.push_back(static_cast<int32_t>(p.id()));
+    if (spans) spans->push_back({p.begin(), p.end()});
   }
   return out;
 }
@@ -84,6 +85,9 @@ int Tokenizer::bos_id() const {
 }
 int Tokenizer::eos_id() const {
   return sp_->eos_id();
+}
+int Tokenizer::unk_id() const {
+  return sp_->unk_id();
 }
 int Tokenizer::mask_id() const {
   // PieceToId answers the unknown piece's id for a piece it does not hold: check the way back.

@@ -22,6 +22,16 @@ struct Tokenization {
   std::vector<int32_t> ids;
 };
 
+// Where a piece came from: bytes [begin, end) of the text as given, before sentencepiece
+// normalizes it (so "Ａ" is 3 bytes for the piece "▁A"). A piece owns the spaces before it (the
+// "▁" it starts with), except the "▁" sentencepiece puts before the first word, which has no byte;
+// spaces at the text's ends belong to no piece. A character spelt by byte fallback (<0xE6> <0x97>
+// <0xA5> for 日) is owned by its last byte piece; the others, and BOS and EOS, have begin == end.
+struct Span {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
 class Tokenizer {
  public:
   // Throws InputError naming the file if it is missing or not a sentencepiece model.
@@ -32,12 +42,16 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // Invalid UTF-8 is an InputError ("<where>: ...") rather than silently replaced.
-  Tokenization encode(std::string_view text, const std::string& where = "input") const;
+  // Invalid UTF-8 is an InputError ("<where>: ...") rather than silently replaced. `spans`, if
+  // given, receives each piece's bytes in `text`.
+  Tokenization encode(std::string_view text, const std::string& where = "input",
+                      std::vector<Span>* spans = nullptr) const;
 
   int size() const;    // number of pieces
   int bos_id() const;  // -1 when the model has none
   int eos_id() const;
+  // The piece for text the vocabulary cannot spell (<unk>); with byte fallback, text never needs it.
+  int unk_id() const;
   // The control piece `<mask>` a masked language model was trained to fill: its id, or -1 when
   // the model has none. Ordinary text never produces it (encode("<mask>") gives ▁ < ma s k >).
   int mask_id() const;

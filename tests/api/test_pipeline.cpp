@@ -1,6 +1,7 @@
 // The library, <ordo/ordo.h>: text in, vectors out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -20,6 +21,35 @@ TEST(Pool, MeanFirstAndNone) {
   EXPECT_EQ(pool(rows, 0, 2, Pooling::Mean), (std::vector<float>{0, 0})) << "no tokens: zeros";
   EXPECT_EQ(pool(rows, 0, 2, Pooling::First), (std::vector<float>{0, 0}));
   EXPECT_TRUE(pool(rows, 0, 2, Pooling::None).empty());
+}
+
+// Max: each dimension's largest value, whichever row holds it; hand-computed.
+TEST(Pool, Max) {
+  const float rows[] = {1, 2, 3, 4, 8, -3};  // (3, 2): column 0 peaks in row 2, column 1 in row 1
+  EXPECT_EQ(pool(rows, 3, 2, Pooling::Max), (std::vector<float>{8, 4}));
+  const float negative[] = {-5, -1, -2, -7, -3, -4};  // (2, 3): all below zero, so not max(0, ...)
+  EXPECT_EQ(pool(negative, 2, 3, Pooling::Max), (std::vector<float>{-5, -1, -2}));
+  EXPECT_EQ(pool(rows, 1, 2, Pooling::Max), (std::vector<float>{1, 2})) << "one row: itself";
+  EXPECT_EQ(pool(rows, 0, 2, Pooling::Max), (std::vector<float>{0, 0})) << "no tokens: zeros";
+}
+
+// Through the pipeline: the max-pooled vector is the column maxima of the text's own rows.
+TEST(Pipeline, MaxPoolingIsColumnMaxOfRows) {
+  Pipeline pipeline(ORDO_DEFAULT_MODEL);
+  const std::vector<std::string> texts = {"the cat sat on the mat", "a"};
+  const auto rows = pipeline.encode(texts, Pooling::None);
+  const auto maxed = pipeline.encode(texts, Pooling::Max);
+  const int d = pipeline.model().config().d_model;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ASSERT_EQ(maxed[i].rows, 1);
+    ASSERT_EQ(int(maxed[i].values.size()), d);
+    ASSERT_GT(rows[i].rows, 0);
+    for (int j = 0; j < d; ++j) {
+      float m = rows[i].values[j];
+      for (int t = 1; t < rows[i].rows; ++t) m = std::max(m, rows[i].values[size_t(t) * d + j]);
+      EXPECT_FLOAT_EQ(maxed[i].values[j], m) << texts[i] << " dim " << j;
+    }
+  }
 }
 
 // Padding rows of a batch never reach a text's pooled vector: each equals the text run alone.

@@ -132,7 +132,7 @@ TEST(Cli, BadTextAndUsage) {
   EXPECT_EQ(stopped.err, "error: stdin: line 2: invalid UTF-8 at byte 4\n");
   EXPECT_EQ(test::count_lines(stopped.out), 1);
   EXPECT_EQ(json::parse(stopped.out)["text"], "ok");
-  expect_one_error(run_ordo("encode --pooling max" + kModel + "x"), "--pooling");
+  expect_one_error(run_ordo("encode --pooling maximum" + kModel + "x"), "--pooling");
   expect_one_error(run_ordo("compare" + kModel + "onlyone"), "two texts");
   expect_one_error(run_ordo("frobnicate"), "unknown command");
   expect_one_error(run_ordo("encode --max-tokens 3" + kModel + quote("the cat sat on the mat")), "--max-tokens 3");

@@ -48,6 +48,10 @@ std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
     std::copy_n(rows, size_t(L) * d, v.data());
   } else if (pooling == Pooling::First) {
     if (L > 0) std::copy_n(rows, d, v.data());
+  } else if (pooling == Pooling::Max) {
+    if (L > 0) std::copy_n(rows, d, v.data());
+    for (int t = 1; t < L; ++t)
+      for (int j = 0; j < d; ++j) v[j] = std::max(v[j], rows[size_t(t) * d + j]);
   } else if (L > 0) {
     std::vector<double> sum(d, 0.0);
     for (int t = 0; t < L; ++t)
@@ -180,18 +184,26 @@ Pipeline::Pipeline(const std::string& model_dir)
     throw InputError(where, "config sets add_eos but the tokenizer has no EOS piece");
 }
 
-Tokenization Pipeline::tokenize(std::string_view text, const std::string& where) const {
-  Tokenization t = tokenizer_.encode(text, where);
+Tokenization Pipeline::tokenize(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
+  if (spans) spans->clear();
+  Tokenization t = tokenizer_.encode(text, where, spans);
   const Config& c = model_.config();
   if (c.add_bos) {
     t.ids.insert(t.ids.begin(), tokenizer_.bos_id());
     t.pieces.insert(t.pieces.begin(), tokenizer_.piece(tokenizer_.bos_id()));
+    if (spans) spans->insert(spans->begin(), Span{0, 0});
   }
   if (c.add_eos) {
     t.ids.push_back(tokenizer_.eos_id());
     t.pieces.push_back(tokenizer_.piece(tokenizer_.eos_id()));
+    if (spans) spans->push_back(Span{text.size(), text.size()});
   }
   return t;
+}
+
+int Pipeline::unknown_pieces(const Tokenization& t) const {
+  const int unk = tokenizer_.unk_id();
+  return int(std::count(t.ids.begin(), t.ids.end(), unk));
 }
 
 int Pipeline::max_tokens() const {

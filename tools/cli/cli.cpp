@@ -118,11 +118,11 @@ std::vector<std::string> read_texts(const cxxopts::ParseResult& args, size_t max
   return texts;
 }
 
-std::string preview(const float* v, int n, int k) {
+std::string preview(const float* v, int n, int k, int precision) {
   std::string s = "[";
-  char buf[32];
+  char buf[96];  // a float's 39 integer digits, its sign and up to 50 after the point
   for (int i = 0; i < std::min(n, k); ++i) {
-    std::snprintf(buf, sizeof buf, "%s%8.4f", i ? ", " : "", v[i]);
+    std::snprintf(buf, sizeof buf, "%s%*.*f", i ? ", " : "", precision + 4, precision, v[i]);
     s += buf;
   }
   return s + (n > k ? ", ...]" : "]");

@@ -71,8 +71,9 @@ std::string one_line(const std::string& message);
 // "1 piece", "2 pieces": a count with its noun in the right number.
 std::string count(long long n, const std::string& one, const std::string& many);
 
-// Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values.
-std::string preview(const float* v, int n, int k = 8);
+// Formats a float vector for people: "[0.1234, -0.5678, ...]" with the first `k` values, each
+// with `precision` digits after the point.
+std::string preview(const float* v, int n, int k = 8, int precision = 4);
 
 // Columns of UTF-8 text on a terminal: one per code point ("▁the" is 4 wide, not 6 bytes), two for
 // East Asian wide characters (日本語 is 6), none for combining marks.
@@ -122,5 +123,6 @@ int cmd_fill(int argc, char** argv);
 int cmd_score(int argc, char** argv);
 int cmd_view(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 
 }  // namespace ordo::cli

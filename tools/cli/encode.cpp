@@ -1,8 +1,11 @@
-// ordo encode: texts -> vectors, pooled or one per token, human-readable or JSON.
+// ordo encode: texts -> vectors, pooled or one per token, as text for people, JSON lines, tab-separated
+// values or a NumPy .npy file.
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -11,6 +14,7 @@
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
+#include "common/atomic_file.h"
 #include "common/memory.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/json_out.h"
@@ -22,12 +26,73 @@ namespace {
 Pooling parse_pooling(const std::string& s) {
   if (s == "mean") return Pooling::Mean;
   if (s == "first") return Pooling::First;
+  if (s == "max") return Pooling::Max;
   if (s == "none") return Pooling::None;
-  throw UsageError("--pooling must be mean, first or none, got \"" + s + "\"");
+  throw UsageError("--pooling must be mean, first, max or none, got \"" + s + "\"");
 }
 
 const char* pooling_name(Pooling p) {
-  return p == Pooling::Mean ? "mean" : p == Pooling::First ? "first" : "none";
+  return p == Pooling::Mean ? "mean" : p == Pooling::First ? "first" : p == Pooling::Max ? "max" : "none";
+}
+
+enum class Format { Text, Jsonl, Npy, Tsv };
+
+Format parse_format(const std::string& s) {
+  if (s == "text") return Format::Text;
+  if (s == "jsonl") return Format::Jsonl;
+  if (s == "npy") return Format::Npy;
+  if (s == "tsv") return Format::Tsv;
+  throw UsageError("--format must be text, jsonl, npy or tsv, got \"" + s + "\"");
+}
+
+// How the results are written: the format, and digits after the point for text and tsv
+// (tsv: -1 is the shortest decimal that reads back as the same float, as in JSON).
+struct Output {
+  Format format = Format::Text;
+  int precision = 4;
+  Pooling pooling = Pooling::Mean;
+  int d = 0;
+};
+
+// A NumPy .npy file, format version 1.0: the magic string, the version, the header's length
+// (2 bytes, little-endian), the header (a Python dict literal, padded with spaces and ending in a
+// newline so that the data starts at a multiple of 64 bytes), then the floats as little-endian
+// IEEE 754 single precision ('<f4'), row after row (C order).
+std::string npy_bytes(const std::vector<float>& values, size_t rows, int d) {
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " + std::to_string(d) + "), }";
+  const size_t prefix = 10;  // magic (6), version (2), header length (2)
+  header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += char(header.size() & 0xff);
+  out += char(header.size() >> 8);
+  out += header;
+  out.reserve(out.size() + values.size() * 4);
+  for (float f : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    for (int k = 0; k < 4; ++k) out += char((bits >> (8 * k)) & 0xff);
+  }
+  return out;
+}
+
+// One row of tab-separated values.
+void tsv_row(std::string& out, const float* v, int d, int precision) {
+  char buf[96];
+  for (int j = 0; j < d; ++j) {
+    if (j) out += '\t';
+    if (precision < 0) {
+      const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v[j]);
+      out.append(buf, ec == std::errc() ? end : buf);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.*f", precision, v[j]);
+      out += buf;
+    }
+  }
+  out += '\n';
 }
 
 // Texts run in batches of similar length, so little compute goes to padding; the results come
@@ -114,13 +179,14 @@ Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules
   return t;
 }
 
-// One text's result as `ordo encode` prints it.
-// Keys in the documented order: text, truncated (when cut), pieces, ids, embedding or hidden. A
-// text of no tokens has no vector: its embedding is null, not zeros.
-void format(std::string& out, const std::string& text, bool truncated, const Encoded& e, int d, Pooling pooling,
-            bool json) {
+// One text's result as `ordo encode` prints it (npy rows are gathered by the caller).
+// JSON keys in the documented order: text, truncated (when cut), pieces, ids, embedding or hidden.
+// A text of no tokens has no vector: its embedding is null, not zeros, and its tsv line is empty.
+void format(std::string& out, const std::string& text, bool truncated, const Encoded& e, int unknown, const Output& o) {
   const bool empty = e.tokens.ids.empty();
-  if (json) {
+  const int d = o.d;
+  const Pooling pooling = o.pooling;
+  if (o.format == Format::Jsonl) {
     using ojson = nlohmann::ordered_json;
     ojson j = {{"text", text}};
     if (truncated) j["truncated"] = true;
@@ -137,9 +203,15 @@ void format(std::string& out, const std::string& text, bool truncated, const Enc
     out += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     return;
   }
+  if (o.format == Format::Tsv) {
+    if (empty && pooling != Pooling::None) out += "\n";
+    for (int r = 0; r < (empty ? 0 : e.rows); ++r) tsv_row(out, e.values.data() + size_t(r) * d, d, o.precision);
+    return;
+  }
   out += "\"" + text + "\"" + (truncated ? " (truncated)" : "") + "\n  " +
          count(long(e.tokens.ids.size()), "piece", "pieces") + ":";
   for (const std::string& p : e.tokens.pieces) out += " " + p;
+  if (unknown > 0) out += "  (" + count(unknown, "unknown piece", "unknown pieces") + ")";
   out += "\n";
   if (empty && pooling != Pooling::None) {
     out += "  no tokens, so no vector\n";
@@ -149,29 +221,41 @@ void format(std::string& out, const std::string& text, bool truncated, const Enc
     const float* v = e.values.data() + size_t(r) * d;
     double sq = 0;
     for (int j = 0; j < d; ++j) sq += double(v[j]) * v[j];
-    char norm[64];
-    std::snprintf(norm, sizeof norm, "  |v| = %.4f", std::sqrt(sq));
+    char norm[96];
+    std::snprintf(norm, sizeof norm, "  |v| = %.*f", o.precision, std::sqrt(sq));
     const std::string label =
         pooling == Pooling::None ? "  " + e.tokens.pieces[r] + ": "
                                  : std::string("  ") + pooling_name(pooling) + "-pooled, d=" + std::to_string(d) + ": ";
-    out += label + preview(v, d) + norm + "\n";
+    out += label + preview(v, d, 8, o.precision) + norm + "\n";
   }
 }
 
 }  // namespace
 
 int cmd_encode(int argc, char** argv) {
-  cxxopts::Options o("ordo encode",
-                     "Encode texts into vectors. Texts come from the arguments, else one per line from --input FILE "
-                     "or stdin, read, encoded and printed a few thousand lines at a time, in input order. A bad line "
-                     "stops the command after everything before it is printed (exit 2); with --skip-bad it is "
-                     "reported on stderr and left out, and the command ends with exit 2 once the rest is printed.");
+  cxxopts::Options o(
+      "ordo encode",
+      "Encode texts into vectors. Texts come from the arguments, else one per line from --input FILE or stdin, "
+      "read, encoded and printed a few thousand lines at a time, in input order; on a long input, when stderr is a "
+      "terminal, a count of the texts encoded so far is shown there. A bad line stops the command after everything "
+      "before it is printed (exit 2); with --skip-bad it is reported on stderr and left out, and the command ends "
+      "with exit 2 once the rest is printed.\n\nFormats: text (for people: the pieces, the first 8 values and the "
+      "length |v|); jsonl (one JSON object per text); tsv (one line per text, the d values tab-separated, no "
+      "header; an empty line for a text of no tokens); npy (a NumPy array of float32, shape (texts, d), a text of "
+      "no tokens a row of NaN). With --pooling none, tsv and npy have one row per token, the texts' tokens in input "
+      "order, so npy's shape is (total tokens, d). npy is written once every text is encoded, so it holds all "
+      "the vectors in memory (rows x d x 4 bytes); it goes to --output FILE (written whole or not at all) or to "
+      "stdout when that is not a terminal.");
   add_model_options(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
-      "pooling", "mean | first | none (one vector per token)", cxxopts::value<std::string>()->default_value("mean"))(
-      "normalize", "scale each vector to unit L2 length")("no-pe", "skip the positional encoding (ablation)")(
-      "json", "one JSON object per text, in input order")("max-tokens", "longest text accepted, in tokens",
-                                                          cxxopts::value<int>()->default_value("8192"))(
+      "pooling", "mean | first | max | none (one vector per token)",
+      cxxopts::value<std::string>()->default_value("mean"))("normalize", "scale each vector to unit L2 length")(
+      "no-pe", "skip the positional encoding (ablation)")("format", "text | jsonl | tsv | npy",
+                                                          cxxopts::value<std::string>()->default_value("text"))(
+      "json", "the same as --format jsonl")(
+      "precision", "digits after the point, for text (default 4) and tsv (default: as many as the float needs)",
+      cxxopts::value<int>())("output", "with --format npy: write the array to FILE", cxxopts::value<std::string>())(
+      "max-tokens", "longest text accepted, in tokens", cxxopts::value<int>()->default_value("8192"))(
       "truncate", "cut texts longer than --max-tokens instead of failing")(
       "skip-bad", "leave out lines that cannot be encoded (each named on stderr) instead of stopping at the first")(
       "texts", "texts", cxxopts::value<std::vector<std::string>>());
@@ -181,6 +265,32 @@ int cmd_encode(int argc, char** argv) {
   if (!parse(o, argc, argv, args)) return 0;
 
   const Pooling pooling = parse_pooling(args["pooling"].as<std::string>());
+  Output output;
+  output.pooling = pooling;
+  output.format = parse_format(args["format"].as<std::string>());
+  if (args.count("json")) {
+    if (args.count("format") && output.format != Format::Jsonl)
+      throw UsageError("--json is --format jsonl; it cannot go with --format " + args["format"].as<std::string>());
+    output.format = Format::Jsonl;
+  }
+  const bool npy = output.format == Format::Npy;
+  constexpr int kMaxPrecision = 40;
+  if (args.count("precision")) {
+    if (output.format != Format::Text && output.format != Format::Tsv)
+      throw UsageError("--precision is for --format text and tsv (jsonl and npy keep every float exactly)");
+    output.precision = args["precision"].as<int>();
+    if (output.precision < 0 || output.precision > kMaxPrecision)
+      throw UsageError("--precision must be in 0 .. " + std::to_string(kMaxPrecision) + ", got " +
+                       std::to_string(output.precision));
+  } else if (output.format == Format::Tsv) {
+    output.precision = -1;
+  }
+  const std::string output_file = args.count("output") ? args["output"].as<std::string>() : "";
+  if (args.count("output") && !npy)
+    throw UsageError("--output is for --format npy (the other formats stream to stdout: redirect it)");
+  if (args.count("output") && output_file.empty()) throw UsageError("--output needs a file name");
+  if (npy && output_file.empty() && ::isatty(STDOUT_FILENO))
+    throw UsageError("--format npy writes binary data: give --output FILE, or redirect stdout to a file");
   const int max_tokens = args["max-tokens"].as<int>();
   if (max_tokens <= 0) throw UsageError("--max-tokens must be positive");
   set_num_threads(threads_option(args));
@@ -194,12 +304,31 @@ int cmd_encode(int argc, char** argv) {
   rules.advice = flag_limits ? "raise it, or add --truncate" : "add --truncate to cut it";
   rules.max_bytes = max_text_bytes(rules.limit);
   rules.truncate = args.count("truncate");
-  const bool skip_bad = args.count("skip-bad"), json = args.count("json"), normalize = args.count("normalize");
+  const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize");
   if (args.count("texts") && args.count("input"))
     throw UsageError("give texts as arguments or --input FILE, not both (the file's lines would be ignored)");
   EncodeOptions options;
   options.positions = !args.count("no-pe");
   const int d = pipeline.model().config().d_model;
+  output.d = d;
+  std::vector<float> npy_values;  // --format npy: every row, written at the end
+  size_t npy_rows = 0;
+  auto write_npy = [&] {
+    if (!npy) return;
+    const std::string bytes = npy_bytes(npy_values, npy_rows, d);
+    if (output_file.empty()) {
+      std::cout.write(bytes.data(), std::streamsize(bytes.size()));
+      std::cout.flush();
+    } else {
+      write_atomically(output_file, [&](std::FILE* f) { std::fwrite(bytes.data(), 1, bytes.size(), f); });
+    }
+  };
+  // What a text of no tokens gets, for the note on stderr.
+  const char* no_vector = pooling == Pooling::None         ? ""
+                          : output.format == Format::Jsonl ? " (null)"
+                          : output.format == Format::Tsv   ? " (an empty line)"
+                          : output.format == Format::Npy   ? " (a row of NaN)"
+                                                           : "";
 
   TextSource source(args, rules.max_bytes);
   const bool progress = ::isatty(STDERR_FILENO);
@@ -231,8 +360,8 @@ int cmd_encode(int argc, char** argv) {
         Tokenization t = prepare(pipeline, line, rules, &cut);
         if (t.ids.empty()) {
           end_progress();
-          std::cerr << "note: " << one_line(line.where) << ": the text has no tokens, so it has no vector"
-                    << (json && pooling != Pooling::None ? " (null)" : "") << "\n";
+          std::cerr << "note: " << one_line(line.where) << ": the text has no tokens, so it has no vector" << no_vector
+                    << "\n";
         }
         truncated.push_back(cut);
         window_tokens += t.ids.size();
@@ -256,9 +385,22 @@ int cmd_encode(int argc, char** argv) {
     }
     const std::vector<Encoded> out = encode_all(pipeline, std::move(tokens), pooling, normalize, options);
     std::string text_out;
-    for (size_t i = 0; i < out.size(); ++i) format(text_out, texts[i], truncated[i], out[i], d, pooling, json);
-    std::cout << text_out << std::flush;
-    if (!std::cout) return 1;  // stdout is gone (a full disk): main names it
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (npy) {
+        const bool none = out[i].tokens.ids.empty() && pooling != Pooling::None;
+        if (none)
+          npy_values.insert(npy_values.end(), size_t(d), std::nanf(""));
+        else
+          npy_values.insert(npy_values.end(), out[i].values.begin(), out[i].values.end());
+        npy_rows += none ? 1 : size_t(out[i].rows);
+        continue;
+      }
+      format(text_out, texts[i], truncated[i], out[i], pipeline.unknown_pieces(out[i].tokens), output);
+    }
+    if (!npy) {
+      std::cout << text_out << std::flush;
+      if (!std::cout) return 1;  // stdout is gone (a full disk): main names it
+    }
     encoded += out.size();
     if (progress && encoded >= 1000) {
       std::cerr << "\rencoded " << encoded << " texts" << std::flush;
@@ -266,10 +408,13 @@ int cmd_encode(int argc, char** argv) {
     }
     if (stop) {
       end_progress();
+      write_npy();  // the texts before the bad line, as the other formats print them
       std::rethrow_exception(stop);
     }
   }
   end_progress();
+  write_npy();
+  if (!std::cout) return 1;
   if (skipped_count > 0) {
     std::string list;
     for (const std::string& s : skipped) list += (list.empty() ? "" : ", ") + s;

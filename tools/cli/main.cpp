@@ -20,7 +20,8 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"encode", ordo::cli::cmd_encode, "texts -> vectors (pooled or per token), human-readable or JSON"},
+    {"encode", ordo::cli::cmd_encode, "texts -> vectors (pooled or per token): text, JSON lines, TSV or NumPy .npy"},
+    {"tokenize", ordo::cli::cmd_tokenize, "texts -> pieces, ids and the bytes of the text each piece came from"},
     {"compare", ordo::cli::cmd_compare, "the word-order report: two texts with and without positional encoding"},
     {"pe", ordo::cli::cmd_pe, "the sinusoidal positional-encoding table"},
     {"init", ordo::cli::cmd_init, "write a random model from a config and a seed"},

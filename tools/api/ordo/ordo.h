@@ -38,9 +38,10 @@ std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODE
 // How a text's rows of hidden states (L, d) become its result:
 //   Mean:  v = (1/L)·Σ_t h_t   (d)
 //   First: v = h_0             (d)
+//   Max:   v_j = max_t h_t,j   (d; each dimension on its own)
 //   None:  the rows themselves (L, d)
-// A text of no tokens pools to zeros (Mean, First) or to no rows (None).
-enum class Pooling { Mean, First, None };
+// A text of no tokens pools to zeros (Mean, First, Max) or to no rows (None).
+enum class Pooling { Mean, First, None, Max };
 std::vector<float> pool(const float* rows /* (L, d) */, int L, int d, Pooling pooling);
 
 // The lines of a text stream, one at a time, so that input of any length is read in bounded
@@ -140,8 +141,12 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Pieces and ids of one text, with BOS/EOS when the config asks for them.
-  Tokenization tokenize(std::string_view text, const std::string& where = "input") const;
+  // Pieces and ids of one text, with BOS/EOS when the config asks for them. `spans`, if given,
+  // receives each piece's bytes in `text` (Span, tokenizer.h): BOS is [0, 0), EOS [n, n).
+  Tokenization tokenize(std::string_view text, const std::string& where = "input",
+                        std::vector<Span>* spans = nullptr) const;
+  // How many of t's pieces are the tokenizer's unknown piece (<unk>).
+  int unknown_pieces(const Tokenization& t) const;
 
   // The most tokens one text can have with this model on this machine: the model's learned
   // position table (max_positions) where it has one, and the working memory of the text's
