@@ -1,12 +1,15 @@
 // Runs the built `ordo` binary and captures what it prints.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace ordo::test {
 
@@ -51,6 +54,24 @@ inline int count_lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';
   return n;
+}
+
+// One JSON value per line of `out` (what --json prints: one object per text).
+inline std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// A run that failed as bad input must: exit 2, one "error:" line that mentions `must_mention`, and
+// nothing on stdout.
+inline void expect_one_error(const Run& r, const std::string& must_mention) {
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing should be half-written";
 }
 
 }  // namespace ordo::test

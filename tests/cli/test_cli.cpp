@@ -10,18 +10,14 @@
 namespace ordo {
 namespace {
 
+using test::expect_one_error;
+using test::json_lines;
+
 using nlohmann::json;
 using test::quote;
 using test::run_ordo;
 
 const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
-
-std::vector<json> json_lines(const std::string& out) {
-  std::vector<json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
-}
 
 TEST(Cli, EncodeJsonHasTheFieldsInInputOrder) {
   const auto r = run_ordo("encode --json" + kModel + quote("the cat sat on the mat") + " " + quote("a dog"));
@@ -96,14 +92,6 @@ TEST(Cli, DifferentTokensAreNotCalledReordered) {
   const auto r = run_ordo("compare --json" + kModel + quote("the cat sat") + " " + quote("a dog ran"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_FALSE(json::parse(r.out)["same_tokens_reordered"].get<bool>());
-}
-
-void expect_one_error(const test::Run& r, const std::string& must_mention) {
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "") << "nothing should be half-written";
 }
 
 TEST(Cli, BadModelsGiveOneErrorLineAndExitTwo) {

@@ -11,6 +11,8 @@
 namespace ordo {
 namespace {
 
+using test::expect_one_error;
+
 using nlohmann::json;
 using test::quote;
 using test::run_ordo;
@@ -25,14 +27,6 @@ std::string heldout_slice(const test::TempDir& dir, size_t n, const std::string&
   size_t k = 0;
   for (std::string line; k < n && std::getline(in, line); ++k) out << line << "\n";
   return path;
-}
-
-void expect_one_error(const test::Run& r, const std::string& must_mention) {
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "") << "nothing should be half-written";
 }
 
 TEST(Eval, ThreeModelsAsJson) {

@@ -14,16 +14,11 @@
 namespace ordo {
 namespace {
 
+using test::json_lines;
+
 using nlohmann::json;
 using test::quote;
 using test::run_ordo;
-
-std::vector<json> json_lines(const std::string& out) {
-  std::vector<json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
-}
 
 class FillScore : public testing::Test {
  protected:

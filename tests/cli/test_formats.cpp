@@ -14,19 +14,14 @@
 namespace ordo {
 namespace {
 
+using test::json_lines;
+
 using nlohmann::json;
 using test::quote;
 using test::run_ordo;
 
 const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
 const std::string kTexts = " " + quote("the cat sat on the mat") + " " + quote("a") + " " + quote("dogs bark");
-
-std::vector<json> json_lines(const std::string& out) {
-  std::vector<json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
-}
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;

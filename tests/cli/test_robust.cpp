@@ -15,6 +15,8 @@
 namespace ordo {
 namespace {
 
+using test::json_lines;
+
 using test::quote;
 using test::run_ordo;
 
@@ -62,13 +64,6 @@ TEST(Input, ClosedPipeEndsQuietly) {
   std::ifstream err(dir.path + "/err");
   const std::string err_text((std::istreambuf_iterator<char>(err)), {});
   EXPECT_EQ(err_text, "") << "a reader that went away is not an error";
-}
-
-std::vector<nlohmann::json> json_lines(const std::string& out) {
-  std::vector<nlohmann::json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
 }
 
 // Texts of 0 to 40 words, from a fixed-seed generator: more lines than one window of `encode`.

@@ -9,6 +9,8 @@
 namespace ordo {
 namespace {
 
+using test::json_lines;
+
 using nlohmann::json;
 using test::quote;
 using test::run_ordo;
@@ -16,13 +18,6 @@ using test::run_ordo;
 const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
 const std::string kTiny = std::string(" --model ") + ORDO_SOURCE_DIR + "/tests/corpus/odd/bos_eos ";
 const std::string kSpace = "\xE2\x96\x81";  // ▁
-
-std::vector<json> json_lines(const std::string& out) {
-  std::vector<json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
-}
 
 // Each piece is the text's bytes at its offsets with each space written ▁; the first word's piece
 // has the ▁ sentencepiece puts before it, which owns no byte. The offsets run left to right.
