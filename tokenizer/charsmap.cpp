@@ -135,10 +135,17 @@ std::string check_sentencepiece_model(std::string_view proto) {
       if (!fields(f.bytes, piece, inner))
         return "broken protobuf framing in piece " + std::to_string(piece_index) + " at byte " +
                std::to_string(size_t(f.bytes.data() - proto.data()) + inner);
+      // sentencepiece builds its trie of pieces with darts-clone, which aborts the process (an
+      // exception it cannot pass on) on an empty key or a NUL byte inside one.
+      std::string_view text;
       for (const Field& g : piece)
-        if (g.number == 1 && g.bytes.size() > kMaxPieceBytes)
-          return "piece " + std::to_string(piece_index) + " is " + std::to_string(g.bytes.size()) +
-                 " bytes long, more than the " + std::to_string(kMaxPieceBytes) + " a piece may have";
+        if (g.number == 1) text = g.bytes;
+      const std::string which = "piece " + std::to_string(piece_index);
+      if (text.empty()) return which + " is empty";
+      if (text.find('\0') != std::string_view::npos) return which + " holds a NUL byte";
+      if (text.size() > kMaxPieceBytes)
+        return which + " is " + std::to_string(text.size()) + " bytes long, more than the " +
+               std::to_string(kMaxPieceBytes) + " a piece may have";
       ++piece_index;
       continue;
     }

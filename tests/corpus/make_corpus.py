@@ -363,6 +363,10 @@ def tokenizer_cases():
     bad("tok_charsmap_not_terminated", with_charsmap(TOKENIZER, unterminated=True), "not NUL-terminated")
     # One piece of 100 KB: sentencepiece's trie builder recurses once per byte and overflows the stack.
     bad("tok_piece_100kb", with_piece(TOKENIZER, b"x" * 100000), "piece 64 is 100000 bytes long, more than the 512")
+    # An empty piece, or one holding a NUL byte: sentencepiece's trie builder (darts-clone) throws where
+    # nothing can catch it, and the process aborts.
+    bad("tok_piece_empty", with_piece(TOKENIZER, b""), "piece 64 is empty")
+    bad("tok_piece_nul_byte", with_piece(TOKENIZER, b"ca\x00t"), "piece 64 holds a NUL byte")
     # A self-test sample that fails: sentencepiece would print the samples on stderr, raw bytes and all.
     bad("tok_self_test_fails", with_self_test(TOKENIZER, b"the cat", b"\x01\x1b[31m not these pieces"),
         "not a sentencepiece model")
