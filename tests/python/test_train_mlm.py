@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """tools/train: the corpus and its held-out split, the evaluation rule, and a short training run.
 
-Exit 77 (skipped) where PyTorch, sentencepiece's Python module or WordNet is not installed."""
+Exit 77 (skipped) where PyTorch, sentencepiece's Python module, WordNet or Jane Austen's novels are not
+installed."""
 
 import json
 import os
@@ -25,6 +26,9 @@ except ImportError as e:
     sys.exit(77)
 if not os.path.exists("/usr/share/wordnet/data.noun"):
     print("skipped: WordNet is not installed (apt-get install wordnet-base)")
+    sys.exit(77)
+if not os.path.exists("/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb"):
+    print("skipped: Jane Austen's novels are not installed (apt-get install r-cran-janeaustenr)")
     sys.exit(77)
 
 sys.path.insert(0, TRAIN)
@@ -80,6 +84,44 @@ class Corpus(unittest.TestCase):
         self.assertNotEqual(self.sp.EncodeAsIds("日本"), self.sp.EncodeAsIds("中国"))
 
 
+class Austen(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sp = corpus.tokenizer()
+        cls.novels = corpus.austen_novels()
+        cls.lines = corpus.austen_lines()
+
+    def test_the_six_novels_are_read_whole(self):
+        self.assertEqual(list(self.novels), list(corpus.AUSTEN_NOVELS))
+        firsts = [next(line for line in lines if line) for lines in self.novels.values()]
+        self.assertEqual(firsts, ["EMMA", "MANSFIELD PARK", "NORTHANGER ABBEY", "Persuasion", "PRIDE AND PREJUDICE",
+                                  "SENSE AND SENSIBILITY"])
+        last = [line for line in self.novels["prideprejudice"] if line][-1]
+        self.assertTrue(last.endswith("uniting them."), last)
+
+    def test_sentences(self):
+        first = ("It is a truth universally acknowledged, that a single man in possession of a good fortune, must "
+                 "be in want of a wife.")
+        self.assertIn(first, self.lines)
+        self.assertTrue(any(s.startswith("Mr. Darcy ") for s in self.lines))  # no break after "Mr."
+        self.assertFalse([s for s in self.lines if "_" in s or len(s.split()) < 3][:3])
+        # Spacing stays as printed ("it:  all"): the tokenizer collapses runs of spaces.
+        self.assertEqual(self.sp.EncodeAsIds("it:  all"), self.sp.EncodeAsIds("it: all"))
+        self.assertFalse([s for s in self.lines if s.startswith(("CHAPTER", "Chapter"))][:3])
+
+    def test_long_sentences_are_cut_at_spaces_into_parts_of_at_most_32_pieces(self):
+        lines = self.lines[:2000]
+        parts = corpus.word_chunks(lines, self.sp)
+        self.assertTrue(all(len(self.sp.EncodeAsIds(p)) <= 32 for p in parts))
+        self.assertGreater(len(parts), len(lines))
+        self.assertEqual(" ".join(parts), " ".join(lines))
+
+    def test_heldout_sentences_are_never_trained_on(self):
+        training, heldout = corpus.split(self.lines)
+        self.assertFalse(set(training) & set(heldout))
+        self.assertEqual(len(heldout), round(0.02 * len(set(self.lines))))
+
+
 class Rule(unittest.TestCase):
     def test_splitmix64_is_ordos_generator(self):
         rng = evaluate.SplitMix64(0)  # the published first outputs, as tests/test_encoder.cpp checks for ordo
@@ -123,8 +165,9 @@ class Training(unittest.TestCase):
                 losses = [float(line.split()[3]) for line in f if line.startswith("step")]
             self.assertEqual(len(losses), 3)
             self.assertLess(losses[-1], losses[0] - 0.5, losses)
-            self.assertEqual(sorted(os.listdir(out)), ["LICENSE.wordnet", "config.json", "model.safetensors",
-                                                       "tokenizer.model", "train.log", "training.json"])
+            self.assertEqual(sorted(os.listdir(out)), ["LICENSE.janeaustenr", "LICENSE.wordnet", "config.json",
+                                                       "model.safetensors", "tokenizer.model", "train.log",
+                                                       "training.json"])
             with open(os.path.join(out, "config.json")) as f:
                 config = json.load(f)
             self.assertEqual((config["head"], config["final_norm"], config["positional_encoding"],

@@ -8,6 +8,7 @@ packages=(
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
   libgtest-dev googletest              # tests
   wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
+  r-cran-janeaustenr                   # Jane Austen's novels, the default model's other training text
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests, export and training tools
   libpng-dev libcairo2-dev libpango1.0-dev  # pictures: ordo pe --png, ordo attention --png (PNG or SVG)
   fonts-dejavu-core fonts-droid-fallback     # their labels: Latin, Greek, Cyrillic, "▁"; Chinese, Japanese, Korean

@@ -1,7 +1,11 @@
 #!/usr/bin/python3
-"""The WordNet corpus of the trained models: its lines, the held-out split, and the training sequences.
+"""The corpus of the trained models: its lines, the held-out splits, and the training sequences.
 
     tools/train/corpus.py [--check]     writes (or, with --check, compares) models/heldout/*.txt
+
+Two texts: the glosses and examples of WordNet 3.0 (definitions, and short example sentences), and
+Jane Austen's six novels as Debian's r-cran-janeaustenr ships them (narrative English, in the public
+domain), which adds the everyday scenes that WordNet's definitions rarely describe.
 
 The lines are exactly those tools/train/train_tokenizer.sh trains the tokenizer on: every synset line
 of /usr/share/wordnet/data.{noun,verb,adj,adv} (in that order) that starts with an 8-digit offset,
@@ -12,6 +16,10 @@ The held-out split. WordNet repeats some texts (the same example under several s
 is made over distinct lines: of the distinct lines, in order of first appearance, random.Random(
 HELDOUT_SEED).sample picks round(2% of them); those texts, in corpus order, are written to
 models/heldout/wordnet-heldout.txt, and every copy of them is left out of training.
+
+Austen's held-out split (models/heldout/austen-heldout.txt) is made the same way over the distinct
+sentences of austen_lines, with the same seed; sentences longer than N pieces are cut at spaces into
+parts of at most N pieces (word_chunks) before packing, so that no text is lost to truncation.
 
 The long held-out texts (models/heldout/wordnet-heldout-long.txt), for measuring lengths never seen
 in training (training sequences have at most N = 32 pieces): the held-out lines, in file order, are
@@ -28,18 +36,24 @@ of its own.
 """
 
 import argparse
+import gzip
 import os
 import random
 import re
+import struct
 import sys
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WORDNET = "/usr/share/wordnet"
+AUSTEN = "/usr/lib/R/site-library/janeaustenr/data/Rdata"  # r-cran-janeaustenr: .rdx (index), .rdb (data)
+AUSTEN_NOVELS = ("emma", "mansfieldpark", "northangerabbey", "persuasion", "prideprejudice", "sensesensibility")
 TOKENIZER = os.path.join(ROOT, "models", "default", "tokenizer.model")
 HELDOUT_DIR = os.path.join(ROOT, "models", "heldout")
 HELDOUT = os.path.join(HELDOUT_DIR, "wordnet-heldout.txt")
 HELDOUT_LONG = os.path.join(HELDOUT_DIR, "wordnet-heldout-long.txt")
+HELDOUT_AUSTEN = os.path.join(HELDOUT_DIR, "austen-heldout.txt")
 HELDOUT_SEED = 20170612
 HELDOUT_FRACTION = 0.02
 N = 32  # the longest training sequence, in pieces
@@ -73,6 +87,128 @@ def wordnet_lines(wordnet=WORDNET):
     return out
 
 
+class _RReader:
+    """The part of R's serialization format (XDR, versions 2 and 3) that R data packages use: pairlists,
+    lists, character, integer, logical and double vectors, symbols and references to them."""
+
+    def __init__(self, data):
+        if data[:2] != b"X\n":
+            raise ValueError("not an R serialization in XDR format")
+        self.b, self.p, self.refs = data, 2, []
+        version = self.int()
+        self.p += 8  # the writer's and the oldest reader's R versions
+        if version == 3:
+            self.p += 4 + self.int()  # the native encoding's name
+        elif version != 2:
+            raise ValueError(f"R serialization version {version}")
+
+    def int(self):
+        v = struct.unpack_from(">i", self.b, self.p)[0]
+        self.p += 4
+        return v
+
+    def item(self):
+        flags = self.int()
+        kind, has_attr, has_tag = flags & 0xFF, flags & (1 << 9), flags & (1 << 10)
+        if kind in (242, 253, 254):  # empty environment, global environment, NULL
+            return None
+        if kind == 255:  # a reference to an earlier symbol
+            index = flags >> 8 or self.int()
+            return self.refs[index - 1]
+        if kind == 1:  # symbol
+            name = self.item()
+            self.refs.append(name)
+            return name
+        if kind == 2:  # pairlist: (tag, value) pairs
+            out = []
+            while kind == 2:
+                if has_attr:
+                    self.item()
+                tag = self.item() if has_tag else None
+                out.append((tag, self.item()))
+                flags = self.int()
+                kind, has_attr, has_tag = flags & 0xFF, flags & (1 << 9), flags & (1 << 10)
+            if kind != 254:
+                raise ValueError(f"pairlist ends in type {kind}")
+            return out
+        if kind == 9:  # one string
+            n = self.int()
+            if n < 0:
+                return None
+            v = self.b[self.p:self.p + n].decode("utf-8")
+            self.p += n
+            return v
+        if kind in (10, 13, 14, 16, 19):  # logical, integer, double, character, list
+            n = self.int()
+            if kind in (10, 13):
+                v = list(struct.unpack_from(f">{n}i", self.b, self.p))
+                self.p += 4 * n
+            elif kind == 14:
+                v = list(struct.unpack_from(f">{n}d", self.b, self.p))
+                self.p += 8 * n
+            else:
+                v = [self.item() for _ in range(n)]
+            if has_attr:
+                attrs = dict(self.item())
+                if "names" in attrs:
+                    v = dict(zip(attrs["names"], v))
+            return v
+        raise ValueError(f"R type {kind} is not read here")
+
+
+def austen_novels(path=AUSTEN):
+    """{novel: [line, ...]} from the lazy-load database of r-cran-janeaustenr (the Project Gutenberg texts
+    of Jane Austen's six novels, one string per printed line)."""
+    try:
+        with open(path + ".rdx", "rb") as f:
+            index = _RReader(gzip.decompress(f.read())).item()
+        with open(path + ".rdb", "rb") as f:
+            db = f.read()
+    except OSError as e:
+        raise SystemExit(f"error: {e.filename}: {e.strerror} (apt-get install --no-install-recommends "
+                         "r-cran-janeaustenr)")
+    out = {}
+    for name in AUSTEN_NOVELS:
+        offset, length = index["variables"][name]
+        blob = db[offset:offset + length]
+        out[name] = _RReader(zlib.decompress(blob[4:])).item()
+    return out
+
+
+_CHAPTER = re.compile(r"^(CHAPTER|Chapter|VOLUME|Volume)\b|^[IVXLC]+\.?$|^[A-Z][A-Z .,'()0-9-]*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])([\"']?)\s+(?=[\"'(]?[A-Z])")
+_TITLES = re.compile(r"\b(Mr|Mrs|Dr|St|Col)\.$")
+
+
+def austen_lines(path=AUSTEN):
+    """The novels' sentences (str), novel by novel in AUSTEN_NOVELS order: printed lines joined into
+    paragraphs (blank lines between them), headings (chapter and volume lines, lines in capitals) left
+    out, the underscores that mark italics removed, paragraphs split after . ! or ? (and a closing quote)
+    followed by a space and a capital, except after Mr. Mrs. Dr. St. and Col.; sentences of fewer than
+    three words skipped. Spaces inside a sentence stay as printed (the tokenizer collapses runs of them)."""
+    out = []
+    for lines in austen_novels(path).values():
+        paragraph = []
+        for line in lines + [""]:
+            line = (line or "").strip()
+            if line and not _CHAPTER.match(line):
+                paragraph.append(line.replace("_", ""))
+                continue
+            if not paragraph:
+                continue
+            text = " ".join(paragraph)
+            paragraph = []
+            parts, start = [], 0
+            for m in _SENTENCE_END.finditer(text):
+                if _TITLES.search(text[start:m.start()]):
+                    continue
+                parts.append(text[start:m.start()] + m.group(1))
+                start = m.end()
+            parts.append(text[start:])
+            out += [p for p in parts if len(p.split()) >= 3]
+    return out
+
+
 def split(lines):
     """(training lines, held-out lines), both in corpus order; see the module's description."""
     distinct = list(dict.fromkeys(lines))
@@ -98,6 +234,26 @@ def long_texts(heldout, sp):
         if n >= LONG_MIN:
             out.append(" ".join(current))
             current = []
+    return out
+
+
+def word_chunks(lines, sp, n=N):
+    """Lines of more than n pieces cut at spaces into consecutive parts of at most n pieces each (a word
+    alone longer than n pieces becomes a part of its own, which packing then truncates)."""
+    out = []
+    for line in lines:
+        words = line.split(" ")
+        counts = [len(ids) for ids in sp.EncodeAsIds(words)]
+        if sum(counts) <= n:
+            out.append(line)
+            continue
+        start, size = 0, 0
+        for i, c in enumerate(counts):
+            if size + c > n and i > start:
+                out.append(" ".join(words[start:i]))
+                start, size = i, 0
+            size += c
+        out.append(" ".join(words[start:]))
     return out
 
 
@@ -127,10 +283,12 @@ def tokenizer(path=TOKENIZER):
 
 
 def heldout_files():
-    """{path: text} of the two held-out files."""
+    """{path: text} of the three held-out files."""
     _, heldout = split(wordnet_lines())
     long = long_texts(heldout, tokenizer())
-    return {HELDOUT: "".join(s + "\n" for s in heldout), HELDOUT_LONG: "".join(s + "\n" for s in long)}
+    _, austen = split(austen_lines())
+    return {HELDOUT: "".join(s + "\n" for s in heldout), HELDOUT_LONG: "".join(s + "\n" for s in long),
+            HELDOUT_AUSTEN: "".join(s + "\n" for s in austen)}
 
 
 def main(argv=None):

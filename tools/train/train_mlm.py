@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Trains one of ordo's masked language models from scratch on the WordNet corpus and writes it as an
-ordo model directory (config.json, model.safetensors, tokenizer.model, LICENSE.wordnet, train.log,
-training.json) through tools/export_pytorch.py.
+"""Trains one of ordo's masked language models from scratch on WordNet and Jane Austen's novels and
+writes it as an ordo model directory (config.json, model.safetensors, tokenizer.model, the two
+texts' licences, train.log, training.json) through tools/export_pytorch.py.
 
     tools/train/train_mlm.py --positions sinusoidal --out models/default
     tools/train/train_mlm.py --positions learned    --out models/position-learned
@@ -9,8 +9,10 @@ training.json) through tools/export_pytorch.py.
 
 The three differ only in positions: same data, packing, sizes, steps and seed.
 
-Data (tools/train/corpus.py): the WordNet glosses and examples minus the held-out lines, packed into
-sequences of at most 32 pieces. Objective, as BERT's: 15% of the pieces of a batch are chosen; of
+Data (tools/train/corpus.py): the WordNet glosses and examples and the sentences of Jane Austen's six
+novels (r-cran-janeaustenr), each minus its held-out lines, Austen's sentences cut at spaces into parts
+of at most 32 pieces, all packed into sequences of at most 32 pieces (`--corpus wordnet` leaves the
+novels out). Objective, as BERT's: 15% of the pieces of a batch are chosen; of
 those 80% become <mask>, 10% a random ordinary piece, 10% stay; the loss is the cross-entropy of the
 true piece at the chosen positions only (the logits are computed only there). Model: tools/train/mlm.py.
 """
@@ -48,8 +50,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description="Train an ordo masked language model on WordNet.")
+    p = argparse.ArgumentParser(description="Train an ordo masked language model on WordNet and Jane Austen.")
     p.add_argument("--positions", choices=("sinusoidal", "learned", "none"), default="sinusoidal")
+    p.add_argument("--corpus", choices=("wordnet", "wordnet+austen"), default="wordnet+austen",
+                   help="training text: WordNet alone, or with Jane Austen's novels (r-cran-janeaustenr)")
     p.add_argument("--steps", type=int, default=STEPS)
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -139,6 +143,9 @@ def main():
     V = sp.GetPieceSize()
     ordinary = torch.tensor([i for i in range(V) if not (sp.IsControl(i) or sp.IsUnknown(i) or sp.IsByte(i))])
     training, heldout = corpus.split(corpus.wordnet_lines())
+    if a.corpus == "wordnet+austen":
+        austen_training, _ = corpus.split(corpus.austen_lines())
+        training += corpus.word_chunks(austen_training, sp, MAX_LEN)
     if a.lines is not None:
         training = training[:a.lines]
     seqs = corpus.packed_sequences(training, sp, MAX_LEN)
@@ -196,10 +203,10 @@ def main():
     export(model.encoder, model.embedding, a.out, tokenizer=corpus.TOKENIZER,
                     positional_encoding=a.positions, pe_layout="interleaved", scale_embedding=True,
                     position_embedding=model.position_embedding, head=model.head)
-    licence = os.path.join(ROOT, "models", "default", "LICENSE.wordnet")
-    if not (os.path.exists(os.path.join(a.out, "LICENSE.wordnet")) and
-            os.path.samefile(licence, os.path.join(a.out, "LICENSE.wordnet"))):
-        shutil.copyfile(licence, os.path.join(a.out, "LICENSE.wordnet"))
+    for name in ("LICENSE.wordnet",) + (("LICENSE.janeaustenr",) if a.corpus == "wordnet+austen" else ()):
+        licence, copy = os.path.join(ROOT, "models", "default", name), os.path.join(a.out, name)
+        if not (os.path.exists(copy) and os.path.samefile(licence, copy)):
+            shutil.copyfile(licence, copy)
     log(f"trained in {train_seconds:.0f} s; wrote {a.out}")
     return finish(a, log, command, sp, train_seconds, len(training), round(loss.item(), 4))
 
