@@ -1,10 +1,14 @@
 // The trained default model at work, through the command line: on sentences written for this test
-// (not from WordNet) it prefers natural word order to reorderings of the same pieces, and without
+// (not from the training text) it prefers natural word order to reorderings of the same pieces, and without
 // positions it cannot prefer either; moving the <mask> among the same pieces changes its answer only
 // when it can see positions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/cli_util.h"
 
@@ -87,6 +91,23 @@ TEST(Trained, MovingTheMaskAmongTheSamePiecesMattersOnlyWithPositions) {
   EXPECT_NE(with[1][0]["piece"], with[2][0]["piece"]);
   EXPECT_EQ(without[0], without[1]);
   EXPECT_EQ(without[1], without[2]);
+}
+
+// The fill item: among the five pieces the model puts after "the cat sat on the", at least one
+// names a thing one sits on. The list is the test's own, written before the model was asked.
+TEST(Trained, TheCatSatOnSomethingToSitOn) {
+  const std::set<std::string> seats = {
+      "▁chair", "▁chairs", "▁seat",  "▁bench",  "▁sofa",  "▁couch", "▁stool",  "▁throne", "▁saddle", "▁cushion",
+      "▁mat",   "▁rug",    "▁floor", "▁ground", "▁grass", "▁bed",   "▁carpet", "▁step",   "▁steps",  "▁stairs",
+      "▁wall",  "▁fence",  "▁lap",   "▁sand",   "▁table", "▁box",   "▁horse",  "▁roof",   "▁bank",   "▁rock"};
+  const auto r = run_ordo("fill --json --top 5" + kModel + quote("the cat sat on the <mask>"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> top;
+  const json out = json::parse(r.out);
+  for (const auto& t : out["masks"][0]["top"]) top.push_back(t["piece"].get<std::string>());
+  ASSERT_EQ(top.size(), 5u);
+  EXPECT_TRUE(std::any_of(top.begin(), top.end(), [&](const std::string& p) { return seats.count(p) > 0; }))
+      << "top 5: " << testing::PrintToString(top);
 }
 
 // Byte fallback: a character outside the pieces is its UTF-8 bytes, printed as <0xC3> wherever pieces
