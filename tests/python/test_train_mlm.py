@@ -192,6 +192,23 @@ class Training(unittest.TestCase):
                 with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
                     self.assertEqual(fa.read(), fb.read(), name)
 
+    def test_the_bert_head_is_compared_not_exported(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "m")
+            self.train(out, "--steps", "20", "--head", "bert")
+            self.assertEqual(sorted(os.listdir(out)), ["train.log"])
+            with open(os.path.join(out, "train.log")) as f:
+                log = f.read()
+            self.assertIn("bert head, not exported", log)
+            self.assertIn("WordNet held-out (3629 lines): top-1", log)
+            self.assertIn("Austen held-out (616 lines): top-1", log)
+        m = mlm.MaskedLM(100, 16, 2, 32, 1, head="bert")
+        h = torch.randn(3, 16)
+        t = m.head.transform
+        want = torch.nn.functional.layer_norm(torch.nn.functional.gelu(h @ t[0].weight.t() + t[0].bias), (16,),
+                                              t[2].weight, t[2].bias) @ m.embedding.weight.t() + m.head.bias
+        self.assertTrue(torch.allclose(m.logits(h), want, atol=1e-6))
+
 
 if __name__ == "__main__":
     unittest.main()

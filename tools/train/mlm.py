@@ -9,6 +9,9 @@ same module rebuilt from an exported ordo model directory (config.json + model.s
 
 The names of the parameters are the names ordo's files use: embedding.weight, position_embedding.weight,
 layers.i.* and norm.* (the encoder's own names), head.bias.
+
+head="bert" puts BERT's transform before the tied matrix, logits = LayerNorm(GELU(h·Wᵀ + c))·Eᵀ + b
+(head.transform.*): an experiment to compare the two heads by; ordo runs only the plain one.
 """
 
 import json
@@ -26,19 +29,26 @@ from torch_encoder import sinusoidal  # noqa: E402  (tools/torch_encoder.py or t
 
 
 class MaskedLMHead(nn.Module):
-    """logits = h·Eᵀ + bias, E the tied token embedding (passed in, not owned)."""
+    """logits = h·Eᵀ + bias, E the tied token embedding (passed in, not owned); with BERT's transform
+    (dense, GELU, LayerNorm) applied to h first when d_model is given."""
 
-    def __init__(self, vocab_size):
+    def __init__(self, vocab_size, d_model=None, layer_norm_eps=1e-5):
         super().__init__()
         self.bias = nn.Parameter(torch.zeros(vocab_size))
+        self.transform = None
+        if d_model is not None:
+            self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(),
+                                           nn.LayerNorm(d_model, eps=layer_norm_eps))
 
     def forward(self, h, embedding_weight):
+        if self.transform is not None:
+            h = self.transform(h)
         return h @ embedding_weight.t() + self.bias
 
 
 class MaskedLM(nn.Module):
     def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, positions="sinusoidal", max_positions=32,
-                 dropout=0.0, layer_norm_eps=1e-5):
+                 dropout=0.0, layer_norm_eps=1e-5, head="tied"):
         super().__init__()
         self.d_model, self.positions = d_model, positions
         self.embedding = nn.Embedding(vocab_size, d_model)
@@ -54,7 +64,9 @@ class MaskedLM(nn.Module):
                                            norm_first=False)
         self.encoder = nn.TransformerEncoder(layer, n_layers, norm=nn.LayerNorm(d_model, eps=layer_norm_eps),
                                              enable_nested_tensor=False)
-        self.head = MaskedLMHead(vocab_size)
+        if head not in ("tied", "bert"):
+            raise ValueError(f"head {head!r}: expected tied or bert")
+        self.head = MaskedLMHead(vocab_size, d_model if head == "bert" else None, layer_norm_eps)
         self._pe = torch.zeros(0, d_model)
 
     def pe(self, S):

@@ -54,6 +54,9 @@ def parse_args(argv):
     p.add_argument("--positions", choices=("sinusoidal", "learned", "none"), default="sinusoidal")
     p.add_argument("--corpus", choices=("wordnet", "wordnet+austen"), default="wordnet+austen",
                    help="training text: WordNet alone, or with Jane Austen's novels (r-cran-janeaustenr)")
+    p.add_argument("--head", choices=("tied", "bert"), default="tied",
+                   help="bert: BERT's dense-GELU-LayerNorm before the tied matrix, to compare heads by the "
+                        "held-out lines of the log; ordo cannot run it, so nothing is exported")
     p.add_argument("--steps", type=int, default=STEPS)
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -143,8 +146,9 @@ def main():
     V = sp.GetPieceSize()
     ordinary = torch.tensor([i for i in range(V) if not (sp.IsControl(i) or sp.IsUnknown(i) or sp.IsByte(i))])
     training, heldout = corpus.split(corpus.wordnet_lines())
+    austen_heldout = []
     if a.corpus == "wordnet+austen":
-        austen_training, _ = corpus.split(corpus.austen_lines())
+        austen_training, austen_heldout = corpus.split(corpus.austen_lines())
         training += corpus.word_chunks(austen_training, sp, MAX_LEN)
     if a.lines is not None:
         training = training[:a.lines]
@@ -154,10 +158,10 @@ def main():
         f"pieces; {len(heldout)} held-out lines never trained on")
     eval_ids = sp.EncodeAsIds(heldout[:a.eval_lines])
 
-    model = mlm.MaskedLM(V, D_MODEL, N_HEADS, D_FF, N_LAYERS, a.positions, MAX_LEN, DROPOUT)
+    model = mlm.MaskedLM(V, D_MODEL, N_HEADS, D_FF, N_LAYERS, a.positions, MAX_LEN, DROPOUT, head=a.head)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"model: d_model {D_MODEL}, {N_HEADS} heads, d_ff {D_FF}, {N_LAYERS} layers, positions {a.positions}, "
-        f"{n_params} parameters; batch {BATCH}, {a.steps} steps, lr {LR} (warm-up {WARMUP}, cosine to "
+        f"{n_params} parameters, {a.head} head; batch {BATCH}, {a.steps} steps, lr {LR} (warm-up {WARMUP}, cosine to "
         f"{LR_FLOOR}x), weight decay {WEIGHT_DECAY}, dropout {DROPOUT}, seed {a.seed}, threads {a.threads}")
     decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "embedding" not in n]
     rest = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "embedding" not in n)]
@@ -199,6 +203,14 @@ def main():
             last = time.time()
     train_seconds = time.time() - start
     model.eval()
+    if a.head != "tied":
+        log(f"trained in {train_seconds:.0f} s; {a.head} head, not exported (ordo runs the tied head only)")
+        for name, lines in (("WordNet", heldout), ("Austen", austen_heldout)):
+            if lines:
+                acc = evaluate.masked_accuracy(model, sp.EncodeAsIds(lines), mask_id)
+                log(f"{name} held-out ({len(lines)} lines): top-1 {100 * acc['top1']:.2f}%  top-5 "
+                    f"{100 * acc['top5']:.2f}%  ({acc['masked']} masked pieces)")
+        return 0
 
     export(model.encoder, model.embedding, a.out, tokenizer=corpus.TOKENIZER,
                     positional_encoding=a.positions, pe_layout="interleaved", scale_embedding=True,
