@@ -21,6 +21,18 @@ using namespace simd;
 // pass only measured slower, and either look-ahead alone slower than both (docs/performance.md).
 constexpr int kPrefetchAhead = 256;
 
+// Each vector of W and of x is loaded once per step and used from a register by every product it
+// takes part in. Left to itself, GCC 12 folds the loads of W into the FMAs as memory operands (one
+// load per FMA: MR·NR loads a step instead of MR + NR), and with the prefetches that made the loop
+// wait on the load ports, not on the FMAs or on memory: the pinned loads measured 0.55 against
+// 1.0 ms for one layer's products in cache at M = 8 (docs/performance.md). Only with AVX-512: with
+// AVX2's 16 registers the 4 × 4 tile's accumulators fill them all.
+inline void in_register([[maybe_unused]] Vec& v) {
+#if defined(__AVX512F__)
+  asm("" : "+v"(v));
+#endif
+}
+
 // y[m][n] = b[n] + Σ_k x[m][k]·w[n][k]   for an MR × NR tile: MR rows of x against NR rows of W,
 // MR·NR dot products kept in registers along K, one horizontal sum each at the end.
 template <int MR, int NR>
@@ -35,9 +47,13 @@ void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b,
       __builtin_prefetch(w + size_t(j) * K + k + kPrefetchAhead);
     }
     Vec wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = vload(w + size_t(j) * K + k);
+    for (int j = 0; j < NR; ++j) {
+      wv[j] = vload(w + size_t(j) * K + k);
+      in_register(wv[j]);
+    }
     for (int i = 0; i < MR; ++i) {
-      const Vec xv = vload(x + size_t(i) * K + k);
+      Vec xv = vload(x + size_t(i) * K + k);
+      in_register(xv);
       for (int j = 0; j < NR; ++j) acc[i][j] = vfma(xv, wv[j], acc[i][j]);
     }
   }
@@ -53,10 +69,10 @@ void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b,
     for (int j = 0; j < NR; ++j) y[size_t(i) * ldy + j] = vsum(acc[i][j]) + (b ? b[j] : 0.0f);
 }
 
-// With 16 lanes (AVX-512), 2 rows of x against 8 rows of W: eight weight streams in flight per
-// thread keep more memory requests going than four, and at a few rows of x the kernel waits on
-// memory, not on arithmetic (measured against 4 x 4 tiles in docs/performance.md).
-constexpr int kTileM = kLanes == 16 ? 2 : 4, kTileN = kLanes == 16 ? 8 : 4;
+// With 16 lanes (AVX-512), 4 rows of x against 6 rows of W: 24 accumulators, 6 + 1 registers for
+// the operands, 10 loads and 6 + 6 prefetches for 24 FMAs a step (2 × 8 took 10 loads and 16
+// prefetches for 16). Measured against 2 × 8, 8 × 3, 8 × 2 and 4 × 4 in docs/performance.md.
+constexpr int kTileM = 4, kTileN = kLanes == 16 ? 6 : 4;
 using DotTile = void (*)(float*, int, const float*, const float*, const float*, int);
 template <int MR, int... NR>
 constexpr std::array<DotTile, kTileN> tile_row(std::integer_sequence<int, NR...>) {

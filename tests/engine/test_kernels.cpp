@@ -51,7 +51,8 @@ struct LinearKernel {
 std::vector<LinearKernel> linear_kernels() {
   return {
       {"linear_small_m", linear_small_m,
-       grid({1, 2, 3, 4, 5, 7, 8, 9, 33, 48, 64, 65, 130}, {1, 5, 15, 16, 17, 31, 64, 513}, {1, 3, 4, 5, 7, 33, 67})},
+       grid({1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 48, 64, 65, 130}, {1, 5, 15, 16, 17, 31, 64, 513},
+            {1, 3, 4, 5, 6, 7, 12, 13, 33, 67})},
       {"linear_blas", linear_blas, {{1, 3, 2}, {49, 17, 9}, {100, 64, 192}, {130, 33, 257}, {64, 512, 129}}},
       // the tiles of C (MR = 12, NR = 32) and the blocks (KC = 512, NC = 256)
       {"linear_gemm", linear_gemm,

@@ -106,7 +106,7 @@ void bench_linear(const std::vector<int>& ms, int rounds) {
       };
     };
     std::vector<Variant> variants;
-    if (M <= 16) variants.push_back({"small_m", pass(linear_small_m)});
+    if (M <= 32) variants.push_back({"small_m", pass(linear_small_m)});
     if (M <= 512) variants.push_back({"stream", pass(linear_stream)});
     if (M >= 64) variants.push_back({"gemm", pass(linear_gemm)});
     variants.push_back({"cblas", pass(linear_blas)});
@@ -163,7 +163,7 @@ void bench_attention(const std::vector<int>& Ls, int rounds, const std::vector<i
 int main(int argc, char** argv) {
   int threads = 2, rounds = 9;
   std::string only;
-  std::vector<int> ms = {1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
+  std::vector<int> ms = {1, 4, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024, 2048};
   std::vector<int> Ls = {8, 32, 128, 512, 2048, 4096};
   std::vector<int> blocks = {kQueryBlock};
   for (int i = 1; i + 1 < argc; i += 2) {
