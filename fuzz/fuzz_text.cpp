@@ -1,6 +1,7 @@
-// Fuzzes text input with the default model: bytes as `ordo encode --input` reads them (BOM, CRLF,
-// NUL, invalid UTF-8), each line tokenized, cut to 64 tokens as --truncate does, then encoded; and
-// the same bytes through the streaming reader that keeps only the start of each line.
+// Fuzzes text input: bytes as `ordo encode --input` reads them (BOM, CRLF, NUL, invalid UTF-8),
+// each line tokenized by the default model's tokenizer, cut to 64 tokens as --truncate does, then
+// encoded by a small encoder (fuzz/text-model.json); and the same bytes through the streaming
+// reader that keeps only the start of each line.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
