@@ -166,8 +166,18 @@ int main(int argc, char** argv) {
   std::vector<int> ms = {1, 4, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024, 2048};
   std::vector<int> Ls = {8, 32, 128, 512, 2048, 4096};
   std::vector<int> blocks = {kQueryBlock};
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: bench_kernels [--threads N] [--rounds N] [--only linear|attention] [--m M,...] [--l L,...]"
+          " [--blocks B,...]\n");
+      return 0;
+    }
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
+      return 2;
+    }
     auto list = [&] {
       std::vector<int> v;
       for (char* s = argv[i + 1]; *s;) {
