@@ -9,6 +9,10 @@ torch.save'd state_dict), then `ordo encode --pooling none --json` runs all text
 padded batch). Every text is compared with PyTorch run on the same ids, one text at a time, both in
 eval mode under torch.no_grad() (its fast path) and with gradients enabled (its plain path):
     max |ordo − torch| ≤ 5e-5 · max(1, max |torch|)
+Where float32 itself cannot hold that bar (an ill-conditioned input: a LayerNorm over a few nearly
+equal features, whose differences are a few roundings), the same weights are run in float64, and ordo
+passes if it is within the bar of that float64 result, or no more than twice as far from it as
+PyTorch's own float32 result is. d_model = 2 is not drawn: a LayerNorm over two features is a sign.
 Exit 0: all agree; 1: a disagreement (the seed and the configuration are printed); 77: no PyTorch.
 """
 
@@ -42,6 +46,7 @@ TEXTS = [
 TEXTS.append(" ".join(TEXTS[3:6] * 3))
 
 BAR = 5e-5
+NO_WORSE = 2.0  # ordo's distance from float64 against PyTorch float32's, where BAR is out of float32's reach
 
 
 def random_config(rng, vocab_size, longest):
@@ -49,6 +54,8 @@ def random_config(rng, vocab_size, longest):
         h, dh = rng.choice([(4, 32), (8, 64), (6, 64), (12, 32), (5, 48), (10, 24)])
     else:
         h, dh = rng.choice([1, 2, 3, 4, 5, 6, 8]), rng.choice([2, 3, 4, 5, 6, 7, 8, 12, 16])
+        if h * dh == 2:  # LayerNorm over 2 features is a sign function: ±1 unless the two are within √eps
+            h, dh = 1, 3
     d = h * dh
     pe = rng.choice(["sinusoidal", "sinusoidal", "learned", "none"])
     c = dict(vocab_size=vocab_size + rng.choice([0, 0, 17]), d_model=d, n_heads=h,
@@ -149,25 +156,36 @@ def main():
                 failures += 1
                 continue
             worst = {True: 0.0, False: 0.0}  # relative error, by fast path on/off
+            bad = 0
             for text, row in zip(TEXTS, rows):
                 ids = sp.encode(text)
                 ids = ([sp.bos_id()] if c["add_bos"] else []) + ids + ([sp.eos_id()] if c["add_eos"] else [])
                 if row["ids"] != ids:
                     print(f"FAIL {label}\n  ids of {text!r}: ordo {row['ids']}, sentencepiece {ids}")
-                    failures += 1
+                    bad += 1
                     break
                 got = np.array(row["hidden"], dtype=np.float64).reshape(len(ids), c["d_model"])
                 for fast in (True, False):
                     want = model.forward([ids], fast=fast)[0]
-                    err = np.abs(got - want).max() / max(1.0, np.abs(want).max())
+                    scale = max(1.0, np.abs(want).max())
+                    err = np.abs(got - want).max() / scale
                     worst[fast] = max(worst[fast], err)
-                    if err > BAR:
-                        print(f"FAIL {label}\n  text {text[:40]!r} ({len(ids)} tokens), "
-                              f"{'no_grad fast path' if fast else 'plain path'}: max error {err:.3g} "
-                              f"relative to max(1, max|y|) > {BAR}")
-                        failures += 1
-            print(f"ok   config {n}: relative max error {worst[True]:.2e} (fast path) {worst[False]:.2e} "
-                  f"(plain path)  [{describe(c)}{', CLI export' if via_cli else ''}{', PyTorch init' if pytorch_init else ''}]")
+                    if err <= BAR:
+                        continue
+                    exact = model.forward64([ids])[0]
+                    ours, theirs = np.abs(got - exact).max() / scale, np.abs(want - exact).max() / scale
+                    path = "no_grad fast path" if fast else "plain path"
+                    if ours <= max(BAR, NO_WORSE * theirs):
+                        print(f"     config {n}: text {text[:40]!r}, {path}: {err:.3g} > {BAR}, beyond float32: "
+                              f"from float64, ordo {ours:.3g}, PyTorch {theirs:.3g}")
+                        continue
+                    print(f"FAIL {label}\n  text {text[:40]!r} ({len(ids)} tokens), {path}: max error {err:.3g} "
+                          f"relative to max(1, max|y|) > {BAR}; from float64, ordo {ours:.3g}, PyTorch {theirs:.3g}")
+                    bad += 1
+            failures += bad
+            print(f"{'FAIL' if bad else 'ok  '} config {n}: relative max error {worst[True]:.2e} (fast path) "
+                  f"{worst[False]:.2e} (plain path)  [{describe(c)}{', CLI export' if via_cli else ''}"
+                  f"{', PyTorch init' if pytorch_init else ''}]")
     print(f"{a.configs} configurations x {len(TEXTS)} texts in {time.time() - start:.1f} s, "
           f"{failures} failure(s), seed {seed}")
     return 1 if failures else 0

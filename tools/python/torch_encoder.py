@@ -4,6 +4,7 @@ and its forward pass from token ids, x_t = E[id_t]·(√d) + PE(t), exactly as o
 Used by tests/data/make_reference.py (the committed references) and tests/python/live_parity.py (the live check).
 """
 
+import copy
 import math
 
 import numpy as np
@@ -73,26 +74,26 @@ class TorchModel:
                     bound = math.sqrt(6.0 / (p.shape[0] + p.shape[1]))
                     p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * bound)
 
-    def inputs(self, ids):
-        """x (B, S, d) float32 for a list of B id lists, zero past each sequence's end, and the padding mask."""
+    def inputs(self, ids, dtype=torch.float32):
+        """x (B, S, d) for a list of B id lists, zero past each sequence's end, and the padding mask."""
         c = self.config
         d = c["d_model"]
         B, S = len(ids), max(len(s) for s in ids)
-        x = torch.zeros(B, S, d)
+        x = torch.zeros(B, S, d, dtype=dtype)
         mask = torch.ones(B, S, dtype=torch.bool)  # True: padding
         pe = None
         if c["positional_encoding"] == "sinusoidal":
             pe = torch.from_numpy(sinusoidal(S, d, c.get("pe_layout", "interleaved"),
-                                             c.get("pe_base", 10000.0)).astype(np.float32))
+                                             c.get("pe_base", 10000.0))).to(dtype)
         for b, seq in enumerate(ids):
             L = len(seq)
-            e = self.embedding(torch.tensor(seq, dtype=torch.long))
+            e = self.embedding(torch.tensor(seq, dtype=torch.long)).to(dtype)
             if c.get("scale_embedding", True):
                 e = e * math.sqrt(d)
             if pe is not None:
                 e = e + pe[:L]
             elif self.position_embedding is not None:
-                e = e + self.position_embedding.weight[:L]
+                e = e + self.position_embedding.weight[:L].to(dtype)
             x[b, :L] = e
             mask[b, :L] = False
         return x, mask
@@ -106,4 +107,15 @@ class TorchModel:
             x, mask = self.inputs(ids)
             y = self.encoder(x, src_key_padding_mask=mask if len(ids) > 1 else None)
         y = y.detach().to(torch.float64).numpy()
+        return [y[b, : len(seq)] for b, seq in enumerate(ids)]
+
+    def forward64(self, ids):
+        """The same weights run in float64 (the plain path): the reference both float32 engines are
+        measured against where float32 itself cannot reach the bar (an ill-conditioned input)."""
+        if not hasattr(self, "_encoder64"):
+            self._encoder64 = copy.deepcopy(self.encoder).double()
+        with torch.enable_grad():
+            x, mask = self.inputs(ids, dtype=torch.float64)
+            y = self._encoder64(x, src_key_padding_mask=mask if len(ids) > 1 else None)
+        y = y.detach().numpy()
         return [y[b, : len(seq)] for b, seq in enumerate(ids)]
