@@ -1,12 +1,16 @@
 // common/atomic_file: a file is written whole or not at all, and nothing is left behind.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ordo/errors.h>
@@ -83,6 +87,90 @@ TEST(AtomicFile, StaleTemporaryNamesAreNotFollowed) {
   EXPECT_EQ(test::read_file(victim), "untouched");
   EXPECT_EQ(entries(dir.path),
             (std::vector<std::string>{"out.txt", "out.txt.partial", "out.txt.tmp-XXXXXX", "victim"}));
+}
+
+// Write-then-rename is for regular files: a device stays a device, a FIFO's reader gets the
+// bytes, a link to a file stays a link.
+TEST(AtomicFile, ADeviceIsWrittenNotReplaced) {
+  write_text("/dev/null", "into the device");
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null must stay a character device";
+}
+
+TEST(AtomicFile, AFifosReaderGetsTheBytes) {
+  test::TempDir dir;
+  const std::string fifo = dir.path + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = test::read_file(fifo); });
+  write_text(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  EXPECT_EQ(entries(dir.path), std::vector<std::string>{"fifo"}) << "no temporary, the FIFO kept";
+}
+
+TEST(AtomicFile, ALinkToAFileStaysALink) {
+  test::TempDir dir;
+  const std::string target = dir.path + "/target", link = dir.path + "/link";
+  write_text(target, "old");
+  ASSERT_EQ(::symlink("target", link.c_str()), 0);
+  write_text(link, "new");
+  struct stat st {};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(test::read_file(target), "new");
+  EXPECT_EQ(entries(dir.path), (std::vector<std::string>{"link", "target"}));
+}
+
+// A signal that ends the process while a file is being written removes the temporary file, and
+// the process still ends by that signal. Run in a child, which raises it half-way through.
+int status_of_child_killed_mid_write(const std::string& path, int sig) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    remove_temporaries_on_signals();
+    write_atomically(path, [&](std::FILE* f) {
+      std::fputs("half of it", f);
+      std::fflush(f);
+      ::raise(sig);
+      std::fputs("the rest", f);
+    });
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST(AtomicFile, SignalsRemoveTheTemporary) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    test::TempDir dir;
+    const int status = status_of_child_killed_mid_write(dir.path + "/out.npy", sig);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "signal " << sig << ", status " << status;
+    EXPECT_TRUE(entries(dir.path).empty()) << "signal " << sig << " left " << entries(dir.path).size() << " files";
+  }
+}
+
+// Inside SignalsDeferred a signal waits, and takes effect (the temporaries removed) when it ends.
+TEST(AtomicFile, DeferredSignalsWaitForTheEndOfTheSteps) {
+  test::TempDir dir;
+  const std::string tmp = dir.path + "/stage", done = dir.path + "/done";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    remove_temporaries_on_signals();
+    ::mkdir(tmp.c_str(), 0700);
+    const TemporaryName live(tmp, true);
+    {
+      const SignalsDeferred whole;
+      ::raise(SIGTERM);
+      std::fclose(std::fopen(done.c_str(), "w"));  // reached: the signal waited
+    }
+    ::_exit(0);  // not reached
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_EQ(entries(dir.path), std::vector<std::string>{"done"}) << "the steps ran, then the directory went";
 }
 
 TEST(MachineMemory, IsThePhysicalPages) {
