@@ -5,6 +5,8 @@
 #include <ordo/errors.h>
 
 #include "common/memory.h"
+#include "engine/kernels/blas.h"
+#include "engine/kernels/gemm.h"
 #include "engine/kernels/parallel.h"
 #include "engine/ops.h"
 
@@ -215,8 +217,10 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
   };
   if (options.observe)  // in order, for the observer
     for (int task = 0; task < B * h; ++task) head(task, 0);
-  else
+  else {
+    if (!kHaveGemm) blas_check_room(kernel_threads());  // attention_head's cblas_sgemm, on every thread
     parallel_for(B * h, head);
+  }
   for (int b = 0; b < B; ++b)
     std::fill(s.context.data() + (size_t(b) * S + lengths[b]) * d, s.context.data() + size_t(b + 1) * S * d, 0.0f);
   observe(options, StageKind::HeadsConcatenated, layer, -1, s.context.data(), lengths[0], d, d);

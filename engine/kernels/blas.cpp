@@ -1,8 +1,12 @@
 #include "engine/kernels/blas.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <mutex>
+#include <new>
 
 #include "engine/kernels/parallel.h"
 
@@ -14,6 +18,33 @@ void blas_setup() {
   (void)once;
 }
 
+// Each thread's first cblas_sgemm maps OpenBLAS's work buffer (128 MiB of address space in 0.3.21,
+// kept for the thread's life), and a mapping that fails is retried for ever (blas_memory_alloc in
+// its memory.c): under a memory limit that was a hang inside the forward pass. So when the process
+// has an address-space or data limit, the room for one buffer per thread is tried first, each time
+// more threads are about to call it than before; no room is std::bad_alloc ("out of memory").
+void blas_check_room(int threads) {
+  static std::mutex mutex;
+  static int checked = 1;  // the calling thread's own buffer: checked below on its first call too
+  static bool first = true;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!first && threads <= checked) return;
+  bool limited = false;
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit r {};
+    if (::getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY) limited = true;
+  }
+  if (limited) {
+    constexpr size_t kOpenBlasBuffer = (size_t(128) << 20) + (size_t(1) << 20);
+    const size_t bytes = size_t(first ? threads : threads - checked) * kOpenBlasBuffer;
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    ::munmap(p, bytes);
+  }
+  first = false;
+  checked = std::max(checked, threads);
+}
+
 // The threads take column blocks of y (row blocks of W), so each packs only its part of W.
 void linear_blas(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
@@ -21,6 +52,7 @@ void linear_blas(float* y, const float* x, const float* w, const float* b, int M
   // Two blocks per thread, handed out as threads come free: a thread the OS pauses holds up one
   // block, not half the product. Each block packs x again, so blocks stay ≥ 128 columns.
   const int parts = std::min(2 * kernel_threads(), std::max(1, N / 128));
+  blas_check_room(kernel_threads());
   const int cols = (N + parts - 1) / parts;
   parallel_for(parts, [&](int part, int) {
     const int n0 = part * cols, n = std::min(N, n0 + cols) - n0;

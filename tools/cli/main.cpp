@@ -1,14 +1,20 @@
 // ordo — a small transformer encoder you can read. The command line.
+#include <cblas.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
 
 #include <ordo/errors.h>
 
+#include "common/atomic_file.h"
 #include "tools/cli/cli.h"
 
 namespace {
@@ -67,9 +73,49 @@ std::string dash_hint(const std::string& name, int argc, char** argv) {
   return "";
 }
 
+// OpenBLAS starts its worker threads when it is loaded, before main, and each worker maps a 128 MiB
+// buffer as it starts, retrying for ever when the mapping fails (blas_memory_alloc in OpenBLAS
+// 0.3.21's memory.c); the exit then waits for them. Under a memory limit (ulimit -v) that was a
+// process that printed its result and never ended. ordo's own threads do the work (OpenBLAS is set
+// to one thread before its first product), so its workers are not needed, but only the environment
+// at load time can keep them from starting (a variable set by this process comes too late: the C
+// library's start resets the environment the libraries read). So a process started under an
+// address-space or data limit, whose OpenBLAS has workers, runs itself again with
+// OPENBLAS_NUM_THREADS=1; the user's value is passed on and put back for bench to report.
+constexpr const char* kUserThreads = "ORDO_USER_OPENBLAS_NUM_THREADS";
+
+bool under_memory_limit() {
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit r {};
+    if (::getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY) return true;
+  }
+  return false;
+}
+
+void without_openblas_workers(char** argv) {
+  if (const char* saved = std::getenv(kUserThreads)) {  // the second start: put the user's value back
+    if (*saved)
+      ::setenv("OPENBLAS_NUM_THREADS", saved + 1, 1);  // "=" + the value, or "" when it was unset
+    else
+      ::unsetenv("OPENBLAS_NUM_THREADS");
+    ::unsetenv(kUserThreads);
+    return;
+  }
+  if (openblas_get_num_threads() <= 1 || !under_memory_limit()) return;
+  const char* set = std::getenv("OPENBLAS_NUM_THREADS");
+  const bool had = set != nullptr;
+  const std::string user = had ? set : "";
+  ::setenv(kUserThreads, had ? ("=" + user).c_str() : "", 1);
+  ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv(kUserThreads);  // no second start (no /proc): go on as before
+  had ? ::setenv("OPENBLAS_NUM_THREADS", user.c_str(), 1) : ::unsetenv("OPENBLAS_NUM_THREADS");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  without_openblas_workers(argv);
   if (argc < 2) {
     usage(stderr);
     return 2;
@@ -82,6 +128,11 @@ int main(int argc, char** argv) {
   // The default action even when the parent ignored it, so a closed pipe ends output the same
   // quiet way everywhere (status 128 + SIGPIPE, as `yes | head -1` shows).
   std::signal(SIGPIPE, SIG_DFL);
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG and the command says so, instead
+  // of SIGXFSZ ending the process (and dumping core) with the temporary file left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
+  // SIGINT, SIGTERM and SIGHUP remove the temporary file being written before the process ends.
+  ordo::remove_temporaries_on_signals();
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     try {
