@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,34 +74,75 @@ int cmd_init(int argc, char** argv) {
   if (!src.empty()) tokenizer_bytes = read_regular_file(src, uint64_t(256) << 20, "a sentencepiece model");
 
   // All the files or none: they are written into a fresh directory inside `out`, each whole
-  // (write_atomically), and only then moved into place; a failure (a full disk) removes them and
-  // leaves `out` as it was.
+  // (write_atomically), and only then moved into place; a failure (a full disk, a name in `out`
+  // taken by a directory) or SIGINT/SIGTERM removes them and leaves `out` as it was.
+  std::vector<std::string> names = {"model.safetensors", "config.json"};
+  if (!src.empty()) names.push_back(c.tokenizer);
+  for (const std::string& name : names) {  // what would stop the moves, found before any is made
+    struct stat st {};
+    if (::lstat((out + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      throw InputError(out + "/" + name, "cannot write: it is a directory");
+  }
   const bool created = ::mkdir(out.c_str(), 0755) == 0;
   if (!created && errno != EEXIST)
     throw InputError(out, std::string("cannot create directory: ") + std::strerror(errno));
+  std::optional<TemporaryName> live_out;
+  if (created) live_out.emplace(out, true);
   std::string stage = out + "/.ordo-init-XXXXXX";
   if (!::mkdtemp(stage.data())) {
     const int err = errno;
     if (created) ::rmdir(out.c_str());
     throw InputError(out, std::string("cannot write: ") + std::strerror(err));
   }
-  std::vector<std::string> names = {"model.safetensors", "config.json"};
-  if (!src.empty()) names.push_back(c.tokenizer);
+  const TemporaryName live_stage(stage, true);
+  std::vector<std::unique_ptr<TemporaryName>> live_files;
+  for (const std::string& name : names) {
+    live_files.push_back(std::make_unique<TemporaryName>(stage + "/" + name));
+    live_files.push_back(std::make_unique<TemporaryName>(stage + "/" + name + ".old"));
+  }
+  auto remove_stage = [&] {
+    for (const std::string& name : names) {
+      ::unlink((stage + "/" + name).c_str());
+      ::unlink((stage + "/" + name + ".old").c_str());
+    }
+    ::rmdir(stage.c_str());
+  };
   try {
     write_random_model(c, args["seed"].as<uint64_t>(), stage);
     if (!src.empty())
       write_atomically(stage + "/" + c.tokenizer,
                        [&](std::FILE* f) { std::fwrite(tokenizer_bytes.data(), 1, tokenizer_bytes.size(), f); });
-    for (const std::string& name : names)
-      if (std::rename((stage + "/" + name).c_str(), (out + "/" + name).c_str()) != 0)
-        throw InputError(out + "/" + name, std::string("cannot write: ") + std::strerror(errno));
   } catch (...) {
-    for (const std::string& name : names) ::unlink((stage + "/" + name).c_str());
-    ::rmdir(stage.c_str());
+    remove_stage();
     if (created) ::rmdir(out.c_str());
     throw;
   }
-  ::rmdir(stage.c_str());
+  // The moves: a file they replace is kept (a hard link in the stage) until all are made, and put
+  // back if one fails; a signal waits until they are all made or all undone.
+  {
+    const SignalsDeferred whole;
+    std::vector<std::string> moved;
+    try {
+      for (const std::string& name : names) {
+        const std::string target = out + "/" + name, old = stage + "/" + name + ".old";
+        if (::link(target.c_str(), old.c_str()) != 0 && errno != ENOENT)
+          throw InputError(target, std::string("cannot replace: ") + std::strerror(errno));
+        if (std::rename((stage + "/" + name).c_str(), target.c_str()) != 0)
+          throw InputError(target, std::string("cannot write: ") + std::strerror(errno));
+        moved.push_back(name);
+      }
+    } catch (...) {
+      for (auto it = moved.rbegin(); it != moved.rend(); ++it) {
+        const std::string target = out + "/" + *it, old = stage + "/" + *it + ".old";
+        if (std::rename(old.c_str(), target.c_str()) != 0) ::unlink(target.c_str());
+      }
+      remove_stage();
+      if (created) ::rmdir(out.c_str());
+      throw;
+    }
+    remove_stage();
+  }
+  live_out.reset();
   std::printf("wrote %s: d_model %d, %s, d_ff %d, %s, vocab %d, seed %llu\n", out.c_str(), c.d_model,
               count(c.n_heads, "head", "heads").c_str(), c.d_ff, count(c.n_layers, "layer", "layers").c_str(),
               c.vocab_size, (unsigned long long)args["seed"].as<uint64_t>());
