@@ -188,6 +188,22 @@ TEST(View, AScriptEndInTheTextStaysInsideTheData) {
   EXPECT_EQ(page_data(page)["texts"][0]["text"], text);
 }
 
+// "<!--" and a later "<script" in a data block change how an HTML parser finds its end (the page
+// came out blank); so the data holds no '<', '>' or '&' at all, and U+2028/2029 are escaped.
+TEST(View, TheDataBlockHoldsNoMarkupCharacters) {
+  test::TempDir dir;
+  const std::string text = "an HTML page starts <!-- a comment <script> here & \u2028 \u2029";
+  const auto r = run_ordo("view " + quote(text) + " --html " + dir.path + "/v.html");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string page = read_file(dir.path + "/v.html");
+  const std::string open = "<script id=\"ordo-data\" type=\"application/json\">";
+  const size_t begin = page.find(open) + open.size(), end = page.find("</script>", begin);
+  ASSERT_NE(page.find(open), std::string::npos);
+  const std::string block = page.substr(begin, end - begin);
+  for (const char* c : {"<", ">", "&", "\u2028", "\u2029"}) EXPECT_EQ(block.find(c), std::string::npos) << c;
+  EXPECT_EQ(json::parse(block)["texts"][0]["text"], text);
+}
+
 TEST(View, BadInputWritesNothingAndKeepsWhatWasThere) {
   test::TempDir dir;
   const std::string kept = dir.path + "/kept.html";

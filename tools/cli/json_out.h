@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 namespace ordo::cli {
@@ -23,6 +24,32 @@ Json json_floats(const float* v, size_t n) {
   Json a = Json::array();
   for (size_t i = 0; i < n; ++i) a.push_back(short_float(v[i]));
   return a;
+}
+
+// JSON text made safe to place inside an HTML <script> element: every '<', '>' and '&' is written
+// \u003c, \u003e, \u0026, and U+2028, U+2029 as \u2028, \u2029 (the same strings in JSON), so no
+// text can end the element ("</script"), open an HTML comment ("<!--", which with a later
+// "<script" makes the parser read past the element's end) or break a JavaScript line. Those
+// characters occur only inside JSON strings, where an escape means the same.
+inline std::string json_for_html(const std::string& json) {
+  std::string out;
+  out.reserve(json.size() + json.size() / 16);
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char ch = json[i];
+    if (ch == '<')
+      out += "\\u003c";
+    else if (ch == '>')
+      out += "\\u003e";
+    else if (ch == '&')
+      out += "\\u0026";
+    else if (ch == '\xE2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
+             (json[i + 2] == '\xA8' || json[i + 2] == '\xA9')) {
+      out += json[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else
+      out += ch;
+  }
+  return out;
 }
 
 }  // namespace ordo::cli

@@ -16,6 +16,7 @@
 #include "common/atomic_file.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/compare.h"
+#include "tools/cli/json_out.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
 namespace ordo::cli {
@@ -207,9 +208,7 @@ int cmd_view(int argc, char** argv) {
   data["compare"] = texts.size() == 2 ? comparison_json(compare_texts(pipeline, tokens[0], tokens[1]), tokens[0])
                                       : nlohmann::ordered_json(nullptr);
 
-  // "</" is written "<\/" (the same string in JSON), so no text can close the page's <script> early.
-  std::string json = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.insert(at + 1, "\\");
+  const std::string json = json_for_html(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   std::string page = teach::kViewPage;
   page.replace(page.find("@ORDO_VIEW_DATA@"), std::strlen("@ORDO_VIEW_DATA@"), json);
   write_atomically(path, [&](std::FILE* f) { std::fwrite(page.data(), 1, page.size(), f); });
