@@ -1,7 +1,11 @@
 // Reliability of the command line: long and broken input, closed pipes, full disks, huge configs.
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -338,6 +342,129 @@ TEST(OutputFiles, PeWritesAllItsFilesOrNone) {
   EXPECT_EQ(test::count_lines(r.out), 2) << "one error line (libpng adds none), the status, no files:\n" << r.out;
   EXPECT_NE(r.out.find("error: s.png: cannot write: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" status 2\n"), std::string::npos) << r.out;
+}
+
+// Output onto what is not a regular file: written directly, never replaced (as root, a rename
+// would have turned /dev/null into a regular file).
+TEST(OutputFiles, SpecialFilesAreWrittenNotReplaced) {
+  test::TempDir dir;
+  auto ordo = [](const std::string& cmd) { return std::string(ORDO_BINARY) + " " + cmd + kDefault; };
+  ASSERT_EQ(run_shell(ordo("encode hello --format npy --output " + dir.path + "/plain.npy")).status, 0);
+  const std::string expected = test::read_file(dir.path + "/plain.npy");
+  ASSERT_GT(expected.size(), 128u);
+  for (const char* cmd : {"encode hello --format npy --output /dev/null", "view hello --html /dev/null",
+                          "pe --positions 8 --dim 4 --no-properties --csv /dev/null"}) {
+    const std::string line = cmd[0] == 'p' ? std::string(ORDO_BINARY) + " " + cmd : ordo(cmd);
+    EXPECT_EQ(run_shell(line + " >/dev/null").status, 0) << cmd;
+    struct stat st {};
+    ASSERT_EQ(::lstat("/dev/null", &st), 0);
+    ASSERT_TRUE(S_ISCHR(st.st_mode)) << cmd << " replaced /dev/null";
+  }
+  // A FIFO's reader gets the bytes; /dev/stdout is the shell's redirection, and stays a link.
+  auto r = run_shell("mkfifo " + dir.path + "/fifo && (cat " + dir.path + "/fifo > " + dir.path + "/got &) && " +
+                     ordo("encode hello --format npy --output " + dir.path + "/fifo") + " && wait");
+  EXPECT_EQ(r.status, 0);
+  r = run_shell("timeout 30 sh -c 'while [ $(wc -c < " + dir.path + "/got) -lt " + std::to_string(expected.size()) +
+                " ]; do sleep 0.05; done'");
+  EXPECT_EQ(test::read_file(dir.path + "/got"), expected);
+  r = run_shell(ordo("encode hello --format npy --output /dev/stdout") + " > " + dir.path + "/stdout.npy");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(test::read_file(dir.path + "/stdout.npy"), expected);
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/stdout", &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
+// Past a file-size limit the write fails with one error line (SIGXFSZ is ignored, not left to
+// end the process), and the temporary file is removed.
+TEST(OutputFiles, AFileSizeLimitIsAnErrorAndLeavesNoTemporary) {
+  test::TempDir dir;
+  {
+    std::ofstream in(dir.path + "/in.txt");
+    for (int i = 0; i < 2000; ++i) in << "the cat\n";  // 2000 x 64 floats: 512 KB of .npy
+  }
+  const auto r =
+      run_shell("cd " + dir.path + " && ulimit -f 64 && " + std::string(ORDO_BINARY) + " encode" + kDefault +
+                "--format npy --output big.npy --input in.txt 2>&1 >/dev/null; " + "echo \" status $?\"; ls -A");
+  EXPECT_EQ(r.out, "error: big.npy: cannot write: File too large\n status 2\nin.txt\n") << r.out;
+}
+
+// SIGTERM or SIGINT while a large --format npy is being written: the process ends by the signal
+// and no temporary is left. The signal is sent when the temporary file appears (inotify); a run
+// that finished before it arrived is tried again with more output.
+TEST(OutputFiles, SignalsDuringAWriteLeaveNoTemporary) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    bool killed_mid_write = false;
+    for (int lines = 20000; lines <= 320000 && !killed_mid_write; lines *= 4) {
+      test::TempDir dir;
+      {
+        std::ofstream in(dir.path + "/in.txt");
+        for (int i = 0; i < lines; ++i) in << "a\n";
+      }
+      const std::string out_dir = dir.path + "/out";
+      ASSERT_EQ(::mkdir(out_dir.c_str(), 0755), 0);
+      const int watch = ::inotify_init1(IN_CLOEXEC);
+      ASSERT_GE(watch, 0);
+      ASSERT_GE(::inotify_add_watch(watch, out_dir.c_str(), IN_CREATE), 0);
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::signal(SIGINT, SIG_DFL);
+        ::execl(ORDO_BINARY, ORDO_BINARY, "encode", "--model", ORDO_DEFAULT_MODEL, "--format", "npy", "--output",
+                (out_dir + "/x.npy").c_str(), "--input", (dir.path + "/in.txt").c_str(), nullptr);
+        ::_exit(127);
+      }
+      char event[4096];
+      ASSERT_GT(::read(watch, event, sizeof event), 0);  // the temporary file was created
+      ::kill(pid, sig);
+      ::close(watch);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      if (WIFSIGNALED(status)) {
+        EXPECT_EQ(WTERMSIG(status), sig);
+        killed_mid_write = true;
+        EXPECT_EQ(run_shell("ls -A " + out_dir).out, "") << "the temporary file was left";
+      } else {
+        EXPECT_EQ(WEXITSTATUS(status), 0);
+      }
+    }
+    EXPECT_TRUE(killed_mid_write) << "every run finished its write before signal " << sig << " arrived";
+  }
+}
+
+// Under an address-space limit: the result, or one "out of memory" line and exit 1; never a
+// hang (OpenBLAS retried a failed buffer for ever). `timeout` turns a hang into status 124.
+TEST(Limits, AMemoryLimitEndsTheProcess) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
+#endif
+  test::TempDir dir;
+  for (const char* cmd : {"encode", "score", "fill"})
+    for (int kb : {120000, 200000, 300000, 600000}) {
+      const std::string args =
+          std::string(cmd) + kDefault + quote(std::string("the cat sat on the ") + (cmd[0] == 'f' ? "<mask>" : "mat"));
+      const auto r = run_shell("ulimit -v " + std::to_string(kb) + "; timeout 120 " + std::string(ORDO_BINARY) + " " +
+                               args + " 2>&1 >/dev/null; echo \" status $?\"");
+      const std::string where = std::string(cmd) + " under " + std::to_string(kb) + " KB: ";
+      EXPECT_TRUE(r.out == " status 0\n" || r.out == "error: ordo " + std::string(cmd) + ": out of memory\n status 1\n")
+          << where << r.out;
+    }
+}
+
+// A model directory is written whole or not at all: a name taken by a directory is found before
+// anything is moved, and an existing model stays as it was.
+TEST(OutputFiles, InitIsAllOrNothingForTheDirectory) {
+  test::TempDir dir;
+  const std::string m = dir.path + "/m";
+  std::ofstream(dir.path + "/c.json") << R"({"vocab_size": 8000, "d_model": 4, "n_heads": 1, "d_ff": 4,
+    "n_layers": 1, "positional_encoding": "none"})";
+  ASSERT_EQ(::mkdir(m.c_str(), 0755), 0);
+  std::ofstream(m + "/config.json") << "the old config";
+  ASSERT_EQ(::mkdir((m + "/tokenizer.model").c_str(), 0755), 0);
+  const auto r = run_ordo("init --config " + dir.path + "/c.json --force --out " + m + " --tokenizer " +
+                          ORDO_DEFAULT_MODEL + "/tokenizer.model");
+  test::expect_one_error(r, m + "/tokenizer.model: cannot write: it is a directory");
+  EXPECT_EQ(run_shell("ls -A " + m).out, "config.json\ntokenizer.model\n");
+  EXPECT_EQ(test::read_file(m + "/config.json"), "the old config");
 }
 
 }  // namespace
