@@ -99,6 +99,26 @@ TEST(Pipeline, MaxTokensIsTheLearnedTableOrMemory) {
             "this machine's memory (a text of at most " + std::to_string(n) + " tokens)");
 }
 
+// Texts written in place, as the README shows them: two string literals also fit
+// std::vector<Tokenization>'s (first, last) constructor, so these calls compile only because of
+// the std::initializer_list<std::string> overloads; they give what the std::vector calls give.
+TEST(Pipeline, TextsWrittenInPlaceCompileAndMatch) {
+  Pipeline pipeline(ORDO_DEFAULT_MODEL);
+  const std::vector<std::string> texts = {"the cat sat on the mat", "mat the on sat cat the"};
+  const std::vector<Scored> s = pipeline.score({"the cat sat on the mat", "mat the on sat cat the"});
+  const std::vector<Scored> by_vector = pipeline.score(texts);
+  ASSERT_EQ(s.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(s[i].pll, by_vector[i].pll);
+    EXPECT_EQ(s[i].log_probs, by_vector[i].log_probs);
+  }
+  EXPECT_GT(s[0].pll, s[1].pll) << "the model prefers the ordinary order";
+  const std::vector<Encoded> e = pipeline.encode({"the cat", "a dog"}, Pooling::Mean);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1].values, pipeline.encode(std::vector<std::string>{"the cat", "a dog"}, Pooling::Mean)[1].values);
+  EXPECT_EQ(pipeline.score({"the cat"}, /*positions=*/false).size(), 1u);
+}
+
 TEST(SplitLines, BomCrAndNul) {
   std::vector<std::string> where;
   EXPECT_EQ(split_lines("\xEF\xBB\xBF"

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -165,6 +166,12 @@ class Pipeline {
   // The same from tokenizations already made.
   std::vector<Encoded> encode(std::vector<Tokenization> tokens, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
+  // Texts written in place, encode({"a", "b"}, ...): without this, two string literals also fit
+  // std::vector<Tokenization>'s (first, last) constructor, and the call would be ambiguous.
+  std::vector<Encoded> encode(std::initializer_list<std::string> texts, Pooling pooling, bool normalize = false,
+                              const EncodeOptions& options = {}) {
+    return encode(std::vector<std::string>(texts), pooling, normalize, options);
+  }
 
   // ---- The masked-language-model head ------------------------------------------------------
   // logits_t = h_t·Eᵀ + b (engine/head.h). Every entry below throws InputError naming
@@ -213,6 +220,10 @@ class Pipeline {
   // text's pseudo-log-likelihood. An empty text scores 0 with no pieces.
   std::vector<Scored> score(const std::vector<std::string>& texts, bool positions = true);
   std::vector<Scored> score(std::vector<Tokenization> tokens, bool positions = true);
+  // score({"a", "b"}): see encode(std::initializer_list<std::string>, ...).
+  std::vector<Scored> score(std::initializer_list<std::string> texts, bool positions = true) {
+    return score(std::vector<std::string>(texts), positions);
+  }
 
   const Model& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
