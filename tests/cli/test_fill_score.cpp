@@ -101,7 +101,8 @@ TEST_F(FillScore, FillErrors) {
   check(run_ordo("fill" + model("head") + quote("the cat sat on the mat")), "error: argument 1: holds no <mask>");
   check(run_ordo("fill" + model("plain") + quote("the <mask> sat")),
         "error: " + dir_->path + "/plain/config.json: the model has no masked-language-model head");
-  check(run_ordo("fill --top 0" + model("head") + quote("the <mask>")), "error: ordo fill: --top must be at least 1");
+  check(run_ordo("fill --top 0" + model("head") + quote("the <mask>")),
+        "error: ordo fill: --top must be in 1 .. 16777216, got 0");
   check(run_ordo("fill" + model("head")), "error: ordo fill: needs one text");
   check(run_ordo("fill" + model("head") + quote("caf\xc3 <mask>")), "error: argument 1: invalid UTF-8");
 }

@@ -277,6 +277,30 @@ TEST(Limits, ThreadsOutOfRangeAreUsageErrors) {
   }
 }
 
+// Every numeric option is checked the same way, before any work: one line naming the option, its
+// range and the value given.
+TEST(Limits, NumericOptionsAreRangeChecked) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"bench --peak -5", "--peak must be in 0.001 .. 1e+09 GFLOP/s, got -5"},
+      {"bench --peak 0", "--peak must be in 0.001 .. 1e+09 GFLOP/s, got 0"},
+      {"bench --repeat 0", "--repeat must be in 1 .. 100000, got 0"},
+      {"bench --seq -1", "--seq must be in 1 .. 65536, got -1"},
+      {"fill --top -3 'the <mask>'", "--top must be in 1 .. 16777216, got -3"},
+      {"trace --dims 0 cat", "--dims must be in 1 .. 16777216, got 0"},
+      {"encode --max-tokens 0 cat", "--max-tokens must be in 1 .. 16777216, got 0"},
+      {"encode --precision 41 cat", "--precision must be in 0 .. 40, got 41"},
+      {"pe --columns -2", "--columns must be in 1 .. 65536, got -2"},
+      {"pe --positions 0", "--positions must be in 1 .. 16777216, got 0"},
+  };
+  for (const auto& [args, message] : cases) {
+    const std::string cmd = args;
+    const auto r = run_ordo(cmd);
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_EQ(r.err, "error: ordo " + cmd.substr(0, cmd.find(' ')) + ": " + message + "\n") << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+  }
+}
+
 TEST(Limits, HelpIntoAFullDiskFails) {
   const auto r = run_shell(std::string(ORDO_BINARY) + " --help 2>&1 >/dev/full; echo \" status $?\"");
   EXPECT_EQ(r.out, "error: ordo help: cannot write to stdout: No space left on device\n status 1\n");

@@ -278,5 +278,15 @@ TEST(Surprises, EncodeEmptyTextHasNoVector) {
   EXPECT_NE(t.out.find("  1 piece: "), std::string::npos) << t.out;
 }
 
+// 300,000 empty lines: one note with the count and the first ten, not 300,000 notes.
+TEST(Surprises, ManyEmptyTextsGiveOneNote) {
+  const auto r = test::run_ordo("encode --json --input -", std::string(300000, '\n'));
+  ASSERT_EQ(r.status, 0) << r.err.substr(0, 500);
+  EXPECT_EQ(test::count_lines(r.out), 300000);
+  EXPECT_EQ(r.err,
+            "note: stdin: 300000 texts have no tokens (line 1, line 2, line 3, line 4, line 5, line 6, line 7, line 8, "
+            "line 9, line 10, ...), so they have no vector (null)\n");
+}
+
 }  // namespace
 }  // namespace ordo

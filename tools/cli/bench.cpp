@@ -148,8 +148,8 @@ int cmd_bench(int argc, char** argv) {
       "json", "one JSON object instead of the report");
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
-  const int repeat = args["repeat"].as<int>();
-  if (repeat < 1 || repeat > 100000) throw UsageError("--repeat must be in 1 .. 100000");
+  const int repeat = int_option(args, "repeat", 1, 100000);
+  const double peak_given = args.count("peak") ? number_option(args, "peak", 0.001, 1e9, " GFLOP/s") : 0;
   set_num_threads(threads_option(args));
   const int threads = num_threads();
   const bool json = args.count("json") > 0;
@@ -193,7 +193,7 @@ int cmd_bench(int argc, char** argv) {
     return 0;
   }
 
-  const int B = args["batch"].as<int>(), S = args["seq"].as<int>();
+  const int B = int_option(args, "batch", 1, 65536), S = int_option(args, "seq", 1, 65536);
   check_shape(B, S);
   const Timing t = time_forward(encoder, c, B, S, repeat);
   const nlohmann::json j = forward_json(c, B, S, threads, t);
@@ -201,7 +201,7 @@ int cmd_bench(int argc, char** argv) {
     std::cout << j << "\n";
     return 0;
   }
-  const double peak = args.count("peak") ? args["peak"].as<double>() : [&] {
+  const double peak = args.count("peak") ? peak_given : [&] {
     openblas_set_num_threads(threads);
     const Timing g = time_sgemm(2048, 5);
     openblas_set_num_threads(1);

@@ -191,12 +191,27 @@ void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string
                                 pipeline.max_tokens_reason() + " allows");
 }
 
+int int_option(const cxxopts::ParseResult& args, const std::string& name, int lo, int hi, const char* note) {
+  const int v = args[name].as<int>();
+  if (v < lo || v > hi)
+    throw UsageError("--" + name + " must be in " + std::to_string(lo) + " .. " + std::to_string(hi) + note + ", got " +
+                     std::to_string(v));
+  return v;
+}
+
+double number_option(const cxxopts::ParseResult& args, const std::string& name, double lo, double hi,
+                     const char* note) {
+  const double v = args[name].as<double>();
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " must be in %g .. %g%s, got %g", lo, hi, note, v);
+    throw UsageError("--" + name + buf);
+  }
+  return v;
+}
+
 int threads_option(const cxxopts::ParseResult& args) {
-  const int n = args["threads"].as<int>();
-  if (n < 0 || n > kMaxThreads)
-    throw UsageError("--threads must be in 0 .. " + std::to_string(kMaxThreads) + " (0: one per core), got " +
-                     std::to_string(n));
-  return n;
+  return int_option(args, "threads", 0, kMaxThreads, " (0: one per core)");
 }
 
 void add_model_options(cxxopts::Options& o) {

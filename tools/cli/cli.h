@@ -90,6 +90,14 @@ void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string
 
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);
+// A numeric option, checked the one way every command checks them: a value outside lo .. hi
+// (or not finite) is UsageError("--NAME must be in LO .. HI<note>, got V").
+int int_option(const cxxopts::ParseResult& args, const std::string& name, int lo, int hi, const char* note = "");
+double number_option(const cxxopts::ParseResult& args, const std::string& name, double lo, double hi,
+                     const char* note = "");
+// The largest count an option of pieces, dims or positions may ask for (vocab_size and d_model's bound too).
+constexpr int kMaxCount = 1 << 24;
+
 // The value of --threads, checked: 0 (one per core) .. kMaxThreads.
 constexpr int kMaxThreads = 1024;
 int threads_option(const cxxopts::ParseResult& args);

@@ -278,10 +278,7 @@ int cmd_encode(int argc, char** argv) {
   if (args.count("precision")) {
     if (output.format != Format::Text && output.format != Format::Tsv)
       throw UsageError("--precision is for --format text and tsv (jsonl and npy keep every float exactly)");
-    output.precision = args["precision"].as<int>();
-    if (output.precision < 0 || output.precision > kMaxPrecision)
-      throw UsageError("--precision must be in 0 .. " + std::to_string(kMaxPrecision) + ", got " +
-                       std::to_string(output.precision));
+    output.precision = int_option(args, "precision", 0, kMaxPrecision);
   } else if (output.format == Format::Tsv) {
     output.precision = -1;
   }
@@ -291,8 +288,7 @@ int cmd_encode(int argc, char** argv) {
   if (args.count("output") && output_file.empty()) throw UsageError("--output needs a file name");
   if (npy && output_file.empty() && ::isatty(STDOUT_FILENO))
     throw UsageError("--format npy writes binary data: give --output FILE, or redirect stdout to a file");
-  const int max_tokens = args["max-tokens"].as<int>();
-  if (max_tokens <= 0) throw UsageError("--max-tokens must be positive");
+  const int max_tokens = int_option(args, "max-tokens", 1, kMaxCount);
   set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));
 
@@ -340,6 +336,27 @@ int cmd_encode(int argc, char** argv) {
     if (shown) std::cerr << "\n";
     shown = false;
   };
+  // Texts with no tokens (empty lines): one note at the end, however many there are.
+  std::vector<std::string> empty;  // where the first few are
+  uint64_t empty_count = 0;
+  auto note_empty = [&] {
+    if (empty_count == 0) return;
+    end_progress();
+    if (empty_count == 1) {
+      std::cerr << "note: " << one_line(empty[0]) << ": the text has no tokens, so it has no vector" << no_vector
+                << "\n";
+    } else {
+      std::string list;
+      for (const std::string& w : empty) {
+        const size_t at = w.rfind(": line ");
+        list += (list.empty() ? "" : ", ") + (at == std::string::npos ? w : w.substr(at + 2));
+      }
+      if (empty_count > empty.size()) list += ", ...";
+      std::cerr << "note: " << one_line(source.name()) << ": " << empty_count << " texts have no tokens ("
+                << one_line(list) << "), so they have no vector" << no_vector << "\n";
+    }
+    empty_count = 0;
+  };
 
   bool more = true;
   for (size_t window = kFirstWindowTexts; more; window = std::min(2 * window, kWindowTexts)) {
@@ -359,9 +376,8 @@ int cmd_encode(int argc, char** argv) {
         bool cut = false;
         Tokenization t = prepare(pipeline, line, rules, &cut);
         if (t.ids.empty()) {
-          end_progress();
-          std::cerr << "note: " << one_line(line.where) << ": the text has no tokens, so it has no vector" << no_vector
-                    << "\n";
+          if (empty.size() < 10) empty.push_back(line.where);
+          ++empty_count;
         }
         truncated.push_back(cut);
         window_tokens += t.ids.size();
@@ -408,11 +424,13 @@ int cmd_encode(int argc, char** argv) {
     }
     if (stop) {
       end_progress();
+      note_empty();
       write_npy();  // the texts before the bad line, as the other formats print them
       std::rethrow_exception(stop);
     }
   }
   end_progress();
+  note_empty();
   write_npy();
   if (!std::cout) return 1;
   if (skipped_count > 0) {

@@ -207,8 +207,7 @@ int cmd_eval(int argc, char** argv) {
 
   eval::Options options;
   options.positions = positions;
-  options.max_pieces = args["max-pieces"].as<int>();
-  if (options.max_pieces < 0) throw UsageError("--max-pieces must be 1 or more (0: no limit)");
+  options.max_pieces = int_option(args, "max-pieces", 0, kMaxCount, " (0: no limit)");
   std::vector<Result> results;
   for (const std::string& dir : dirs) {
     Pipeline pipeline(dir);

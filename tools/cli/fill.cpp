@@ -23,8 +23,7 @@ int cmd_fill(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "fill");
-  const int top = args["top"].as<int>();
-  if (top < 1) throw UsageError("--top must be at least 1, got " + std::to_string(top));
+  const int top = int_option(args, "top", 1, kMaxCount);
   const bool positions = !args.count("no-pe");
   set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));

@@ -174,10 +174,9 @@ int cmd_pe(int argc, char** argv) {
   add_scale_options(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
-  const int N = args["positions"].as<int>(), d = args["dim"].as<int>();
+  const int N = int_option(args, "positions", 1, kMaxCount), d = int_option(args, "dim", 1, 65536);
+  const int columns = int_option(args, "columns", 1, 65536);
   const double base = args["base"].as<double>();
-  if (N <= 0 || N > (1 << 24)) throw UsageError("--positions must be in 1 .. 16777216");
-  if (d <= 0 || d > 65536) throw UsageError("--dim must be in 1 .. 65536");
   if (!(base > 0) || !std::isfinite(base)) throw UsageError("--base must be a positive number");
   if (uint64_t(N) * uint64_t(d) > (uint64_t(1) << 28))
     throw UsageError("--positions x --dim is too large (max 2^28 values)");
@@ -268,7 +267,7 @@ int cmd_pe(int argc, char** argv) {
     for (const std::string& path : written) std::remove(path.c_str());
     throw;
   }
-  const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
+  const int cols = std::min(d, columns);
   std::printf("positional encoding, %d positions x %d dims, %s layout, base %g", N, d,
               layout == PeLayout::Split ? "split" : "interleaved", base);
   if (variant == PeVariant::Tensor2Tensor || variant == PeVariant::DoubledExponent)

@@ -49,8 +49,7 @@ int cmd_trace(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "trace");
-  const int K = args["dims"].as<int>();
-  if (K <= 0) throw UsageError("--dims must be positive");
+  const int K = int_option(args, "dims", 1, kMaxCount);
   Pipeline pipeline(model_dir(args));
   const Config& c = pipeline.model().config();
   const int d = c.d_model;
