@@ -35,6 +35,12 @@ Tokenizer Tokenizer::load(const std::string& path) {
   return parse(read_regular_file(path, kMaxBytes, "a sentencepiece model"), path);
 }
 
+struct Tokenizer::Joined {
+  std::once_flag once;
+  std::string bytes;                                          // the model with add_dummy_prefix off
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp;  // null if it did not load
+};
+
 Tokenizer Tokenizer::parse(const std::string& bytes, const std::string& path) {
   if (bytes.rfind("version https://git-lfs", 0) == 0)
     throw InputError(path, "is a Git LFS pointer file, not the tokenizer (fetch it with `git lfs pull`)");
@@ -59,15 +65,40 @@ Tokenizer Tokenizer::parse(const std::string& bytes, const std::string& path) {
     throw InputError(path, "not a sentencepiece model (" + why + ")");
   }
   if (t.sp_->GetPieceSize() <= 0) throw InputError(path, "sentencepiece model has no pieces");
+  // The model once more, with normalizer_spec.add_dummy_prefix = false: a protobuf parser merges
+  // a second occurrence of a message field into the first, so field 3 (normalizer_spec) holding
+  // only its field 3 (add_dummy_prefix) = 0 is appended: 0x1A (field 3, length-delimited), length
+  // 2, 0x18 (field 3, varint), 0.
+  t.joined_ = std::make_shared<Joined>();
+  t.joined_->bytes = bytes + std::string("\x1A\x02\x18\x00", 4);
   return t;
 }
 
+sentencepiece::SentencePieceProcessor* Tokenizer::inside_word() const {
+  if (!joined_) return nullptr;
+  Joined& j = *joined_;
+  std::call_once(j.once, [&] {
+    auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
+    // A model whose self-test samples were recorded with the prefix fails to load this way; then
+    // the segment is encoded as before and a lone leading "▁" dropped.
+    if (sp->LoadFromSerializedProto(absl::string_view(j.bytes.data(), j.bytes.size())).ok()) j.sp = std::move(sp);
+    j.bytes.clear();
+    j.bytes.shrink_to_fit();
+  });
+  return j.sp.get();
+}
+
 Tokenization Tokenizer::encode(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
+  return encode_with(*sp_, text, where, spans);
+}
+
+Tokenization Tokenizer::encode_with(sentencepiece::SentencePieceProcessor& sp, std::string_view text,
+                                    const std::string& where, std::vector<Span>* spans) const {
   size_t bad = 0;
   if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
   Tokenization out;
   sentencepiece::ImmutableSentencePieceText spt;
-  const auto status = sp_->Encode(absl::string_view(text.data(), text.size()), spt.mutable_proto());
+  const auto status = sp.Encode(absl::string_view(text.data(), text.size()), spt.mutable_proto());
   if (!status.ok()) throw InputError(where, "cannot tokenize: " + status.ToString());
   for (const auto& p : spt.pieces()) {
     out.pieces.push_back(p.piece());
@@ -117,7 +148,8 @@ Tokenization Tokenizer::encode_masked(std::string_view text, const std::string& 
     while (!segment.empty() && is_space(segment.front())) segment.remove_prefix(1);
     while (!segment.empty() && is_space(segment.back())) segment.remove_suffix(1);
     if (!segment.empty()) {
-      Tokenization part = encode(segment, where);
+      sentencepiece::SentencePieceProcessor* inside = joined ? inside_word() : nullptr;
+      Tokenization part = inside ? encode_with(*inside, segment, where, nullptr) : encode(segment, where);
       size_t first = 0;
       if (joined && !part.pieces.empty() && part.pieces[0] == "\xE2\x96\x81") first = 1;  // a lone "▁"
       out.pieces.insert(out.pieces.end(), part.pieces.begin() + first, part.pieces.end());

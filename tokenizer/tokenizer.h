@@ -62,9 +62,10 @@ class Tokenizer {
   // Text in which each literal "<mask>" stands for one masked piece (as `ordo fill` reads it):
   // the text is split at the markers, each segment (spaces at its ends trimmed) is encoded on its
   // own and the mask id goes between. A segment that follows a marker with no space between
-  // ("the <mask>.") is encoded without sentencepiece's leading "▁" piece, as the same characters
-  // are inside a sentence ("mat." is ▁mat .), so "the <mask>." gives ▁the <mask> . and
-  // "the <mask> ." gives ▁the <mask> ▁ . (as "the mat ." would). `positions`, if given, receives
+  // ("the <mask>cat", "the <mask>.") is encoded as the inside of a word: without the "▁" that
+  // sentencepiece puts before a text's first word (its add_dummy_prefix, turned off for these
+  // segments), so "the <mask>cat" gives ▁the <mask> c at and "the <mask>." gives ▁the <mask> .,
+  // while "the <mask> ." gives ▁the <mask> ▁ . (as "the mat ." would). `positions`, if given, receives
   // the index of each mask in the result. Throws InputError(where) for invalid UTF-8, and
   // InputError(path()) when the text holds a marker but the tokenizer has no <mask> piece.
   Tokenization encode_masked(std::string_view text, const std::string& where = "input",
@@ -73,7 +74,14 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
+  Tokenization encode_with(sentencepiece::SentencePieceProcessor& sp, std::string_view text, const std::string& where,
+                           std::vector<Span>* spans) const;
+  // The same model with add_dummy_prefix off, made the first time a segment needs it.
+  struct Joined;
+  sentencepiece::SentencePieceProcessor* inside_word() const;
+
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::shared_ptr<Joined> joined_;
   std::string path_;
 };
 

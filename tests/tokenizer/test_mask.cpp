@@ -63,6 +63,20 @@ TEST(Mask, SegmentGluedToAMarkerHasNoLeadingSpacePiece) {
   EXPECT_EQ(tok.encode("the mat.").pieces.back(), glued.pieces.back());
 }
 
+// A word glued to a marker is the inside of a word: "the <mask>cat" ends with the pieces "cat"
+// has in "xcat" (after the x), not with ▁cat, the word-initial piece of "the cat".
+TEST(Mask, WordGluedToAMarkerIsTheInsideOfAWord) {
+  const Tokenizer tok = Tokenizer::load(kDefault);
+  const Tokenization glued = tok.encode_masked("the <mask>cat sat");
+  const Tokenization whole = tok.encode("the cat sat");
+  EXPECT_EQ(whole.pieces[1], kSpace + "cat") << "the default tokenizer has the word-initial piece";
+  // sentencepiece's own split of "cat sat" with add_dummy_prefix off (its Python module): c at ▁sat.
+  EXPECT_EQ(glued.pieces, (std::vector<std::string>{kSpace + "the", "<mask>", "c", "at", kSpace + "sat"}));
+  // With a space after the marker, the word starts as in a sentence.
+  EXPECT_EQ(tok.encode_masked("the <mask> cat sat").pieces,
+            (std::vector<std::string>{kSpace + "the", "<mask>", kSpace + "cat", kSpace + "sat"}));
+}
+
 TEST(Mask, TextWithoutMarkersIsOrdinaryEncoding) {
   const Tokenizer tok = Tokenizer::load(kDefault);
   std::vector<int> at = {7};
