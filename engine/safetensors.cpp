@@ -107,6 +107,7 @@ std::vector<TensorInfo> parse_safetensors(const unsigned char* bytes, size_t siz
   std::vector<TensorInfo> tensors;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
+      if (entry.is_null()) continue;  // the format's reference parser reads an optional map: null is none
       if (!entry.is_object()) throw InputError(where, "__metadata__ is " + brief(entry) + ", not an object of strings");
       for (const auto& [k, v] : entry.items()) {
         if (!v.is_string())

@@ -105,6 +105,9 @@ TEST(SafeTensors, RejectsMalformedHeaders) {
   for (const auto& [header, data_bytes, want] : headers)
     EXPECT_NE(parse_error(image(header, data_bytes)).find(want), std::string::npos) << header;
   EXPECT_NE(parse_error(image(R"({"__metadata__":{"k":1}})", 0)).find("not a string"), std::string::npos);
+  // An optional map in the format's reference parser: null is valid and means none.
+  EXPECT_EQ(parse_error(image(R"({"__metadata__":null,"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8)), "");
+  EXPECT_NE(parse_error(image(R"({"__metadata__":[]})", 0)).find("not an object of strings"), std::string::npos);
   EXPECT_NE(parse_error("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12\n").find("Git LFS"),
             std::string::npos);
   EXPECT_NE(parse_error(image("[1,2]", 0)).find("not an object"), std::string::npos);
