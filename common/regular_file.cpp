@@ -71,4 +71,41 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes, const
   return bytes;
 }
 
+std::string read_file_or_pipe(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return read_regular_file(path, max_bytes, what);
+  }
+  if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
+    ::close(fd);
+    throw InputError(path, std::string("not a regular file or a pipe (") + kind_of(st.st_mode) + ")");
+  }
+  // A pipe's writer is there (a process substitution) or comes; reads wait for it as usual.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::string bytes;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError(path, std::string("cannot read: ") + std::strerror(err));
+    }
+    if (n == 0) break;
+    if (bytes.size() + size_t(n) > max_bytes) {
+      ::close(fd);
+      throw InputError(path, "holds more than " + std::to_string(max_bytes) + " bytes, too large for " + what +
+                                 " (max " + std::to_string(max_bytes) + ")");
+    }
+    bytes.append(buf, size_t(n));
+  }
+  ::close(fd);
+  return bytes;
+}
+
 }  // namespace ordo

@@ -17,4 +17,10 @@ int open_regular_file(const std::string& path, uint64_t* size);
 // large for <what> (max M)")). A file that changes size while it is read is an InputError too.
 std::string read_regular_file(const std::string& path, uint64_t max_bytes, const std::string& what);
 
+// The whole of a file that is read once from its start (a config given on the command line): a
+// regular file as read_regular_file reads it, or a pipe (a FIFO, a process substitution <(...))
+// or a character device read to its end, with the same cap of max_bytes. A directory, socket or
+// block device is InputError(path, "not a regular file or a pipe (a directory)").
+std::string read_file_or_pipe(const std::string& path, uint64_t max_bytes, const std::string& what);
+
 }  // namespace ordo

@@ -145,12 +145,17 @@ Config parse_config(const std::string& text, const std::string& where) {
   return c;
 }
 
+constexpr uint64_t kMaxConfigBytes = 16 << 20;  // a config is a few hundred bytes
+
 Config load_config(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
     throw InputError(path, "cannot open (a model directory holds config.json, model.safetensors and tokenizer.model)");
-  constexpr uint64_t kMaxBytes = 16 << 20;  // a config is a few hundred bytes
-  return parse_config(read_regular_file(path, kMaxBytes, "a config"), path);
+  return parse_config(read_regular_file(path, kMaxConfigBytes, "a config"), path);
+}
+
+Config load_config_file_or_pipe(const std::string& path) {
+  return parse_config(read_file_or_pipe(path, kMaxConfigBytes, "a config"), path);
 }
 
 int position_limit(const Config& c) {

@@ -45,6 +45,9 @@ struct Config {
 // Parses config.json text; `where` (the file name) prefixes every error, which names the key.
 Config parse_config(const std::string& text, const std::string& where);
 Config load_config(const std::string& path);
+// The same from a config given by the user rather than found in a model directory: a pipe or a
+// process substitution (ordo init --config <(...)) is read too, with the same size cap.
+Config load_config_file_or_pipe(const std::string& path);
 
 // The JSON form of a config (every key written), as `ordo init` stores it.
 std::string config_to_json(const Config& c);

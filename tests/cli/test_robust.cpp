@@ -474,6 +474,25 @@ TEST(Limits, AMemoryLimitEndsTheProcess) {
     }
 }
 
+// A config is read once from its start, so a pipe or a process substitution is accepted, with
+// the size cap of a file (16 MiB); a model directory's own files stay regular files only.
+TEST(SpecialFiles, AConfigFromAPipeIsRead) {
+  test::TempDir dir;
+  const std::string config = R"({"vocab_size": 8000, "d_model": 4, "n_heads": 1, "d_ff": 4, "n_layers": 1,
+    "positional_encoding": "none"})";
+  std::ofstream(dir.path + "/c.json") << config;
+  auto r = run_shell(std::string(ORDO_BINARY) + " init --config <(cat " + dir.path + "/c.json) --no-tokenizer --out " +
+                     dir.path + "/m 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(test::read_file(dir.path + "/m/config.json").find("\"d_model\": 4"), std::string::npos);
+  r = run_shell(std::string(ORDO_BINARY) + " init --config <(head -c 17000000 /dev/zero | tr '\\0' ' ') --out " +
+                dir.path + "/m2 2>&1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("holds more than 16777216 bytes, too large for a config (max 16777216)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(test::count_lines(r.out), 1) << r.out;
+}
+
 // A model directory is written whole or not at all: a name taken by a directory is found before
 // anything is moved, and an existing model stays as it was.
 TEST(OutputFiles, InitIsAllOrNothingForTheDirectory) {

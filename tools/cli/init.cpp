@@ -36,7 +36,7 @@ int cmd_init(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   if (!args.count("config") || !args.count("out")) throw UsageError("needs --config FILE and --out DIR");
-  const Config c = load_config(args["config"].as<std::string>());
+  const Config c = load_config_file_or_pipe(args["config"].as<std::string>());
   const std::string out = args["out"].as<std::string>();
   {  // the weights are made in memory before they are written
     const uint64_t bytes = expected_parameters(c, args["config"].as<std::string>()) * sizeof(float);
