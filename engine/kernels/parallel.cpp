@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -22,25 +24,35 @@ inline void cpu_relax() {
 
 class Pool {
  public:
-  Pool() { resize(int(std::max(1u, std::thread::hardware_concurrency()))); }
+  Pool() {
+    try {
+      resize(int(std::max(1u, std::thread::hardware_concurrency())));
+    } catch (const ThreadStartError&) {
+      // One thread for now: set_kernel_threads says so if more are asked for, and --threads 1 runs.
+    }
+  }
   ~Pool() { resize(1); }
 
   int size() const { return size_.load(std::memory_order_acquire); }
 
   void resize(int threads) {
     std::lock_guard<std::mutex> job(job_mutex_);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
-    for (std::thread& t : helpers_) t.join();
-    helpers_.clear();
-    stop_ = false;
+    stop_helpers();
     // A helper starts from the generation current now: a job posted before its thread first runs is still its job.
     const uint64_t start = generation_.load(std::memory_order_acquire);
-    for (int i = 1; i < threads; ++i) helpers_.emplace_back([this, i, start] { helper(i, start); });
+    for (int i = 1; i < threads; ++i) {
+      try {
+        helpers_.emplace_back([this, i, start] { helper(i, start); });
+      } catch (const std::system_error& e) {
+        const int started = int(helpers_.size()) + 1;
+        stop_helpers();
+        size_.store(1, std::memory_order_release);
+        throw ThreadStartError("could start only " + std::to_string(started) + " of " + std::to_string(threads) +
+                               " threads (" + e.code().message() +
+                               ": a limit on processes or threads, ulimit -u?); pass --threads " +
+                               std::to_string(started) + (started > 1 ? " or fewer" : ""));
+      }
+    }
     size_.store(int(helpers_.size()) + 1, std::memory_order_release);
   }
 
@@ -73,6 +85,18 @@ class Pool {
   }
 
  private:
+  void stop_helpers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    for (std::thread& t : helpers_) t.join();
+    helpers_.clear();
+    stop_ = false;
+  }
+
   void work(int thread) {
     for (int i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n_tasks_;) (*body_)(i, thread);
   }

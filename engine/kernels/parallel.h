@@ -7,12 +7,20 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 
 namespace ordo {
 
+// The system refused to start a thread (a limit on processes, ulimit -u): says how many of how
+// many started and what to pass instead. The engine is left with one thread, and usable.
+struct ThreadStartError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Threads the engine's kernels use (the caller included). n ≤ 0 picks the number of cores.
 // Waits until no pass holds a PassThreads, then changes the count; passes that start meanwhile
-// wait for the new count. Throws std::logic_error when called from inside a pass on the same
+// wait for the new count. Throws ThreadStartError when the threads cannot be started (the
+// count is then 1), and std::logic_error when called from inside a pass on the same
 // thread (an observe callback), which would otherwise wait for itself.
 void set_kernel_threads(int n);
 int kernel_threads();

@@ -493,6 +493,27 @@ TEST(SpecialFiles, AConfigFromAPipeIsRead) {
   EXPECT_EQ(test::count_lines(r.out), 1) << r.out;
 }
 
+// Threads the system will not start (a limit on processes, as an ordinary user: root is exempt)
+// are one error line naming how many started and the --threads that runs; --threads 1 runs.
+TEST(Limits, ThreadsThatCannotStartAreNamed) {
+  if (::geteuid() != 0 || std::system("command -v setpriv >/dev/null") != 0)
+    GTEST_SKIP() << "needs root and setpriv, to run as nobody under ulimit -u";
+  auto as_nobody = [](const std::string& threads) {
+    return run_shell("setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c 'ulimit -u 2; exec " +
+                     std::string(ORDO_BINARY) + " encode --threads " + threads + kDefault + "hello' 2>&1");
+  };
+  auto r = as_nobody("4");
+  if (r.out.find("OpenBLAS blas_thread_init") != std::string::npos)
+    GTEST_SKIP() << "other processes of nobody leave OpenBLAS no thread at load: " << r.out;
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(r.out,
+            "error: ordo encode: could start only 1 of 4 threads (Resource temporarily unavailable: a limit on "
+            "processes or threads, ulimit -u?); pass --threads 1\n");
+  r = as_nobody("1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("3 pieces"), std::string::npos) << r.out;
+}
+
 // A model directory is written whole or not at all: a name taken by a directory is found before
 // anything is moved, and an existing model stays as it was.
 TEST(OutputFiles, InitIsAllOrNothingForTheDirectory) {

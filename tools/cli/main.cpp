@@ -15,6 +15,7 @@
 #include <ordo/errors.h>
 
 #include "common/atomic_file.h"
+#include "engine/kernels/parallel.h"
 #include "tools/cli/cli.h"
 
 namespace {
@@ -150,6 +151,9 @@ int main(int argc, char** argv) {
     } catch (const cxxopts::exceptions::exception& e) {
       std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
       return 2;
+    } catch (const ordo::ThreadStartError& e) {
+      std::cerr << "error: ordo " << name << ": " << ordo::cli::one_line(e.what()) << "\n";
+      return 1;
     } catch (const std::bad_alloc&) {
       std::cerr << "error: ordo " << name << ": out of memory\n";
       return 1;
