@@ -514,6 +514,30 @@ TEST(Limits, ThreadsThatCannotStartAreNamed) {
   EXPECT_NE(r.out.find("3 pieces"), std::string::npos) << r.out;
 }
 
+// Finite weights whose activations overflow float32 (the feed-forward weights times 1e20): no
+// null vectors with exit 0, but one error naming the first layer and stage that is not finite.
+TEST(SpecialFiles, ActivationsThatOverflowAreNamed) {
+  test::TempDir dir;
+  const std::string m = dir.path + "/m";
+  copy_default_model(m);
+  const Config c = load_config(m + "/config.json");
+  std::vector<TensorBytes> weights = random_weights(c, 7);
+  for (TensorBytes& t : weights)
+    if (t.name.find("linear") != std::string::npos && t.name.find("weight") != std::string::npos) {
+      float* v = reinterpret_cast<float*>(t.bytes.data());
+      for (size_t i = 0; i < t.bytes.size() / 4; ++i) v[i] *= 1e20f;
+    }
+  write_safetensors(m + "/model.safetensors", weights);
+  for (const char* cmd : {"encode --json", "score"}) {
+    const auto r = run_ordo(std::string(cmd) + " --model " + m + " 'the cat sat'");
+    test::expect_one_error(r, m + "/model.safetensors: ");
+    EXPECT_NE(r.err.find("the activations are not finite (the weights are finite, but too large for float32 "
+                         "arithmetic); the first value that is not is in layer 0, stage \"feed-forward + residual"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 // A model directory is written whole or not at all: a name taken by a directory is found before
 // anything is moved, and an existing model stays as it was.
 TEST(OutputFiles, InitIsAllOrNothingForTheDirectory) {

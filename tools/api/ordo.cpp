@@ -242,11 +242,46 @@ std::vector<Encoded> Pipeline::encode(const std::vector<std::string>& texts, Poo
   return encode(std::move(tokens), pooling, normalize, options);
 }
 
+// Finite weights can still give activations past float32's range (weights large enough that a
+// product overflows). Such a pass is refused, naming where it first happens: the sequence is run
+// once more, alone, with an observer that stops at the first stage holding a value that is not
+// finite. Only a failed pass pays for that; a good one costs a scan of its output.
+void Pipeline::check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
+                            const char* what) {
+  for (int b = 0; b < h.B; ++b) {
+    const float* x = h.row(b, 0);
+    const size_t n = size_t(h.lengths[b]) * h.d;
+    size_t bad = 0;
+    while (bad < n && std::isfinite(x[bad])) ++bad;
+    if (bad == n) continue;
+    std::string where = "the output";
+    EncodeOptions find = options;
+    find.observe = [&, found = false](const Stage& s) mutable {
+      if (found) return;
+      for (int r = 0; r < s.rows && !found; ++r)
+        for (int c = 0; c < s.cols && !found; ++c)
+          if (!std::isfinite(s.data[size_t(r) * s.stride + c])) {
+            found = true;
+            where = (s.layer >= 0 ? "layer " + std::to_string(s.layer) + ", " : std::string()) + "stage \"" + s.name +
+                    "\"" + (s.head >= 0 ? " (head " + std::to_string(s.head) + ")" : "") + ", token " +
+                    std::to_string(r) + " (" + s.equation + ")";
+          }
+    };
+    encoder_.forward({ids[b]}, find);
+    throw InputError((model_.dir.empty() ? std::string("model") : model_.dir) + "/model.safetensors",
+                     std::string(what) + "[" + std::to_string(b) +
+                         "]: the activations are not finite (the weights are finite, but too large for float32 "
+                         "arithmetic); the first value that is not is in " +
+                         where);
+  }
+}
+
 std::vector<Encoded> Pipeline::encode(std::vector<Tokenization> tokens, Pooling pooling, bool normalize,
                                       const EncodeOptions& options) {
   std::vector<std::vector<int32_t>> ids;
   for (const Tokenization& t : tokens) ids.push_back(t.ids);
   const Hidden hidden = encoder_.forward(ids, options);
+  check_finite(hidden, ids, options, "texts");
   std::vector<Encoded> out(tokens.size());
   for (size_t b = 0; b < tokens.size(); ++b) {
     out[b].tokens = std::move(tokens[b]);
@@ -346,6 +381,7 @@ std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids
   EncodeOptions options;
   options.positions = positions;
   const Hidden h = encoder_.forward(*run, options);
+  check_finite(h, *run, options, "sequences");
   // The rows asked for, each distinct one once (a matrix product's rounding may depend on where a
   // row sits in it, so equal rows are computed once and copied).
   std::map<std::pair<int, int>, int> unique;

@@ -230,6 +230,11 @@ class Pipeline {
   Encoder& encoder() { return encoder_; }
 
  private:
+  // InputError naming the first layer and stage with a value that is not finite, if the output
+  // `h` of `ids` holds one; `what` names the sequences in the message ("texts[2]").
+  void check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
+                    const char* what);
+
   Model model_;
   Tokenizer tokenizer_;
   Encoder encoder_;
