@@ -1,5 +1,8 @@
 #include "tokenizer/charsmap.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -122,6 +125,15 @@ std::string check_charsmap(std::string_view blob) {
   return "";
 }
 
+size_t max_piece_bytes() {
+  constexpr uint64_t kMaxCounted = uint64_t(64) << 20;
+  struct rlimit r {};
+  uint64_t stack = uint64_t(8) << 20;
+  if (::getrlimit(RLIMIT_STACK, &r) == 0)
+    stack = r.rlim_cur == RLIM_INFINITY ? kMaxCounted : std::min<uint64_t>(r.rlim_cur, kMaxCounted);
+  return size_t(std::max<uint64_t>(stack / 256, 512));
+}
+
 std::string check_sentencepiece_model(std::string_view proto) {
   std::vector<Field> top;
   size_t at = 0;
@@ -143,9 +155,11 @@ std::string check_sentencepiece_model(std::string_view proto) {
       const std::string which = "piece " + std::to_string(piece_index);
       if (text.empty()) return which + " is empty";
       if (text.find('\0') != std::string_view::npos) return which + " holds a NUL byte";
-      if (text.size() > kMaxPieceBytes)
+      if (text.size() > max_piece_bytes())
         return which + " is " + std::to_string(text.size()) + " bytes long, more than the " +
-               std::to_string(kMaxPieceBytes) + " a piece may have";
+               std::to_string(max_piece_bytes()) +
+               " this process's stack allows (sentencepiece builds its trie of pieces by recursion, one level per "
+               "byte; ulimit -s raises it)";
       ++piece_index;
       continue;
     }

@@ -13,11 +13,13 @@
 
 namespace ordo {
 
-// The longest piece a model may hold, in bytes. sentencepiece builds a trie of its pieces by
-// recursion, one level per byte (a piece of ~100 KB overflows the stack), and matching a text
-// costs up to (text length × longest piece); learned pieces are at most 16 characters by default,
-// and special symbols are a few bytes.
-constexpr size_t kMaxPieceBytes = 512;
+// The longest piece a model may hold, in bytes: what the stack allows. sentencepiece builds the
+// trie of its pieces by recursion, one level per byte, and a level took up to 128 bytes of stack
+// (measured: a 16 KB piece overflowed a 1 MiB stack, a 128 KB one the usual 8 MiB). So a piece may
+// have the stack limit (ulimit -s, at most 64 MiB counted) / 256 bytes, half of what would fit:
+// 32,768 with 8 MiB. Learned pieces are at most 16 characters by default and user-defined
+// symbols rarely more than a few hundred bytes.
+size_t max_piece_bytes();
 
 // Checks the protobuf framing of a serialized ModelProto, the length of every piece, and every
 // precompiled_charsmap in its normalizer and denormalizer specs. Returns "" if sound, else what is

@@ -1,9 +1,12 @@
 // tokenizer/charsmap: the checks a sentencepiece model passes before sentencepiece reads it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include <ordo/tokenizer/tokenizer.h>
 
 #include "tokenizer/charsmap.h"
 
@@ -29,6 +32,33 @@ TEST(Charsmap, DefaultModelPassesAndBrokenTriesFail) {
   EXPECT_NE(check_charsmap(blob + trie + std::string("A\0", 2)).find("past the replacement strings"),
             std::string::npos);
   EXPECT_EQ(check_charsmap(blob + trie + std::string("ABCDEFG\0", 8)), "");
+}
+
+// A user-defined piece of 2,000 bytes (over the old fixed 512) is accepted and matched, as
+// sentencepiece accepts it; one longer than the stack allows is refused naming the reason.
+TEST(Charsmap, LongUserDefinedPiecesUpToTheStacksLimit) {
+  std::ifstream in(std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model", std::ios::binary);
+  const std::string model((std::istreambuf_iterator<char>(in)), {});
+  // ModelProto.pieces (field 1) appended: SentencePiece {piece: 1, score: 2 (float 0), type: 3 = USER_DEFINED (4)}.
+  auto varint = [](uint64_t n) {
+    std::string out;
+    for (; n >= 0x80; n >>= 7) out += char(0x80 | (n & 0x7f));
+    return out + char(n);
+  };
+  auto with_piece = [&](const std::string& piece) {
+    const std::string entry = "\x0a" + varint(piece.size()) + piece + std::string("\x15\0\0\0\0\x18\x04", 7);
+    return model + "\x0a" + varint(entry.size()) + entry;
+  };
+  const std::string piece(2000, 'x');
+  const Tokenizer tok = Tokenizer::parse(with_piece(piece), "t.model");
+  const Tokenization t = tok.encode("a " + piece + " b");
+  EXPECT_NE(std::find(t.pieces.begin(), t.pieces.end(), piece), t.pieces.end()) << "the piece matched whole";
+  ASSERT_GE(max_piece_bytes(), 512u);
+  const std::string too_long = check_sentencepiece_model(with_piece(std::string(max_piece_bytes() + 1, 'x')));
+  EXPECT_NE(too_long.find("bytes long, more than the " + std::to_string(max_piece_bytes()) +
+                          " this process's stack allows (sentencepiece builds its trie of pieces by recursion"),
+            std::string::npos)
+      << too_long;
 }
 
 }  // namespace
