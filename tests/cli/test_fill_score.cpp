@@ -91,6 +91,24 @@ TEST_F(FillScore, MovingTheMaskChangesThePredictionOnlyWithPositions) {
   EXPECT_EQ(top_of(a, " --no-pe"), top_of(c, " --no-pe"));
 }
 
+// Scoring S pieces costs S passes of S pieces (S^3): a text past --max-tokens (512 by default) is
+// one error naming the option, before any work; --max-tokens raises it; compare leaves its
+// pseudo-log-likelihood out for such texts and says why.
+TEST_F(FillScore, ScoreHasAStatedLimit) {
+  std::string text;
+  for (int i = 0; i < 520; ++i) text += "cat ";  // ▁cat each: 520 pieces
+  auto r = run_ordo("score" + model("head") + quote(text));
+  test::expect_one_error(r,
+                         "argument 1: text has 520 pieces, more than --max-tokens 512 (scoring S pieces costs S "
+                         "passes of S pieces, growing with S^3");
+  r = run_ordo("score --max-tokens 520 --json" + model("head") + quote(text));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(test::json_lines(r.out)[0]["log_probs"].size(), 520u);
+  r = run_ordo("compare" + model("head") + quote(text) + " " + quote(text + "cat"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(no pseudo-log-likelihood: a text has more than 512 pieces"), std::string::npos) << r.out;
+}
+
 TEST_F(FillScore, FillErrors) {
   auto check = [](const test::Run& r, const std::string& start) {
     EXPECT_EQ(r.status, 2) << r.err;

@@ -98,6 +98,11 @@ double number_option(const cxxopts::ParseResult& args, const std::string& name, 
 // The largest count an option of pieces, dims or positions may ask for (vocab_size and d_model's bound too).
 constexpr int kMaxCount = 1 << 24;
 
+// The longest text `ordo score` scores by default, and `ordo compare` scores at all, in pieces. A
+// text of S pieces is S masked copies of S pieces, so its cost grows with S³ (S passes, each
+// with S² attention scores): 512 pieces take about a second on a 2-core machine, 1,000 about 7 s.
+constexpr int kScoreMaxPieces = 512;
+
 // The value of --threads, checked: 0 (one per core) .. kMaxThreads.
 constexpr int kMaxThreads = 1024;
 int threads_option(const cxxopts::ParseResult& args);

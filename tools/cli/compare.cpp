@@ -128,7 +128,15 @@ Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokeni
     }
   }
   // A model with a masked-language-model head can also say which order it finds more natural.
-  if (pipeline.has_head() && pipeline.mask_id() >= 0) prefer(pipeline, a, b, &c);
+  // Not past kScoreMaxPieces: the cost grows with the cube of the length (ordo score --max-tokens
+  // scores longer texts).
+  if (pipeline.has_head() && pipeline.mask_id() >= 0) {
+    if (std::max(a.ids.size(), b.ids.size()) <= size_t(kScoreMaxPieces))
+      prefer(pipeline, a, b, &c);
+    else
+      c.unscored = "no pseudo-log-likelihood: a text has more than " + std::to_string(kScoreMaxPieces) +
+                   " pieces, and its cost grows with the cube of the length (ordo score --max-tokens N scores it)";
+  }
   return c;
 }
 
@@ -253,6 +261,7 @@ int cmd_compare(int argc, char** argv) {
         cos_nope, worst_moved, cos_pe);
   }
   if (c.scored) std::printf("%s\n", c.verdict.c_str());
+  if (!c.unscored.empty()) std::printf("(%s)\n", c.unscored.c_str());
   return 0;
 }
 
