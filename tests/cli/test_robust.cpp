@@ -462,10 +462,16 @@ TEST(Limits, AMemoryLimitEndsTheProcess) {
   GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
 #endif
   test::TempDir dir;
-  for (const char* cmd : {"encode", "score", "fill"})
+  const std::string text = "the cat sat on the ";
+  const std::pair<const char*, std::string> runs[] = {
+      {"encode", quote(text + "mat")},
+      {"score", quote(text + "mat")},
+      {"fill", quote(text + "<mask>")},
+      {"compare", quote(text + "mat") + " " + quote("the mat sat on the cat")},
+      {"view", quote(text + "<mask>") + " --html " + dir.path + "/v.html"}};
+  for (const auto& [cmd, rest] : runs)
     for (int kb : {120000, 200000, 300000, 600000}) {
-      const std::string args =
-          std::string(cmd) + kDefault + quote(std::string("the cat sat on the ") + (cmd[0] == 'f' ? "<mask>" : "mat"));
+      const std::string args = std::string(cmd) + kDefault + rest;
       const auto r = run_shell("ulimit -v " + std::to_string(kb) + "; timeout 120 " + std::string(ORDO_BINARY) + " " +
                                args + " 2>&1 >/dev/null; echo \" status $?\"");
       const std::string where = std::string(cmd) + " under " + std::to_string(kb) + " KB: ";
