@@ -125,8 +125,9 @@ int cmd_init(int argc, char** argv) {
     try {
       for (const std::string& name : names) {
         const std::string target = out + "/" + name, old = stage + "/" + name + ".old";
-        if (::link(target.c_str(), old.c_str()) != 0 && errno != ENOENT)
-          throw InputError(target, std::string("cannot replace: ") + std::strerror(errno));
+        // A file system without hard links (errno other than ENOENT) keeps no copy: that file is
+        // then replaced without a way back, as before.
+        (void)::link(target.c_str(), old.c_str());
         if (std::rename((stage + "/" + name).c_str(), target.c_str()) != 0)
           throw InputError(target, std::string("cannot write: ") + std::strerror(errno));
         moved.push_back(name);
