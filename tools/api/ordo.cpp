@@ -268,11 +268,11 @@ void Pipeline::check_finite(const Hidden& h, const std::vector<std::vector<int32
           }
     };
     encoder_.forward({ids[b]}, find);
-    throw InputError((model_.dir.empty() ? std::string("model") : model_.dir) + "/model.safetensors",
-                     std::string(what) + "[" + std::to_string(b) +
-                         "]: the activations are not finite (the weights are finite, but too large for float32 "
-                         "arithmetic); the first value that is not is in " +
-                         where);
+    throw NonFiniteActivations((model_.dir.empty() ? std::string("model") : model_.dir) + "/model.safetensors", what,
+                               size_t(b),
+                               "the activations are not finite (the weights are finite, but too large for float32 "
+                               "arithmetic); the first value that is not is in " +
+                                   where);
   }
 }
 

@@ -113,7 +113,7 @@ constexpr size_t kWindowTokens = 1 << 16;          // a window ends once it hold
 constexpr size_t kWindowBytes = size_t(16) << 20;  // ... or this many bytes of text
 
 std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> tokens, Pooling pooling, bool normalize,
-                                const EncodeOptions& options) {
+                                const EncodeOptions& options, const std::vector<std::string>& wheres) {
   std::vector<size_t> order(tokens.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -127,7 +127,12 @@ std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> to
       ++end;
     std::vector<Tokenization> batch;
     for (size_t i = done; i < end; ++i) batch.push_back(std::move(tokens[order[i]]));
-    std::vector<Encoded> results = pipeline.encode(std::move(batch), pooling, normalize, options);
+    std::vector<Encoded> results;
+    try {
+      results = pipeline.encode(std::move(batch), pooling, normalize, options);
+    } catch (const NonFiniteActivations& e) {  // named by its line, not its place in a sorted batch
+      throw InputError(e.file, wheres[order[done + e.sequence]] + ": " + e.message);
+    }
     for (size_t i = done; i < end; ++i) out[order[i]] = std::move(results[i - done]);
     done = end;
   }
@@ -360,7 +365,7 @@ int cmd_encode(int argc, char** argv) {
 
   bool more = true;
   for (size_t window = kFirstWindowTexts; more; window = std::min(2 * window, kWindowTexts)) {
-    std::vector<std::string> texts;
+    std::vector<std::string> texts, wheres;
     std::vector<bool> truncated;
     std::vector<Tokenization> tokens;
     size_t window_tokens = 0, window_bytes = 0;
@@ -383,6 +388,7 @@ int cmd_encode(int argc, char** argv) {
         window_tokens += t.ids.size();
         window_bytes += line.text.size();
         texts.push_back(std::move(line.text));
+        wheres.push_back(line.where);
         tokens.push_back(std::move(t));
       } catch (const InputError& e) {
         if (!skip_bad) {
@@ -399,7 +405,7 @@ int cmd_encode(int argc, char** argv) {
         ++skipped_count;
       }
     }
-    const std::vector<Encoded> out = encode_all(pipeline, std::move(tokens), pooling, normalize, options);
+    const std::vector<Encoded> out = encode_all(pipeline, std::move(tokens), pooling, normalize, options, wheres);
     std::string text_out;
     for (size_t i = 0; i < out.size(); ++i) {
       if (npy) {

@@ -32,7 +32,13 @@ int cmd_fill(int argc, char** argv) {
 
   const std::string where = "argument 1";
   check_runnable(pipeline, pipeline.tokenize_masked(text, where), where);
-  const Filled f = pipeline.fill(text, k, positions, where);
+  const Filled f = [&] {
+    try {
+      return pipeline.fill(text, k, positions, where);
+    } catch (const NonFiniteActivations& e) {  // named as the text, not as a sequence of the batch
+      throw InputError(e.file, where + ": " + e.message);
+    }
+  }();
 
   if (args.count("json")) {
     nlohmann::ordered_json masks = nlohmann::ordered_json::array();

@@ -56,7 +56,12 @@ int cmd_score(int argc, char** argv) {
                                      std::to_string(max_pieces) +
                                      " (scoring S pieces costs S passes of S pieces, growing with S^3: raise "
                                      "--max-tokens to score it anyway)");
-    const Scored s = std::move(pipeline.score({std::move(t)}, positions)[0]);
+    Scored s;
+    try {
+      s = std::move(pipeline.score({std::move(t)}, positions)[0]);
+    } catch (const NonFiniteActivations& e) {  // named by its line, not as a sequence of the batch
+      throw InputError(e.file, in.where + ": " + e.message);
+    }
     ++scored;
     if (json) {
       const nlohmann::ordered_json j = {{"text", in.text},

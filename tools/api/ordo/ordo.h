@@ -134,6 +134,20 @@ std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k)
 // it waits until the passes then running have ended (each keeps the thread count it started with)
 // and passes that start meanwhile wait for the new count. Calling it from inside an observe
 // callback would wait for itself, so it throws std::logic_error there.
+// A pass whose activations are not finite (finite weights too large for float32 arithmetic).
+// what(): "<model>/model.safetensors: texts[i]: <the message>"; `sequence` is i, the index in the
+// call, for a caller that names its texts its own way (a line of a file).
+struct NonFiniteActivations : InputError {
+  NonFiniteActivations(const std::string& file, const std::string& what, size_t sequence, const std::string& message)
+      : InputError(file, what + "[" + std::to_string(sequence) + "]: " + message),
+        file(file),
+        sequence(sequence),
+        message(message) {}
+  std::string file;
+  size_t sequence;
+  std::string message;  // "the activations are not finite (...); the first value that is not is in layer 0, ..."
+};
+
 class Pipeline {
  public:
   // Loads dir/config.json, dir/model.safetensors and the tokenizer the config names, and checks
