@@ -460,6 +460,10 @@ TEST(OutputFiles, SignalsDuringAWriteLeaveNoTemporary) {
 TEST(Limits, AMemoryLimitEndsTheProcess) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
+#endif
 #endif
   test::TempDir dir;
   const std::string text = "the cat sat on the ";
