@@ -19,6 +19,20 @@
 namespace ordo {
 namespace {
 
+// Built with AddressSanitizer or ThreadSanitizer (their shadow memory and threads do not fit
+// under the resource limits some tests set).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 using test::json_lines;
 
 using test::quote;
@@ -458,13 +472,7 @@ TEST(OutputFiles, SignalsDuringAWriteLeaveNoTemporary) {
 // Under an address-space limit: the result, or one "out of memory" line and exit 1; never a
 // hang (OpenBLAS retried a failed buffer for ever). `timeout` turns a hang into status 124.
 TEST(Limits, AMemoryLimitEndsTheProcess) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
-#endif
-#endif
+  if (kSanitized) GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
   test::TempDir dir;
   const std::string text = "the cat sat on the ";
   const std::pair<const char*, std::string> runs[] = {
@@ -506,6 +514,7 @@ TEST(SpecialFiles, AConfigFromAPipeIsRead) {
 // Threads the system will not start (a limit on processes, as an ordinary user: root is exempt)
 // are one error line naming how many started and the --threads that runs; --threads 1 runs.
 TEST(Limits, ThreadsThatCannotStartAreNamed) {
+  if (kSanitized) GTEST_SKIP() << "the sanitizers start threads of their own (LeakSanitizer at exit)";
   if (::geteuid() != 0 || std::system("command -v setpriv >/dev/null") != 0)
     GTEST_SKIP() << "needs root and setpriv, to run as nobody under ulimit -u";
   auto as_nobody = [](const std::string& threads) {
