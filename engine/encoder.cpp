@@ -192,6 +192,27 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
   observe(options, StageKind::FeedForwardResidual, l, -1, s.x.data(), L0, d, d);
 }
 
+// For an observer, one head's inside before its softmax: its q, k and v columns, and the scores
+// s = q·kᵀ and s/√dh, computed here in plain loops (the fast path fuses them into one product).
+void Encoder::observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh,
+                                  int ld) const {
+  const int d = model_.config().d_model;
+  observe(options, StageKind::HeadQuery, layer, head, q, L, dh, ld);
+  observe(options, StageKind::HeadKey, layer, head, q + d, L, dh, ld);
+  observe(options, StageKind::HeadValue, layer, head, q + 2 * d, L, dh, ld);
+  std::vector<float> scores(size_t(L) * L);
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < L; ++j) {
+      float sum = 0.0f;
+      for (int e = 0; e < dh; ++e) sum += q[size_t(i) * ld + e] * q[size_t(j) * ld + d + e];
+      scores[size_t(i) * L + j] = sum;
+    }
+  observe(options, StageKind::AttentionScores, layer, head, scores.data(), L, L, L);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  for (float& v : scores) v *= scale;
+  observe(options, StageKind::ScaledScores, layer, head, scores.data(), L, L, L);
+}
+
 // MultiHead(x) = Concat(head_1..head_h)·Woᵀ + bo,  head_i = Attention(x·Wqᵢᵀ, x·Wkᵢᵀ, x·Wvᵢᵀ)   [§3.2.2]
 // One GEMM makes q | k | v for every token; each head then reads its dh columns in place.
 void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in, int layer, int B, int S,
@@ -210,8 +231,12 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     const float* q = s.qkv.data() + size_t(b) * S * 3 * d + size_t(i) * dh;
     float* out = s.context.data() + size_t(b) * S * d + size_t(i) * dh;
     float* probs = s.probs.data() + size_t(thread) * scratch;
+    if (b == 0 && options.observe) observe_head_inputs(options, layer, i, q, L, dh, 3 * d);
     attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block);
-    if (b == 0) observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
+    if (b == 0) {
+      observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
+      observe(options, StageKind::HeadOutput, layer, i, out, L, dh, d);
+    }
   };
   if (options.observe)  // in order, for the observer
     for (int task = 0; task < B * h; ++task) head(task, 0);

@@ -83,6 +83,8 @@ class Encoder {
   // Hands a view of the first sequence's rows to options.observe, if set.
   void observe(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows, int cols,
                int stride) const;
+  void observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh,
+                           int ld) const;
 
   std::unique_ptr<RunState> borrow_state();
   void return_state(std::unique_ptr<RunState> state);

@@ -8,7 +8,8 @@ namespace ordo {
 
 // In the order the encoder reaches them. Before the layers: Embedding, ScaledEmbedding (when the
 // config scales), SinusoidalPositions or LearnedPositions (when positions are on), Input. Per layer:
-// Qkv, AttentionWeights (per head), HeadsConcatenated, OutputProjection, AttentionResidual,
+// Qkv, then per head its inside (HeadQuery, HeadKey, HeadValue, AttentionScores, ScaledScores,
+// AttentionWeights, HeadOutput), HeadsConcatenated, OutputProjection, AttentionResidual,
 // FeedForwardHidden, FeedForwardResidual. After them: FinalNorm (when the config has one).
 enum class StageKind {
   Embedding,
@@ -17,7 +18,13 @@ enum class StageKind {
   LearnedPositions,
   Input,
   Qkv,
+  HeadQuery,
+  HeadKey,
+  HeadValue,
+  AttentionScores,
+  ScaledScores,
   AttentionWeights,
+  HeadOutput,
   HeadsConcatenated,
   OutputProjection,
   AttentionResidual,
@@ -47,7 +54,13 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::Input, 2, "input", "x_t = E[id_t] + PE(t)"},
     {StageKind::Input, 3, "input", "x_t = E[id_t] * sqrt(d) + PE(t)"},
     {StageKind::Qkv, 0, "q | k | v", "[q k v] = x W_in^T + b_in"},
+    {StageKind::HeadQuery, 0, "query", "q_h = columns [h*dh, (h+1)*dh) of q"},
+    {StageKind::HeadKey, 0, "key", "k_h = columns [h*dh, (h+1)*dh) of k"},
+    {StageKind::HeadValue, 0, "value", "v_h = columns [h*dh, (h+1)*dh) of v"},
+    {StageKind::AttentionScores, 0, "scores", "s = q_h k_h^T   (s_ij = q_i . k_j)"},
+    {StageKind::ScaledScores, 0, "scaled scores", "s / sqrt(dh)"},
     {StageKind::AttentionWeights, 0, "attention weights", "A = softmax(q k^T / sqrt(dh))"},
+    {StageKind::HeadOutput, 0, "head output", "A v_h   (row i: the values mixed by row i of A)"},
     {StageKind::HeadsConcatenated, 0, "heads concatenated", "concat_i(A_i v_i)"},
     {StageKind::OutputProjection, 0, "output projection", "a = concat W_o^T + b_o"},
     {StageKind::AttentionResidual, 0, "attention + residual, norm1", "x = norm1(x + SelfAttention(x))"},

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -212,6 +213,72 @@ TEST(Encoder, SetNumThreadsFromAnObserverIsRefused) {
   EXPECT_GT(refused, 0);
   set_num_threads(2);  // and outside a pass it works
   EXPECT_EQ(kernel_threads(), 2);
+}
+
+// One head's inside, as an observer sees it: the scores are q·kᵀ of the head's columns of the
+// q | k | v stage (float64 here), their softmax after ÷√dh is the attention weights the fast path
+// computed, and the head's output is A·v and the head's columns of the heads concatenated.
+TEST(Encoder, ObservedHeadInsideIsConsistent) {
+  test::TempDir dir;
+  const Config c = small_config();
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  const int d = c.d_model, dh = c.head_dim();
+  std::map<std::pair<int, int>, std::vector<std::vector<float>>> seen;  // (kind, layer·h + head) -> rows
+  std::vector<float> qkv, concat;
+  EncodeOptions options;
+  options.observe = [&](const Stage& s) {
+    std::vector<std::vector<float>> rows;
+    for (int t = 0; t < s.rows; ++t)
+      rows.emplace_back(s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
+    seen[{int(s.kind), s.layer * c.n_heads + std::max(s.head, 0)}] = rows;
+  };
+  const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9, 2};
+  const int L = int(ids.size());
+  enc.forward({ids}, options);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const auto& x = seen.at({int(StageKind::Qkv), l * c.n_heads});
+    const auto& heads = seen.at({int(StageKind::HeadsConcatenated), l * c.n_heads});
+    for (int h = 0; h < c.n_heads; ++h) {
+      const int key = l * c.n_heads + h;
+      const auto& q = seen.at({int(StageKind::HeadQuery), key});
+      const auto& k = seen.at({int(StageKind::HeadKey), key});
+      const auto& v = seen.at({int(StageKind::HeadValue), key});
+      const auto& scores = seen.at({int(StageKind::AttentionScores), key});
+      const auto& scaled = seen.at({int(StageKind::ScaledScores), key});
+      const auto& A = seen.at({int(StageKind::AttentionWeights), key});
+      const auto& out = seen.at({int(StageKind::HeadOutput), key});
+      ASSERT_EQ(q.size(), size_t(L));
+      for (int i = 0; i < L; ++i) {
+        for (int e = 0; e < dh; ++e) {
+          EXPECT_EQ(q[i][e], x[i][h * dh + e]);
+          EXPECT_EQ(k[i][e], x[i][d + h * dh + e]);
+          EXPECT_EQ(v[i][e], x[i][2 * d + h * dh + e]);
+          EXPECT_EQ(out[i][e], heads[i][h * dh + e]);
+        }
+        double zmax = -1e300, zsum = 0;
+        for (int j = 0; j < L; ++j) {
+          double dot = 0;
+          for (int e = 0; e < dh; ++e) dot += double(q[i][e]) * k[j][e];
+          EXPECT_NEAR(scores[i][j], dot, 1e-5 * std::max(1.0, std::fabs(dot)));
+          EXPECT_NEAR(scaled[i][j], dot / std::sqrt(double(dh)), 1e-5 * std::max(1.0, std::fabs(dot)));
+          zmax = std::max(zmax, double(scaled[i][j]));
+        }
+        for (int j = 0; j < L; ++j) zsum += std::exp(scaled[i][j] - zmax);
+        for (int e = 0; e < dh; ++e) {
+          double av = 0;
+          for (int j = 0; j < L; ++j) {
+            const double p = std::exp(scaled[i][j] - zmax) / zsum;
+            if (e == 0) {
+              EXPECT_NEAR(A[i][j], p, 1e-6);
+            }
+            av += p * v[j][e];
+          }
+          EXPECT_NEAR(out[i][e], av, 1e-5 * std::max(1.0, std::fabs(av)));
+        }
+      }
+    }
+  }
 }
 
 // No texts, or only empty ones: a library caller gets an empty result, not a crash.

@@ -406,7 +406,7 @@ std::vector<Scored> Pipeline::pseudo_log_likelihood(const std::vector<std::vecto
   return out;
 }
 
-Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::string& where) {
+Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::string& where, bool words) {
   require_head(true);
   Filled f;
   std::vector<int> masks;
@@ -422,7 +422,23 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
   for (size_t i = 0; i < masks.size(); ++i) {
     Filled::Mask m;
     m.position = masks[i];
-    for (const auto& [id, p] : top_k(z.data() + i * size_t(V), V, k)) m.top.push_back({id, tokenizer_.piece(id), p});
+    const float* row = z.data() + i * size_t(V);
+    if (!words) {
+      for (const auto& [id, p] : top_k(row, V, k)) m.top.push_back({id, tokenizer_.piece(id), p});
+    } else {  // the pieces that start a word ("▁" and more), by logit; p still over the whole vocabulary
+      static const std::string kWordStart = "\u2581";
+      std::vector<int32_t> ids;
+      for (int32_t id = 0; id < V; ++id) {
+        const std::string piece = tokenizer_.piece(id);
+        if (piece.size() > kWordStart.size() && piece.compare(0, kWordStart.size(), kWordStart) == 0) ids.push_back(id);
+      }
+      const size_t n = std::min(ids.size(), size_t(std::max(k, 0)));
+      std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                        [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+      const double lse = log_sum_exp(row, V);
+      for (size_t r = 0; r < n; ++r)
+        m.top.push_back({ids[r], tokenizer_.piece(ids[r]), std::exp(double(row[ids[r]]) - lse)});
+    }
     m.logits.assign(z.begin() + i * size_t(V), z.begin() + (i + 1) * size_t(V));
     f.masks.push_back(std::move(m));
   }

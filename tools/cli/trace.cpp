@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include <ordo/engine/head.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
@@ -27,13 +28,22 @@ void print_rows(const float* data, int rows, int cols, int stride, int first_col
   }
 }
 
+// One head's inside (q, k, v, the scores, A v): shown for the head --inside names.
+bool inside_stage(StageKind k) {
+  return k == StageKind::HeadQuery || k == StageKind::HeadKey || k == StageKind::HeadValue ||
+         k == StageKind::AttentionScores || k == StageKind::ScaledScores || k == StageKind::HeadOutput;
+}
+
 // "(S, 3d) = (6, 192)": the shape in the engine's letters and in numbers.
 std::string shape(const Stage& s, const Config& c) {
-  std::string cols = s.kind == StageKind::AttentionWeights ? "S"
-                     : s.cols == c.d_model                 ? "d"
-                     : s.cols == 3 * c.d_model             ? "3d"
-                     : s.cols == c.d_ff                    ? "F"
-                                                           : std::to_string(s.cols);
+  const bool square = s.kind == StageKind::AttentionWeights || s.kind == StageKind::AttentionScores ||
+                      s.kind == StageKind::ScaledScores;
+  std::string cols = square                    ? "S"
+                     : inside_stage(s.kind)    ? "dh"
+                     : s.cols == c.d_model     ? "d"
+                     : s.cols == 3 * c.d_model ? "3d"
+                     : s.cols == c.d_ff        ? "F"
+                                               : std::to_string(s.cols);
   return "(S, " + cols + ") = (" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + ")";
 }
 
@@ -45,14 +55,28 @@ int cmd_trace(int argc, char** argv) {
                      "dims of each row, and each head's attention weights as a token x token table.");
   add_text_options(o);
   o.add_options()("dims", "dimensions of each row to show", cxxopts::value<int>()->default_value("6"))(
-      "json", "print every stage as JSON, all rows and all dims (for plotting elsewhere)");
+      "json", "print every stage as JSON, all rows and all dims (for plotting elsewhere)")(
+      "inside", "also show one head's inside: its q, k, v, the scores q k^T, the scores / sqrt(dh) and A v",
+      cxxopts::value<std::string>(), "LAYER,HEAD")("top", "masked-LM guesses shown per piece (models with a head)",
+                                                   cxxopts::value<int>()->default_value("3"));
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "trace");
   const int K = args["dims"].as<int>();
   if (K <= 0) throw UsageError("--dims must be positive");
+  const int top = args["top"].as<int>();
+  if (top < 0) throw UsageError("--top must be 0 or more");
   Pipeline pipeline(model_dir(args));
   const Config& c = pipeline.model().config();
+  int inside_layer = -1, inside_head = -1;
+  if (args.count("inside")) {
+    const std::string v = args["inside"].as<std::string>();
+    char tail = 0;
+    if (std::sscanf(v.c_str(), "%d,%d%c", &inside_layer, &inside_head, &tail) != 2 || inside_layer < 0 ||
+        inside_layer >= c.n_layers || inside_head < 0 || inside_head >= c.n_heads)
+      throw UsageError("--inside takes LAYER,HEAD with a layer in [0, " + std::to_string(c.n_layers) +
+                       ") and a head in [0, " + std::to_string(c.n_heads) + "), e.g. --inside 1,1; got \"" + v + "\"");
+  }
   const int d = c.d_model;
   const Tokenization tok = pipeline.tokenize(text, "argument 1");
   const int S = static_cast<int>(tok.ids.size());
@@ -102,6 +126,7 @@ int cmd_trace(int argc, char** argv) {
   EncodeOptions options;
   options.positions = !args.count("no-pe");
   options.observe = [&](const Stage& s) {
+    if (inside_stage(s.kind) && (s.layer != inside_layer || s.head != inside_head)) return;
     if (s.kind == StageKind::Input && skipped_positions) {
       heading(c.positional_encoding == PositionalEncoding::Learned ? "learned positions" : "positional encoding",
               "skipped", "--no-pe: no positions are added");
@@ -132,6 +157,13 @@ int cmd_trace(int argc, char** argv) {
               std::string(s.equation) + "   (q_h, k_h: dims [" + std::to_string(s.head * dh) + ", " +
                   std::to_string((s.head + 1) * dh) + ") of q, k; each row sums to 1)");
       print_attention(s.data, s.rows, s.stride, pieces);
+    } else if (s.kind == StageKind::AttentionScores || s.kind == StageKind::ScaledScores) {
+      heading(std::string(s.name) + ", head " + std::to_string(s.head), shape(s, c),
+              std::string(s.equation) + "   (row = query token, column = key token)");
+      print_token_table(s.data, s.rows, s.stride, pieces, 8, 3);
+    } else if (inside_stage(s.kind)) {
+      heading(std::string(s.name) + ", head " + std::to_string(s.head), shape(s, c), s.equation);
+      print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
     } else if (s.kind == StageKind::Qkv) {
       heading(s.name, shape(s, c), std::string(s.equation) + "   (q = cols [0, d), k = [d, 2d), v = [2d, 3d))");
       for (const char* part : {"q", "k", "v"}) {
@@ -146,6 +178,15 @@ int cmd_trace(int argc, char** argv) {
   };
   const Hidden h = pipeline.encoder().forward({tok.ids}, options);
   const std::vector<float> pooled = pool(h.row(0, 0), S, d, Pooling::Mean);
+  // The masked-LM head on the final rows, for a model that has one: each piece's top guesses.
+  std::vector<std::vector<std::pair<int32_t, double>>> guesses;
+  if (pipeline.has_head() && top > 0) {
+    const int V = c.vocab_size;
+    std::vector<float> logits(size_t(S) * V);
+    mlm_logits(logits.data(), h.row(0, 0), S, pipeline.model());
+    for (int t = 0; t < S; ++t) guesses.push_back(top_k(logits.data() + size_t(t) * V, V, top));
+  }
+  auto piece_of = [&](int32_t id) { return pipeline.tokenizer().piece(id); };
   if (json) {
     ojson j = {{"text", text},
                {"model", model_name},
@@ -155,6 +196,15 @@ int cmd_trace(int argc, char** argv) {
                {"stages", std::move(stages)},
                {"hidden", rows_json(h.row(0, 0), S, d, d)},
                {"pooled", json_floats<ojson>(pooled.data(), pooled.size())}};
+    if (!guesses.empty()) {
+      ojson rows = ojson::array();
+      for (const auto& g : guesses) {
+        ojson row = ojson::array();
+        for (const auto& [id, p] : g) row.push_back({{"piece", piece_of(id)}, {"id", id}, {"prob", p}});
+        rows.push_back(std::move(row));
+      }
+      j["mlm_top"] = std::move(rows);
+    }
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
@@ -166,6 +216,16 @@ int cmd_trace(int argc, char** argv) {
   for (float v : pooled) sq += double(v) * v;
   heading("pooled vector", "(d) = (" + std::to_string(d) + ")", "mean over the S rows: v = (1/S) sum_t h_t");
   std::printf("  %s |v| = %.4f\n", preview(pooled.data(), d, K).c_str(), std::sqrt(sq));
+  if (!guesses.empty()) {
+    heading("masked-LM logits", "(S, V) = (" + std::to_string(S) + ", " + std::to_string(c.vocab_size) + ")",
+            "logits_t = h_t E^T + b, p_t = softmax(logits_t): the head's guess for the piece at t "
+            "(no piece is masked here, so most rows guess their own piece)");
+    for (int t = 0; t < S; ++t) {
+      std::printf("  %s", row_label(t, pieces[t]).c_str());
+      for (const auto& [id, p] : guesses[t]) std::printf("  %s %.4f", piece_of(id).c_str(), p);
+      std::printf("\n");
+    }
+  }
   return 0;
 }
 

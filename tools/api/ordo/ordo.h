@@ -206,8 +206,10 @@ class Pipeline {
                                             int skip_front = 0, int skip_back = 0);
 
   // `ordo fill`: each <mask> of the text (at least one; else InputError(where)) with its top_k
-  // pieces, from one run of the text.
-  Filled fill(std::string_view text, int top_k = 5, bool positions = true, const std::string& where = "input");
+  // pieces, from one run of the text. words: only pieces that start a word ("▁" and at least one
+  // more character), each still with its probability over the whole vocabulary.
+  Filled fill(std::string_view text, int top_k = 5, bool positions = true, const std::string& where = "input",
+              bool words = false);
 
   // `ordo score`: texts tokenized (no <mask> markers: "<mask>" is ordinary text here), each
   // text's pseudo-log-likelihood. An empty text scores 0 with no pieces.
