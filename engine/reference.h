@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <ordo/engine/model.h>
+#include <ordo/engine/trace.h>
 
 namespace ordo::reference {
 
@@ -56,8 +57,12 @@ void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const floa
 // ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form), n values in place.
 void activation(double* x, size_t n, Activation act);
 
-// x = x + r, n values: the residual connection.
+// x = x + r, n values: the residual connection of a sublayer.
 void residual(double* x, const double* r, size_t n);
+
+// x_t = x_t + p_t, n values: the positions added to the token vectors, once, before the first layer
+// (the same sum as residual(), named for what it does here).
+void add_positions(double* x, const double* p, size_t n);
 
 // FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2                                           [§3.3]
 void feed_forward(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int F,
@@ -73,6 +78,23 @@ void sublayer(double* x /* (S, d) */, int S, int d, bool norm_first, const float
 
 // One nn.TransformerEncoderLayer: x = sublayer(SelfAttention), then x = sublayer(FFN), on x (S, d).
 void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& c, int S);
+
+// Watching forward() work: `ordo trace --reference` prints each stage as it is computed here, in
+// the same order and with the same names as the fast encoder's observer (engine/trace.h). While a
+// Watch lives, forward() on the same thread hands it every stage (data: rows × cols doubles, row
+// stride `stride`; layer and head −1 where they do not apply); with none, nothing is handed out.
+using Watcher =
+    std::function<void(StageKind kind, int layer, int head, const double* data, int rows, int cols, int stride)>;
+class Watch {
+ public:
+  explicit Watch(Watcher w);
+  ~Watch();
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+ private:
+  Watcher watcher_;
+};
 
 // The whole encoder: x_t = E[id_t]·√d + PE(t), the layers, the optional final LayerNorm.
 // Returns the hidden states (S, d). positions = false skips the positional encoding.

@@ -155,6 +155,34 @@ TEST(Trace, InsideOneHead) {
   EXPECT_EQ(test::count_lines(bad.err), 1) << bad.err;
 }
 
+// --reference runs the plain encoder of engine/reference.cpp: the same stages in the same order,
+// the same numbers to float rounding.
+TEST(Trace, ReferenceGivesTheSameStages) {
+  for (const std::string extra : {"", "--no-pe "}) {
+    const auto f = run_ordo("trace --json --inside 1,1 " + extra + quote(kText));
+    const auto r = run_ordo("trace --json --reference --inside 1,1 " + extra + quote(kText));
+    ASSERT_EQ(f.status + r.status, 0) << f.err << r.err;
+    const auto a = nlohmann::json::parse(f.out), b = nlohmann::json::parse(r.out);
+    EXPECT_EQ(a["encoder"], "fast");
+    EXPECT_EQ(b["encoder"], "reference");
+    ASSERT_EQ(a["stages"].size(), b["stages"].size());
+    for (size_t n = 0; n < a["stages"].size(); ++n) {
+      const auto &x = a["stages"][n], &y = b["stages"][n];
+      ASSERT_EQ(x["name"], y["name"]) << n;
+      ASSERT_EQ(x.contains("values"), y.contains("values")) << n;
+      if (!x.contains("values")) continue;
+      EXPECT_EQ(x["layer"], y["layer"]) << n;
+      EXPECT_EQ(x["head"], y["head"]) << n;
+      ASSERT_EQ(x["shape"], y["shape"]) << n;
+      for (size_t t = 0; t < x["values"].size(); ++t)
+        for (size_t j = 0; j < x["values"][t].size(); ++j) {
+          const double u = x["values"][t][j], v = y["values"][t][j];
+          ASSERT_NEAR(u, v, 2e-4 * std::max(1.0, std::fabs(v))) << x["name"] << " " << t << "," << j;
+        }
+    }
+  }
+}
+
 // The masked-LM head's top guesses per piece close the trace, the same as --json gives.
 TEST(Trace, EndsWithTheHeadsGuesses) {
   const auto r = run_ordo("trace " + quote(kText));

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ordo/engine/head.h>
+#include <ordo/engine/reference.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
@@ -57,8 +58,11 @@ int cmd_trace(int argc, char** argv) {
   o.add_options()("dims", "dimensions of each row to show", cxxopts::value<int>()->default_value("6"))(
       "json", "print every stage as JSON, all rows and all dims (for plotting elsewhere)")(
       "inside", "also show one head's inside: its q, k, v, the scores q k^T, the scores / sqrt(dh) and A v",
-      cxxopts::value<std::string>(), "LAYER,HEAD")("top", "masked-LM guesses shown per piece (models with a head)",
-                                                   cxxopts::value<int>()->default_value("3"));
+      cxxopts::value<std::string>(),
+      "LAYER,HEAD")("reference",
+                    "run the plain encoder of engine/reference.cpp (double precision, one loop per equation) "
+                    "instead of the fast one: the code a reader reads is the code that prints these numbers")(
+      "top", "masked-LM guesses shown per piece (models with a head)", cxxopts::value<int>()->default_value("3"));
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "trace");
@@ -107,6 +111,8 @@ int cmd_trace(int argc, char** argv) {
                 c.positional_encoding == PositionalEncoding::Sinusoidal && !args.count("no-pe")
                     ? (std::string(", ") + to_string(c.pe_layout)).c_str()
                     : "");
+    if (args.count("reference"))
+      std::printf("encoder: the plain one of engine/reference.cpp, in double precision (--reference)\n");
     std::printf("each row shows its first %d dims; rows are labelled \"t piece\"\n", K);
   }
 
@@ -176,25 +182,43 @@ int cmd_trace(int argc, char** argv) {
       print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
     }
   };
-  const Hidden h = pipeline.encoder().forward({tok.ids}, options);
-  const std::vector<float> pooled = pool(h.row(0, 0), S, d, Pooling::Mean);
+  std::vector<float> hidden;  // (S, d): the final hidden states
+  if (args.count("reference")) {
+    // The plain encoder's stages, in double, handed to the same printer as floats.
+    std::vector<float> rows;
+    const reference::Watch watch(
+        [&](StageKind kind, int layer, int head, const double* data, int n, int cols, int stride) {
+          rows.resize(size_t(n) * cols);
+          for (int t = 0; t < n; ++t)
+            for (int j = 0; j < cols; ++j) rows[size_t(t) * cols + j] = float(data[size_t(t) * stride + j]);
+          const StageText& st = stage_text(kind, c, pipeline.sees_order(options.positions));
+          options.observe({kind, st.name, st.equation, layer, head, rows.data(), n, cols, cols});
+        });
+    const std::vector<double> h = reference::forward(pipeline.model(), tok.ids, options.positions);
+    hidden.assign(h.begin(), h.end());
+  } else {
+    const Hidden h = pipeline.encoder().forward({tok.ids}, options);
+    hidden.assign(h.row(0, 0), h.row(0, 0) + size_t(S) * d);
+  }
+  const std::vector<float> pooled = pool(hidden.data(), S, d, Pooling::Mean);
   // The masked-LM head on the final rows, for a model that has one: each piece's top guesses.
   std::vector<std::vector<std::pair<int32_t, double>>> guesses;
   if (pipeline.has_head() && top > 0) {
     const int V = c.vocab_size;
     std::vector<float> logits(size_t(S) * V);
-    mlm_logits(logits.data(), h.row(0, 0), S, pipeline.model());
+    mlm_logits(logits.data(), hidden.data(), S, pipeline.model());
     for (int t = 0; t < S; ++t) guesses.push_back(top_k(logits.data() + size_t(t) * V, V, top));
   }
   auto piece_of = [&](int32_t id) { return pipeline.tokenizer().piece(id); };
   if (json) {
     ojson j = {{"text", text},
                {"model", model_name},
+               {"encoder", args.count("reference") ? "reference" : "fast"},
                {"positions", !args.count("no-pe") && c.positional_encoding != PositionalEncoding::None},
                {"pieces", pieces},
                {"ids", tok.ids},
                {"stages", std::move(stages)},
-               {"hidden", rows_json(h.row(0, 0), S, d, d)},
+               {"hidden", rows_json(hidden.data(), S, d, d)},
                {"pooled", json_floats<ojson>(pooled.data(), pooled.size())}};
     if (!guesses.empty()) {
       ojson rows = ojson::array();
@@ -211,7 +235,7 @@ int cmd_trace(int argc, char** argv) {
 
   std::printf("\n======== output ========\n");
   heading("final hidden states", dims, "one vector per token: the encoder's output");
-  print_rows(h.row(0, 0), S, d, d, 0, K, pieces);
+  print_rows(hidden.data(), S, d, d, 0, K, pieces);
   double sq = 0;
   for (float v : pooled) sq += double(v) * v;
   heading("pooled vector", "(d) = (" + std::to_string(d) + ")", "mean over the S rows: v = (1/S) sum_t h_t");
