@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include <ordo/engine/model.h>
 #include <ordo/errors.h>
 
 #include "cli/cli_util.h"
@@ -220,6 +221,59 @@ TEST(PeCommand, TinySizesWork) {
   const auto r = test::run_ordo("pe --positions 1 --dim 2 --variant all");
   EXPECT_NE(r.out.find("(0,2)"), std::string::npos) << r.out;  // d = 512 part: position 0 only
   EXPECT_EQ(r.out.find("(1,"), std::string::npos) << r.out;    // no position 1 when N = 1
+}
+
+// The numbers after "k=K" on the line that starts with `label`.
+std::map<int, double> cosine_line(const std::string& out, const std::string& label) {
+  std::map<int, double> by_k;
+  const size_t at = out.find(label);
+  if (at == std::string::npos) return by_k;
+  std::istringstream in(out.substr(at + label.size(), out.find('\n', at) - at - label.size()));
+  for (std::string word; in >> word;) {
+    int k;
+    if (std::sscanf(word.c_str(), "k=%d", &k) == 1) in >> by_k[k];
+  }
+  return by_k;
+}
+
+// ordo pe --model: a model's own positions. The learned table's mean cosine of rows k apart,
+// computed here in double from the weights; the sinusoids' from the formula: every pair k apart
+// has cos = (2/d) Σ_i cos(k·w_i).
+TEST(PeCommand, AModelsOwnPositions) {
+  const std::string learned = std::string(ORDO_SOURCE_DIR) + "/models/position-learned";
+  const auto r = run_ordo("pe --model " + test::quote(learned));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Model m = Model::load(learned);
+  const int N = m.config().max_positions, d = m.config().d_model;
+  const float* P = m.weights().position_embedding;
+  const auto got = cosine_line(r.out, "this model's learned table");
+  ASSERT_FALSE(got.empty()) << r.out;
+  for (const auto& [k, v] : got) {
+    double sum = 0;
+    for (int t = 0; t + k < N; ++t) {
+      double dot = 0, a = 0, b = 0;
+      for (int j = 0; j < d; ++j) {
+        const double x = P[size_t(t) * d + j], y = P[size_t(t + k) * d + j];
+        dot += x * y, a += x * x, b += y * y;
+      }
+      sum += dot / std::sqrt(a * b);
+    }
+    EXPECT_NEAR(v, sum / (N - k), 6e-4) << "k=" << k;
+  }
+  const auto sines = run_ordo("pe --model " + test::quote(std::string(ORDO_SOURCE_DIR) + "/models/default"));
+  ASSERT_EQ(sines.status, 0) << sines.err;
+  const auto s = cosine_line(sines.out, "this model's sinusoids");
+  ASSERT_EQ(s.count(1), 1u) << sines.out;
+  for (const auto& [k, v] : s) {
+    double c = 0;
+    for (int i = 0; i < 32; ++i) c += std::cos(k / std::pow(10000.0, 2.0 * i / 64)) / 32;
+    EXPECT_NEAR(v, c, 6e-4) << "k=" << k;
+  }
+  const auto none = run_ordo("pe --model " + test::quote(std::string(ORDO_SOURCE_DIR) + "/models/position-none"));
+  EXPECT_EQ(none.status, 0);
+  EXPECT_NE(none.out.find("has no positions"), std::string::npos) << none.out;
+  EXPECT_EQ(run_ordo("pe --dim 8 --model " + test::quote(learned)).status, 2);
+  EXPECT_EQ(run_ordo("pe --positions 33 --model " + test::quote(learned)).status, 2);  // the table has 32 rows
 }
 
 }  // namespace

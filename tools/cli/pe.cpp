@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include <ordo/engine/model.h>
 #include <ordo/errors.h>
 
 #include "common/atomic_file.h"
@@ -151,6 +152,148 @@ std::string least_alike(const std::vector<double>& S, int N) {
   return buf;
 }
 
+// cos(P_s, P_t) for every pair of N rows of width d.
+std::vector<double> cosines(const float* P, int N, int d) {
+  std::vector<double> norm(N), out(size_t(N) * N);
+  for (int t = 0; t < N; ++t) {
+    double sq = 0;
+    for (int j = 0; j < d; ++j) sq += double(P[size_t(t) * d + j]) * P[size_t(t) * d + j];
+    norm[t] = std::sqrt(sq);
+  }
+  for (int s = 0; s < N; ++s)
+    for (int t = 0; t < N; ++t) {
+      double dot = 0;
+      for (int j = 0; j < d; ++j) dot += double(P[size_t(s) * d + j]) * P[size_t(t) * d + j];
+      out[size_t(s) * N + t] = norm[s] > 0 && norm[t] > 0 ? dot / (norm[s] * norm[t]) : 0.0;
+    }
+  return out;
+}
+
+// One line: the mean cosine of the rows k apart, for k = 1, 2, 4, ... below N.
+void print_cosine_by_distance(const char* label, const std::vector<double>& C, int N) {
+  std::printf("  %-28s", label);
+  for (int k = 1; k < N; k *= 2) {
+    double sum = 0;
+    for (int s = 0; s + k < N; ++s) sum += C[size_t(s) * N + s + k];
+    std::printf("  k=%d %.3f", k, sum / (N - k));
+  }
+  std::printf("\n");
+}
+
+// `ordo pe --model DIR`: the positions a model adds to its token vectors, as it has them: the
+// sinusoids of its config, or the table it learned, with the same numbers for both (row norms,
+// how alike rows k apart are) and the same pictures.
+int model_positions(const cxxopts::ParseResult& args) {
+  for (const char* other : {"dim", "layout", "variant", "base"})
+    if (args.count(other))
+      throw UsageError(std::string("--model takes the positions from the model; --") + other + " does not apply");
+  const std::string dir = model_dir(args);
+  const Model model = Model::load(dir);
+  const Config& c = model.config();
+  const int d = c.d_model;
+  if (c.positional_encoding == PositionalEncoding::None) {
+    std::printf(
+        "%s has no positions (\"positional_encoding\": \"none\"): nothing is added to its token vectors,\n"
+        "so it sees every order of the same pieces alike\n",
+        dir.c_str());
+    return 0;
+  }
+  const bool learned = c.positional_encoding == PositionalEncoding::Learned;
+  const int most = learned ? c.max_positions : 4096;
+  const int N = args.count("positions") ? args["positions"].as<int>() : learned ? c.max_positions : 64;
+  if (N <= 0 || N > most)
+    throw UsageError("--positions must be in 1 .. " + std::to_string(most) +
+                     (learned ? " (the model's learned table has " + std::to_string(most) + " rows)" : ""));
+  std::vector<float> P(size_t(N) * d);
+  if (learned)
+    std::copy_n(model.weights().position_embedding, P.size(), P.begin());
+  else
+    P = teach::pe_table(c.pe_layout == PeLayout::Split ? PeVariant::Split : PeVariant::Paper, N, d, c.pe_base);
+  const std::vector<float> sines = teach::pe_table(PeVariant::Paper, N, d, 10000.0);
+
+  double lo = 1e300, hi = 0, mean = 0;
+  int lo_t = 0, hi_t = 0;
+  for (int t = 0; t < N; ++t) {
+    double sq = 0;
+    for (int j = 0; j < d; ++j) sq += double(P[size_t(t) * d + j]) * P[size_t(t) * d + j];
+    const double n = std::sqrt(sq);
+    mean += n / N;
+    if (n < lo) lo = n, lo_t = t;
+    if (n > hi) hi = n, hi_t = t;
+  }
+  const std::vector<double> C = cosines(P.data(), N, d);
+  char base_text[32];
+  std::snprintf(base_text, sizeof base_text, "%g", c.pe_base);
+  const std::string what = learned ? "learned table P[t]"
+                                   : std::string("sinusoids, ") + to_string(c.pe_layout) + " layout, base " + base_text;
+  std::string pictures;
+  std::vector<std::string> written;
+  try {
+    if (args.count("png")) {
+      teach::Heatmap h;
+      h.rows = N, h.cols = d, h.values.assign(P.begin(), P.end());
+      h.vmin = -1, h.vmax = 1;
+      if (learned) {  // a learned table is not bounded by 1: the scale is its own largest value
+        float m = 0;
+        for (float v : P) m = std::max(m, std::fabs(v));
+        h.vmin = -m, h.vmax = m;
+      }
+      scale(args, &h.vmin, &h.vmax);
+      h.value_name = learned ? "P[t][dim]" : "PE(t, dim)";
+      teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
+      const teach::Figure f{
+          "Positions of " + dir + ": " + what + ", N = " + std::to_string(N) + ", d = " + std::to_string(d),
+          "dimension", "position t"};
+      const std::string path = args["png"].as<std::string>();
+      const auto drawn = teach::draw(path, f, h);
+      written.push_back(path);
+      pictures += "\n" + teach::describe(path, f, h, drawn, "positions t = 0 .. " + std::to_string(N - 1),
+                                         "dimensions 0 .. " + std::to_string(d - 1));
+    }
+    if (args.count("similarity-png")) {
+      teach::Heatmap h;
+      h.rows = h.cols = N, h.values.assign(C.begin(), C.end()), h.vmin = -1, h.vmax = 1;
+      scale(args, &h.vmin, &h.vmax);
+      h.value_name = "cosine of P_s and P_t";
+      teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
+      const teach::Figure f{"Cosine similarity of the positions of " + dir + ": " + what +
+                                ", N = " + std::to_string(N) + ", d = " + std::to_string(d),
+                            "position t", "position s"};
+      const std::string path = args["similarity-png"].as<std::string>();
+      const auto drawn = teach::draw(path, f, h);
+      written.push_back(path);
+      pictures += "\n" + teach::describe(path, f, h, drawn, "positions s = 0 .. " + std::to_string(N - 1),
+                                         "positions t = 0 .. " + std::to_string(N - 1));
+    }
+  } catch (...) {
+    for (const std::string& path : written) std::remove(path.c_str());
+    throw;
+  }
+
+  const int cols = std::min(d, std::max(1, args["columns"].as<int>()));
+  std::printf("positions of %s: %s, %d positions x %d dims%s\n", dir.c_str(), what.c_str(), N, d,
+              cols < d ? (" (first " + std::to_string(cols) + " dims shown)").c_str() : "");
+  std::printf("%8s", "t \\ dim");
+  for (int j = 0; j < cols; ++j) std::printf(" %8d", j);
+  std::printf("\n");
+  for (int t = 0; t < std::min(N, 8); ++t) {
+    std::printf("%8d", t);
+    for (int j = 0; j < cols; ++j) std::printf(" %8.4f", P[size_t(t) * d + j]);
+    std::printf("\n");
+  }
+  if (N > 8) std::printf("%8s (rows 8 .. %d not shown)\n", "...", N - 1);
+  if (learned)
+    std::printf("\nrow norms |P[t]|: mean %.4f, smallest %.4f (t = %d), largest %.4f (t = %d)\n", mean, lo, lo_t, hi,
+                hi_t);
+  else
+    std::printf("\nrow norms: every row has |PE(t)| = sqrt(d/2) = %.4f (a sine and a cosine per pair)\n", mean);
+  std::printf("how alike rows k apart are: the mean cosine over all pairs (t, t + k)\n");
+  print_cosine_by_distance(learned ? "this model's learned table" : "this model's sinusoids", C, N);
+  if (learned) print_cosine_by_distance("the paper's sinusoids", cosines(sines.data(), N, d), N);
+  std::printf("%s", pictures.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_pe(int argc, char** argv) {
@@ -170,10 +313,17 @@ int cmd_pe(int argc, char** argv) {
       "csv", "write the whole N x d table to FILE", cxxopts::value<std::string>())(
       "png", "draw the N x d table as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)", cxxopts::value<std::string>())(
       "similarity-png", "draw the N x N cosines P P^T / (d/2) as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)",
-      cxxopts::value<std::string>())("no-properties", "skip the property report");
+      cxxopts::value<std::string>())("no-properties", "skip the property report")(
+      "model",
+      "show the positions this model adds (its sinusoids or its learned table), with their norms and how "
+      "alike rows k apart are; --positions, --columns and the pictures apply",
+      cxxopts::value<std::string>());
   add_scale_options(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  for (const char* file : {"png", "similarity-png"})
+    if (args.count(file)) teach::picture_format(args[file].as<std::string>());
+  if (args.count("model")) return model_positions(args);
   const int N = args["positions"].as<int>(), d = args["dim"].as<int>();
   const double base = args["base"].as<double>();
   if (N <= 0 || N > (1 << 24)) throw UsageError("--positions must be in 1 .. 16777216");
