@@ -221,9 +221,13 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
         ++r.masked;
         r.top1 += rank == 0;
         r.top5 += rank < 5;
+        r.pieces.push_back({runnable[group[rows[k].sequence]], rows[k].position, rank});
       }
     }
     for (const auto& [k, b] : buckets) r.buckets.push_back(b);
+    std::sort(r.pieces.begin(), r.pieces.end(), [](const Report::Piece& x, const Report::Piece& y) {
+      return x.line != y.line ? x.line < y.line : x.position < y.position;
+    });
   }
   if (!options.order) return r;
 
@@ -258,6 +262,36 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
     }
   }
   return r;
+}
+
+Paired paired_top1(const Report& a, const Report& b) {
+  Paired out;
+  size_t i = 0, j = 0;  // both lists are sorted by (line, position)
+  while (i < a.pieces.size() && j < b.pieces.size()) {
+    const Report::Piece &x = a.pieces[i], &y = b.pieces[j];
+    if (x.line != y.line || x.position != y.position) {
+      (x.line < y.line || (x.line == y.line && x.position < y.position)) ? ++i : ++j;
+      continue;
+    }
+    ++out.pieces;
+    const bool ha = x.rank == 0, hb = y.rank == 0;
+    out.both += ha && hb;
+    out.a_only += ha && !hb;
+    out.b_only += hb && !ha;
+    ++i, ++j;
+  }
+  if (out.pieces == 0) return out;
+  const double n = double(out.pieces), d = double(out.b_only - out.a_only);
+  out.difference = d / n;
+  const double half = 1.96 * std::sqrt(std::max(0.0, double(out.a_only + out.b_only) - d * d / n)) / n;
+  out.low = out.difference - half, out.high = out.difference + half;
+  // P(X ≤ m) for X ~ Binomial(t, ½), summed in logs: C(t, k)·2^−t.
+  const long t = out.a_only + out.b_only, m = std::min(out.a_only, out.b_only);
+  double tail = 0;
+  for (long k = 0; k <= m; ++k)
+    tail += std::exp(std::lgamma(t + 1.0) - std::lgamma(k + 1.0) - std::lgamma(t - k + 1.0) - t * std::log(2.0));
+  out.p = std::min(1.0, 2 * tail);
+  return out;
 }
 
 }  // namespace ordo::eval

@@ -77,12 +77,17 @@ nlohmann::json report_json(const Result& m) {
           {"buckets", buckets}};
 }
 
-void print_tables(const std::string& input, int lines, bool positions, const std::vector<Result>& results) {
+// pieces: each line's number of pieces, sorted.
+void print_tables(const std::string& input, int lines, bool positions, const std::vector<Result>& results,
+                  const std::vector<int>& pieces) {
   int name_width = 5;
   for (const Result& m : results) name_width = std::max(name_width, columns(m.dir));
   const std::string name = pad_right("model", name_width);
   std::printf("ordo eval: %d lines of %s%s; masking seed %llu + line number\n", lines, input.c_str(),
               positions ? "" : ", run WITHOUT positions (--no-pe)", (unsigned long long)eval::kSeed);
+  if (!pieces.empty())
+    std::printf("pieces per line (%s's tokenizer): median %d, from %d to %d\n", results[0].dir.c_str(),
+                pieces[pieces.size() / 2], pieces.front(), pieces.back());
 
   std::printf("\nmasked pieces (15%% of each line's pieces, masked all at once)\n");
   std::printf("  %s  %-12s %6s %9s %7s %8s %8s\n", name.c_str(), "positions", "lines", "left out", "masked", "top-1 %",
@@ -92,6 +97,21 @@ void print_tables(const std::string& input, int lines, bool positions, const std
     std::printf("  %s  %-12s %6d %9d %7ld %8s %8s\n", pad_right(m.dir, name_width).c_str(), positions_name(m).c_str(),
                 r.evaluated, r.left_out, r.masked, percent(r.top1, r.masked).c_str(),
                 percent(r.top5, r.masked).c_str());
+  }
+
+  if (results.size() > 1) {
+    std::printf(
+        "\npaired: top-1 on the masked pieces both models were scored on, each model against the first\n"
+        "(McNemar's exact test over the pieces exactly one of the two gets right; 95%% interval of the\n"
+        "difference, paired normal approximation; one trained model each: it says nothing of training seeds)\n");
+    std::printf("  %s  %7s %8s %8s %12s %20s %9s\n", name.c_str(), "pieces", "only 1st", "only it", "difference",
+                "95% interval", "p");
+    for (size_t k = 1; k < results.size(); ++k) {
+      const eval::Paired q = eval::paired_top1(results[0].report, results[k].report);
+      std::printf("  %s  %7ld %8ld %8ld %+9.1f pt [%+6.1f, %+6.1f] pt %9.2g\n",
+                  pad_right(results[k].dir, name_width).c_str(), q.pieces, q.a_only, q.b_only, 100 * q.difference,
+                  100 * q.low, 100 * q.high, q.p);
+    }
   }
 
   int order_lines = 0;
@@ -210,6 +230,7 @@ int cmd_eval(int argc, char** argv) {
   options.max_pieces = args["max-pieces"].as<int>();
   if (options.max_pieces < 0) throw UsageError("--max-pieces must be 1 or more (0: no limit)");
   std::vector<Result> results;
+  std::vector<int> pieces;  // per line, sorted (the first model's tokenizer)
   for (const std::string& dir : dirs) {
     Pipeline pipeline(dir);
     pipeline.require_head(true);  // before the file is tokenized: the model is the first thing to be wrong
@@ -217,26 +238,57 @@ int cmd_eval(int argc, char** argv) {
     lines.reserve(texts.size());
     for (size_t i = 0; i < texts.size(); ++i)
       lines.push_back(pipeline.tokenizer().encode(texts[i], input + ": line " + std::to_string(i + 1)).ids);
+    if (results.empty()) {
+      for (const auto& l : lines) pieces.push_back(int(l.size()));
+      std::sort(pieces.begin(), pieces.end());
+    }
     results.push_back({dir, pipeline.model().config().positional_encoding, eval::evaluate(pipeline, lines, options)});
   }
 
   if (args.count("png")) {
-    teach::Figure figure{
-        positions ? "Masked top-1 accuracy by position" : "Masked top-1 accuracy by position, no positions",
-        "position of the masked piece (buckets of 32)", "top-1 accuracy (%)"};
+    // Per bucket of positions, each model's top-1 (full colour) and top-5 (pale) as bars with 95%
+    // intervals (Wilson's score interval for a proportion), and the masked pieces counted above.
+    size_t slash = input.find_last_of('/');
+    const std::string data = slash == std::string::npos ? input : input.substr(slash + 1);
+    teach::Figure figure{"Masked accuracy by position, " + data + " (" + std::to_string(texts.size()) + " lines)" +
+                             (positions ? "" : ", run without positions"),
+                         "position of the masked piece (buckets of 32; n = masked pieces in the bucket)",
+                         "accuracy (%), bars: 95% intervals"};
     teach::LineChart chart;
+    chart.bars = true;
+    chart.bar_group = 0.8 * eval::kBucket;
     int last = 0;
-    for (const Result& m : results) {
-      teach::Series s;
-      s.name = m.dir;
+    auto wilson = [](long hits, long n, double* lo, double* hi) {
+      const double z = 1.96, p = double(hits) / n, z2n = z * z / n;
+      const double centre = (p + z2n / 2) / (1 + z2n),
+                   half = z * std::sqrt(p * (1 - p) / n + z2n / (4 * n)) / (1 + z2n);
+      *lo = 100 * (centre - half), *hi = 100 * (centre + half);
+    };
+    for (size_t k = 0; k < results.size(); ++k) {
+      const Result& m = results[k];
+      teach::Series top1, top5;
+      top1.name = m.dir + " top-1", top5.name = m.dir + " top-5";
+      top1.colour = top5.colour = int(k);
+      top5.light = true;
       for (const eval::Bucket& b : m.report.buckets) {
-        s.x.push_back((b.from + b.to) / 2.0);
-        s.y.push_back(100.0 * share(b.top1, b.masked));
+        double lo, hi;
+        for (teach::Series* s : {&top1, &top5}) {
+          const long hits = s == &top1 ? b.top1 : b.top5;
+          wilson(hits, b.masked, &lo, &hi);
+          s->x.push_back((b.from + b.to + 1) / 2.0);
+          s->y.push_back(100.0 * share(hits, b.masked));
+          s->lo.push_back(lo), s->hi.push_back(hi);
+          s->notes.push_back(s == &top5 ? "n=" + std::to_string(b.masked) : "");
+        }
         last = std::max(last, b.to + 1);
       }
-      if (m.report.buckets.empty() && m.report.left_out > 0)
-        s.name += " (no text fits its " + std::to_string(m.report.limit) + " positions)";
-      chart.series.push_back(std::move(s));
+      if (m.report.buckets.empty() && m.report.left_out > 0) {
+        top1.name = m.dir + ": no text fits its " + std::to_string(m.report.limit) + " positions";
+        chart.series.push_back(std::move(top1));
+        continue;
+      }
+      chart.series.push_back(std::move(top1));
+      chart.series.push_back(std::move(top5));
     }
     chart.x_min = 0;
     chart.x_max = std::max(last, 2 * eval::kBucket);
@@ -258,11 +310,13 @@ int cmd_eval(int argc, char** argv) {
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  print_tables(input, int(texts.size()), positions, results);
+  print_tables(input, int(texts.size()), positions, results, pieces);
   if (args.count("png")) {
     const std::string marked = train_length > 0 ? ", training length " + std::to_string(train_length) + " marked" : "";
-    std::printf("\nwrote %s: top-1 accuracy by position, one line per model%s\n", args["png"].as<std::string>().c_str(),
-                marked.c_str());
+    std::printf(
+        "\nwrote %s: top-1 and top-5 accuracy by position, bars per bucket of 32 with 95%% intervals, one "
+        "colour per model%s\n",
+        args["png"].as<std::string>().c_str(), marked.c_str());
   }
   return 0;
 }
