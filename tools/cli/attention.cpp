@@ -143,8 +143,14 @@ int cmd_attention(int argc, char** argv) {
     hm.value_name = "attention weight";
     hm.row_labels = hm.col_labels = tok.pieces;
     teach::choose_cells(S, S, true, &hm.cell_w, &hm.cell_h, S <= 10 ? 480 : 720);
-    const teach::Figure f{"Attention weights, layer " + std::to_string(layer) + ", head " + std::to_string(head) +
-                              (options.positions ? "" : ", without positions"),
+    hm.show_values = S <= 12;
+    const std::string model_name = args.count("model") ? args["model"].as<std::string>() : "the default model";
+    const std::string shown_text = text.size() <= 48 ? text : text.substr(0, 45) + "...";
+    const teach::Figure f{"Attention, layer " + std::to_string(layer) + " head " + std::to_string(head) + ": \"" +
+                              shown_text + "\", " + model_name +
+                              (!pipeline.sees_order(true) ? " (no positions)"
+                               : options.positions        ? ", with positions"
+                                                          : ", positions removed (--no-pe)"),
                           "key token (attended to)", "query token (attending)"};
     const std::string path = args["png"].as<std::string>();
     const auto drawn = teach::draw(path, f, hm);

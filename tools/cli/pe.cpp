@@ -313,7 +313,11 @@ int cmd_pe(int argc, char** argv) {
       "csv", "write the whole N x d table to FILE", cxxopts::value<std::string>())(
       "png", "draw the N x d table as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)", cxxopts::value<std::string>())(
       "similarity-png", "draw the N x N cosines P P^T / (d/2) as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)",
-      cxxopts::value<std::string>())("no-properties", "skip the property report")(
+      cxxopts::value<std::string>())(
+      "lines-png", "draw a few dimensions (--line-dims) against position, one line each: FILE.png or FILE.svg",
+      cxxopts::value<std::string>())("line-dims", "the dimensions --lines-png draws",
+                                     cxxopts::value<std::string>()->default_value("4,5,6,7"))(
+      "no-properties", "skip the property report")(
       "model",
       "show the positions this model adds (its sinusoids or its learned table), with their norms and how "
       "alike rows k apart are; --positions, --columns and the pictures apply",
@@ -351,13 +355,29 @@ int cmd_pe(int argc, char** argv) {
   if (args.count("png") && (N > 4096 || d > 4096)) throw UsageError("--png draws at most 4096 positions and 4096 dims");
 
   // Files are named before any work: a wrong extension stops the command first.
-  for (const char* file : {"png", "similarity-png"})
+  for (const char* file : {"png", "similarity-png", "lines-png"})
     if (args.count(file)) teach::picture_format(args[file].as<std::string>());
+  std::vector<int> line_dims;
+  if (args.count("lines-png")) {
+    const std::string list = args["line-dims"].as<std::string>();
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string item = list.substr(at, comma - at);
+      char* end = nullptr;
+      const long j = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || j < 0 || j >= d)
+        throw UsageError("--line-dims takes dimensions in 0 .. " + std::to_string(d - 1) + ", comma-separated; got \"" +
+                         list + "\"");
+      line_dims.push_back(int(j));
+      at = comma + 1;
+    }
+    if (line_dims.size() > 7) throw UsageError("--line-dims takes 1 to 7 dimensions");
+  }
   double vmin = -1, vmax = 1;
   scale(args, &vmin, &vmax);
 
   if (all) {
-    for (const char* file : {"csv", "png", "similarity-png"})
+    for (const char* file : {"csv", "png", "similarity-png", "lines-png"})
       if (args.count(file))
         throw UsageError(std::string("--variant all prints the side-by-side comparison only; --") + file +
                          " writes one table: name one variant (paper, split, tensor2tensor or doubled-exponent)");
@@ -373,9 +393,12 @@ int cmd_pe(int argc, char** argv) {
   // All the files or none: each is written whole; if a later one fails, the earlier ones go too.
   std::vector<std::string> written;
   std::string pictures;  // what to print about each picture
-  char what[160];
-  std::snprintf(what, sizeof what, "%s, %s layout, base %g", teach::to_string(variant),
-                layout == PeLayout::Split ? "split" : "interleaved", base);
+  // "N = 64, d = 128, interleaved layout, base 10000", naming the variant where it is not only a layout.
+  char what[200];
+  const bool named = variant != PeVariant::Paper && variant != PeVariant::Split;
+  std::snprintf(what, sizeof what, "N = %d, d = %d, %s%s%s layout, base %g", N, d,
+                named ? teach::to_string(variant) : "", named ? ", " : "",
+                layout == PeLayout::Split ? "split (sines | cosines)" : "interleaved (sin, cos, ...)", base);
   try {
     if (args.count("csv")) {
       write_csv(args["csv"].as<std::string>(), pe, N, d);
@@ -386,12 +409,32 @@ int cmd_pe(int argc, char** argv) {
       h.rows = N, h.cols = d, h.values.assign(pe.begin(), pe.end()), h.vmin = vmin, h.vmax = vmax;
       h.value_name = "PE(t, dim)";
       teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
-      const teach::Figure f{std::string("Positional encoding: ") + what, "dimension", "position t"};
+      const teach::Figure f{std::string("Positional encoding, ") + what, "dimension", "position t"};
       const std::string path = args["png"].as<std::string>();
       const auto drawn = teach::draw(path, f, h);
       written.push_back(path);
       pictures += "\n" + teach::describe(path, f, h, drawn, "positions t = 0 .. " + std::to_string(N - 1),
                                          "dimensions 0 .. " + std::to_string(d - 1));
+    }
+    if (args.count("lines-png")) {  // a few dimensions against position, one line each
+      teach::LineChart chart;
+      for (int j : line_dims) {
+        teach::Series line;
+        line.name = "dim " + std::to_string(j) +
+                    (layout == PeLayout::Interleaved ? (j % 2 ? " (cos)" : " (sin)")
+                     : j < (d + 1) / 2               ? " (sin)"
+                                                     : " (cos)");
+        for (int t = 0; t < N; ++t) line.x.push_back(t), line.y.push_back(pe[size_t(t) * d + j]);
+        chart.series.push_back(std::move(line));
+      }
+      chart.x_min = 0, chart.x_max = std::max(1, N - 1), chart.y_min = -1, chart.y_max = 1;
+      chart.plot_h = 320;
+      const teach::Figure f{std::string("Positional encoding, ") + what + ": a few dimensions", "position t",
+                            "PE(t, dim)"};
+      const std::string path = args["lines-png"].as<std::string>();
+      teach::draw(path, f, chart);
+      written.push_back(path);
+      pictures += "\nwrote " + path + ", \"" + f.title + "\": PE(t, dim) against t, one line per dimension.\n";
     }
     if (args.count("similarity-png")) {
       // S[s][t] = <P_s, P_t> / (d/2): every row has |P|^2 = d/2 (d even), so this is the cosine of the two positions.
@@ -405,9 +448,15 @@ int cmd_pe(int argc, char** argv) {
           for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
           h.values[size_t(s) * N + t] = dot * scale;
         }
+      // The colours spread over the values there are: from the lowest, rounded down to a tenth, to 1
+      // (unless --vmin/--vmax say otherwise).
+      if (!args.count("vmin") && !args.count("vmax") && N > 1) {
+        const double low = *std::min_element(h.values.begin(), h.values.end());
+        h.vmin = std::floor(low * 10 + 1e-9) / 10, h.vmax = 1;
+      }
       pictures += least_alike(h.values, N);
       teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
-      const teach::Figure f{std::string("Cosine similarity of positions: ") + what, "position t", "position s"};
+      const teach::Figure f{std::string("Cosine similarity of positions, ") + what, "position t", "position s"};
       const std::string path = args["similarity-png"].as<std::string>();
       const auto drawn = teach::draw(path, f, h);
       written.push_back(path);

@@ -476,6 +476,18 @@ Drawn draw(const std::string& path, const Figure& figure, const Heatmap& in) {
       for (int r = 1; r <= h.rows; ++r) cairo_rectangle(cr, d.plot_x, d.plot_y + r * h.cell_h - 1, d.plot_w, 1);
       cairo_fill(cr);
     }
+    if (h.show_values && h.cell_w >= 40 && h.cell_h >= 24)
+      for (int r = 0; r < h.rows; ++r)
+        for (int c = 0; c < h.cols; ++c) {
+          const double v = h.values[size_t(r) * h.cols + c];
+          const Rgb k = cells[size_t(r) * h.cols + c];
+          const bool dark = 0.299 * k.r + 0.587 * k.g + 0.114 * k.b < 140;  // luma (ITU-R BT.601)
+          char text[16];
+          std::snprintf(text, sizeof text, "%.2f", v);
+          t.set(text, std::min(12.0, h.cell_h / 3.0))
+              .draw(d.plot_x + (c + 0.5) * h.cell_w, d.plot_y + (r + 0.5) * h.cell_h, 0.5, 0.5, false,
+                    dark ? kWhite : kInk);
+        }
     frame(cr, d.plot_x, d.plot_y, d.plot_w, d.plot_h);
     set_colour(cr, kFrame);
     // Rows: names, or ticks with numbers at the middle of their cells.

@@ -47,6 +47,9 @@ struct Heatmap {
   // A name for each row and each column (token pieces, any UTF-8), or empty: numbered ticks.
   std::vector<std::string> row_labels, col_labels;
   int cell_w = 0, cell_h = 0;  // pixels per cell; 0: choose_cells(rows, cols, false)
+  // Each cell's value written in it (two decimals), dark on light cells and white on dark ones,
+  // where the cells are at least 40 × 24 px.
+  bool show_values = false;
 };
 
 // Cell sizes that make the table about `target` pixels across its longer side, each within
