@@ -107,9 +107,11 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where,
                      "key \"layer_norm_eps\" is " + brief(j.at("layer_norm_eps")) + ", which rounds to 0 as a float");
 
-  const std::string pe = r.choice("positional_encoding", {"sinusoidal", "learned", "none"}, "", true);
+  const std::string pe = r.choice("positional_encoding", {"sinusoidal", "learned", "none", "rope", "alibi"}, "", true);
   c.positional_encoding = pe == "sinusoidal" ? PositionalEncoding::Sinusoidal
                           : pe == "learned"  ? PositionalEncoding::Learned
+                          : pe == "rope"     ? PositionalEncoding::Rope
+                          : pe == "alibi"    ? PositionalEncoding::Alibi
                                              : PositionalEncoding::None;
   c.pe_layout = r.choice("pe_layout", {"interleaved", "split"}, "interleaved") == std::string("split")
                     ? PeLayout::Split
@@ -172,7 +174,11 @@ const char* to_string(Activation a) {
   return a == Activation::GELU ? "gelu" : "relu";
 }
 const char* to_string(PositionalEncoding p) {
-  return p == PositionalEncoding::Sinusoidal ? "sinusoidal" : p == PositionalEncoding::Learned ? "learned" : "none";
+  return p == PositionalEncoding::Sinusoidal ? "sinusoidal"
+         : p == PositionalEncoding::Learned  ? "learned"
+         : p == PositionalEncoding::Rope     ? "rope"
+         : p == PositionalEncoding::Alibi    ? "alibi"
+                                             : "none";
 }
 const char* to_string(PeLayout l) {
   return l == PeLayout::Split ? "split" : "interleaved";

@@ -7,6 +7,7 @@
 #include "common/memory.h"
 #include "engine/kernels/parallel.h"
 #include "engine/ops.h"
+#include "engine/reference.h"
 
 namespace ordo {
 
@@ -52,7 +53,7 @@ void Encoder::observe(const EncodeOptions& options, StageKind kind, int layer, i
   if (!options.observe) return;
   const Config& c = model_.config();
   const bool positions = options.positions && c.positional_encoding != PositionalEncoding::None;
-  const StageText& text = stage_text(kind, c, positions);
+  const StageText& text = stage_text(kind, c, positions);  // the equation as this run computes it
   options.observe({kind, text.name, text.equation, layer, head, data, rows, cols, stride});
 }
 
@@ -97,6 +98,12 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   s.probs.resize((options.observe ? 1 : size_t(s.threads)) * attention_scratch_floats(S, c.head_dim(), block));
 
   embed(s, ids, S, options);
+  const int pairs = c.head_dim() / 2;
+  if (options.positions && c.positional_encoding == PositionalEncoding::Rope &&
+      s.rope_cos.size() < size_t(S) * pairs) {  // the angles of positions 0 .. S−1, kept while S does not grow
+    s.rope_cos.resize(size_t(S) * pairs), s.rope_sin.resize(size_t(S) * pairs);
+    rope_table(s.rope_cos.data(), s.rope_sin.data(), S, c.head_dim(), c.pe_base);
+  }
   for (int l = 0; l < c.n_layers; ++l) encoder_layer(s, l, B, S, out.lengths, options);
   if (c.final_norm) {
     layer_norm(s.x.data(), s.x.data(), model_.weights().norm_weight, model_.weights().norm_bias, int(T), d,
@@ -195,7 +202,7 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
 // For an observer, one head's inside before its softmax: its q, k and v columns, and the scores
 // s = q·kᵀ and s/√dh, computed here in plain loops (the fast path fuses them into one product).
 void Encoder::observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh,
-                                  int ld) const {
+                                  int ld, float alibi_slope) const {
   const int d = model_.config().d_model;
   observe(options, StageKind::HeadQuery, layer, head, q, L, dh, ld);
   observe(options, StageKind::HeadKey, layer, head, q + d, L, dh, ld);
@@ -210,6 +217,13 @@ void Encoder::observe_head_inputs(const EncodeOptions& options, int layer, int h
   observe(options, StageKind::AttentionScores, layer, head, scores.data(), L, L, L);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   for (float& v : scores) v *= scale;
+  if (alibi_slope > 0.0f) {  // − m·|i − j|, as attention_head adds it
+    std::vector<float> bias(size_t(L) * L);
+    for (int i = 0; i < L; ++i)
+      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = 0.0f - alibi_slope * float(std::abs(i - j));
+    observe(options, StageKind::AlibiBias, layer, head, bias.data(), L, L, L);
+    for (size_t n = 0; n < scores.size(); ++n) scores[n] += bias[n];
+  }
   observe(options, StageKind::ScaledScores, layer, head, scores.data(), L, L, L);
 }
 
@@ -221,6 +235,17 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
   const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), T = B * S;
   linear(s.qkv.data(), in, w.in_proj_weight, w.in_proj_bias, T, d, 3 * d);
   observe(options, StageKind::Qkv, layer, -1, s.qkv.data(), lengths[0], 3 * d, 3 * d);
+  const PositionalEncoding pe = options.positions ? c.positional_encoding : PositionalEncoding::None;
+  if (pe == PositionalEncoding::Rope) {  // q and k of every head turned by their position's angles
+    for (int b = 0; b < B; ++b) {
+      float* qb = s.qkv.data() + size_t(b) * S * 3 * d;
+      rotate_pairs(qb, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
+      rotate_pairs(qb + d, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
+    }
+    observe(options, StageKind::RotatedQk, layer, -1, s.qkv.data(), lengths[0], 3 * d, 3 * d);
+  }
+  const std::vector<double> slopes =
+      pe == PositionalEncoding::Alibi ? reference::alibi_slopes(h) : std::vector<double>();
 
   // One task per (sequence, head); each thread has its own scratch: (block, S) weights of a block
   // of query rows, or the whole (S, S) table for an observer, which sees it.
@@ -231,8 +256,9 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     const float* q = s.qkv.data() + size_t(b) * S * 3 * d + size_t(i) * dh;
     float* out = s.context.data() + size_t(b) * S * d + size_t(i) * dh;
     float* probs = s.probs.data() + size_t(thread) * scratch;
-    if (b == 0 && options.observe) observe_head_inputs(options, layer, i, q, L, dh, 3 * d);
-    attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block);
+    const float slope = slopes.empty() ? 0.0f : static_cast<float>(slopes[i]);
+    if (b == 0 && options.observe) observe_head_inputs(options, layer, i, q, L, dh, 3 * d, slope);
+    attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block, slope);
     if (b == 0) {
       observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
       observe(options, StageKind::HeadOutput, layer, i, out, L, dh, d);

@@ -60,7 +60,7 @@ void softmax(double* z, int n) {
 }
 
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs, int L, int dh,
-                    int ld_qkv, int ld_out) {
+                    int ld_qkv, int ld_out, double alibi_slope) {
   see(StageKind::HeadQuery, q, L, dh, ld_qkv);
   see(StageKind::HeadKey, k, L, dh, ld_qkv);
   see(StageKind::HeadValue, v, L, dh, ld_qkv);
@@ -73,6 +73,13 @@ void attention_head(double* out, const double* q, const double* k, const double*
   see(StageKind::AttentionScores, probs, L, L, L);
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   for (size_t n = 0; n < size_t(L) * L; ++n) probs[n] *= scale;  // s / √dh
+  if (alibi_slope > 0) {
+    std::vector<double> bias(size_t(L) * L);
+    for (int i = 0; i < L; ++i)
+      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = 0.0 - alibi_slope * std::abs(i - j);  // −m·|i − j| (0, not −0, at i = j)
+    see(StageKind::AlibiBias, bias.data(), L, L, L);
+    residual(probs, bias.data(), bias.size());
+  }
   see(StageKind::ScaledScores, probs, L, L, L);
   for (int i = 0; i < L; ++i) softmax(probs + size_t(i) * L, L);  // each query's weights sum to 1
   see(StageKind::AttentionWeights, probs, L, L, L);
@@ -85,15 +92,47 @@ void attention_head(double* out, const double* q, const double* k, const double*
   see(StageKind::HeadOutput, out, L, dh, ld_out);
 }
 
-void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h) {
+std::vector<double> alibi_slopes(int h) {
+  auto geometric = [](int n) {  // 2^(−8k/n), k = 1..n
+    std::vector<double> m;
+    for (int k = 1; k <= n; ++k) m.push_back(std::pow(2.0, -8.0 * k / n));
+    return m;
+  };
+  int below = 1;
+  while (below * 2 <= h) below *= 2;
+  std::vector<double> m = geometric(below), above = geometric(2 * below);
+  for (size_t k = 0; int(m.size()) < h; k += 2) m.push_back(above[k]);
+  return m;
+}
+
+void rope(double* x, int S, int ld, int h, int dh, double base, int first_position) {
+  for (int s = 0; s < S; ++s)
+    for (int head = 0; head < h; ++head)
+      for (int i = 0; i < dh / 2; ++i) {
+        const double angle = (first_position + s) * std::pow(base, -2.0 * i / dh);  // t·θ_i
+        double* pair = x + size_t(s) * ld + size_t(head) * dh + 2 * i;
+        const double a = pair[0], b = pair[1];
+        pair[0] = a * std::cos(angle) - b * std::sin(angle);
+        pair[1] = a * std::sin(angle) + b * std::cos(angle);
+      }
+}
+
+void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h,
+                    PositionalEncoding positions, double base) {
   const int dh = d / h;
   std::vector<double> qkv(size_t(S) * 3 * d), concat(size_t(S) * d), probs(size_t(S) * S);
   linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * d);  // [q k v] = x·W_inᵀ + b_in
   see(StageKind::Qkv, qkv.data(), S, 3 * d, 3 * d);
+  if (positions == PositionalEncoding::Rope) {  // q and k turned by their positions' angles; v is not
+    rope(qkv.data(), S, 3 * d, h, dh, base);
+    rope(qkv.data() + d, S, 3 * d, h, dh, base);
+    see(StageKind::RotatedQk, qkv.data(), S, 3 * d, 3 * d);
+  }
+  const std::vector<double> slopes = positions == PositionalEncoding::Alibi ? alibi_slopes(h) : std::vector<double>(h);
   for (int i = 0; i < h; ++i) {  // head i reads columns [i·dh, (i+1)·dh) of q, k and v
     const double* q = qkv.data() + size_t(i) * dh;
     head_now = i;
-    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d);
+    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d, slopes[i]);
   }
   head_now = -1;
   see(StageKind::HeadsConcatenated, concat.data(), S, d, d);
@@ -149,10 +188,11 @@ void sublayer(double* x, int S, int d, bool norm_first, const float* gamma, cons
   }
 }
 
-void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S) {
+void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, bool positions) {
   const int d = c.d_model;
+  const PositionalEncoding inside = positions ? c.positional_encoding : PositionalEncoding::None;
   sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps,
-           [&](double* out, const double* in) { self_attention(out, in, w, S, d, c.n_heads); });
+           [&](double* out, const double* in) { self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base); });
   see(StageKind::AttentionResidual, x, S, d, d);
   sublayer(x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,
            [&](double* out, const double* in) { feed_forward(out, in, w, S, d, c.d_ff, c.activation); });
@@ -165,7 +205,8 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   const int S = int(ids.size()), d = c.d_model;
   check_ids(c, ids);
 
-  // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing)
+  // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing: none, and rope and alibi,
+  // which act in each layer's attention instead)
   std::vector<double> x(size_t(S) * d), pe(size_t(S) * d);
   layer_now = head_now = -1;
   embed(x.data(), ids.data(), w.embedding, S, d, 1.0);
@@ -186,7 +227,7 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   see(StageKind::Input, x.data(), S, d, d);
   for (int l = 0; l < c.n_layers; ++l) {
     layer_now = l;
-    encoder_layer(x.data(), w.layers[l], c, S);
+    encoder_layer(x.data(), w.layers[l], c, S, positions);
   }
   layer_now = -1;
   if (c.final_norm) {

@@ -72,6 +72,12 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
        [](Config& c) { c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 40; }},
       {"no positions", [](Config& c) { c.positional_encoding = PositionalEncoding::None; }},
       {"odd width, head size 5", [](Config& c) { c.d_model = 15, c.n_heads = 3, c.pe_layout = PeLayout::Split; }},
+      {"rope", [](Config& c) { c.positional_encoding = PositionalEncoding::Rope; }},
+      {"rope, head size 5, base 500",
+       [](Config& c) { c.positional_encoding = PositionalEncoding::Rope, c.d_model = 15, c.pe_base = 500; }},
+      {"alibi, 3 heads", [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi; }},
+      {"alibi, 4 heads, pre-LN",
+       [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi, c.n_heads = 4, c.norm_first = true; }},
   };
   for (const Variant& v : variants) {
     Config c = small_config();
@@ -85,6 +91,59 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
       const double diff = diff_to_reference(h, b, reference::forward(m, ids[b]));
       EXPECT_LT(diff, 2e-5) << v.name << ", sequence " << b << ": max |ordo - reference| = " << diff;
     }
+    EncodeOptions off;  // --no-pe: without the rotation or the bias too
+    off.positions = false;
+    const Hidden h0 = enc.forward(ids, off);
+    for (int b = 0; b < 3; ++b)
+      EXPECT_LT(diff_to_reference(h0, b, reference::forward(m, ids[b], false)), 2e-5) << v.name;
+  }
+}
+
+// With rope or alibi switched off the encoder sees no order, as a model without positions: a
+// permutation of the tokens permutes the outputs, and with them on it does not.
+TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
+  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi}) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    const std::vector<int32_t> a = {5, 9, 2, 7}, b = {9, 5, 2, 7};  // b: a's first two swapped
+    const int to_b[] = {1, 0, 2, 3};                                // a's token t stands at to_b[t] in b
+    EncodeOptions off;
+    off.positions = false;
+    const Hidden x = enc.forward({a, b}, off), y = enc.forward({a, b});
+    double moved_off = 0, moved_on = 0;
+    for (int t = 0; t < 4; ++t)
+      for (int j = 0; j < c.d_model; ++j) {
+        moved_off = std::max(moved_off, double(std::fabs(x.row(0, t)[j] - x.row(1, to_b[t])[j])));
+        moved_on = std::max(moved_on, double(std::fabs(y.row(0, t)[j] - y.row(1, to_b[t])[j])));
+      }
+    EXPECT_LT(moved_off, 1e-5) << to_string(p);
+    EXPECT_GT(moved_on, 1e-2) << to_string(p);
+  }
+}
+
+// Symmetric ALiBi sees distances |i − j| only, and reading a text backwards keeps every distance:
+// an alibi encoder gives a reversed text the same outputs, reversed. (RoPE tells the two apart: its
+// rotation has a direction.)
+TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
+  for (PositionalEncoding p : {PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    const std::vector<int32_t> a = {5, 9, 2, 7, 11}, r = {11, 7, 2, 9, 5};
+    const Hidden y = enc.forward({a, r});
+    double moved = 0;
+    for (int t = 0; t < 5; ++t)
+      for (int j = 0; j < c.d_model; ++j)
+        moved = std::max(moved, double(std::fabs(y.row(0, t)[j] - y.row(1, 4 - t)[j])));
+    if (p == PositionalEncoding::Alibi)
+      EXPECT_LT(moved, 1e-5);
+    else
+      EXPECT_GT(moved, 1e-2);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include <ordo/engine/model.h>
+#include <ordo/engine/reference.h>
 #include <ordo/errors.h>
 
 #include "common/atomic_file.h"
@@ -180,6 +181,115 @@ void print_cosine_by_distance(const char* label, const std::vector<double>& C, i
   std::printf("\n");
 }
 
+// `ordo pe --model DIR` for rope and alibi, which add nothing to the token vectors: what they apply
+// inside every head's attention, and the property that makes them relative: shifting every position
+// by k changes no score (checked here in double with seeded random q and k through the plain code).
+int relative_positions(const cxxopts::ParseResult& args, const std::string& dir, const Config& c) {
+  const int h = c.n_heads, dh = c.head_dim();
+  const int N = args.count("positions") ? args["positions"].as<int>() : 16;
+  if (N <= 1 || N > 4096) throw UsageError("--positions must be in 2 .. 4096");
+  const bool alibi = c.positional_encoding == PositionalEncoding::Alibi;
+  const std::vector<double> slopes = reference::alibi_slopes(h);
+  std::vector<float> picture;  // rows × cols
+  int rows = 0, cols = 0;
+  if (alibi) {
+    std::printf(
+        "positions of %s: alibi, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
+        "b_ij = -m_h |i - j| before the softmax (the same slope on both sides of the query)\n",
+        dir.c_str());
+    std::printf("%-8s %10s   bias at distance |i - j| = 0, 1, 2, ...\n", "head", "slope m_h");
+    for (int k = 0; k < h; ++k) {
+      std::printf("%-8d %10.6g  ", k, slopes[k]);
+      for (int t = 0; t < std::min(N, 8); ++t) std::printf(" %8.4f", 0.0 - slopes[k] * t);
+      std::printf("\n");
+    }
+    rows = h, cols = N;
+    for (int k = 0; k < h; ++k)
+      for (int t = 0; t < N; ++t) picture.push_back(float(0.0 - slopes[k] * t));
+  } else {
+    const int pairs = dh / 2;
+    std::printf(
+        "positions of %s: rope, nothing added to the token vectors; in every head q and k are turned pair by\n"
+        "pair (2i, 2i+1) by the angle t*theta_i of their position t, theta_i = %g^(-2i/dh), dh = %d: %d pairs\n",
+        dir.c_str(), c.pe_base, dh, pairs);
+    std::printf(
+        "the angles t*theta_i in radians (a pair's wavelength 2pi/theta_i: %.4g positions for pair 0, %.4g for "
+        "pair %d)\n",
+        2 * M_PI, 2 * M_PI / std::pow(c.pe_base, -2.0 * (pairs - 1) / dh), pairs - 1);
+    std::printf("%8s", "t \\ i");
+    for (int i = 0; i < std::min(pairs, 8); ++i) std::printf(" %9d", i);
+    std::printf("\n");
+    for (int t = 0; t < std::min(N, 8); ++t) {
+      std::printf("%8d", t);
+      for (int i = 0; i < std::min(pairs, 8); ++i) std::printf(" %9.4f", t * std::pow(c.pe_base, -2.0 * i / dh));
+      std::printf("\n");
+    }
+    rows = N, cols = pairs;
+    for (int t = 0; t < N; ++t)
+      for (int i = 0; i < pairs; ++i)
+        picture.push_back(float(std::remainder(t * std::pow(c.pe_base, -2.0 * i / dh), 2 * M_PI)));
+  }
+  // Shift invariance: the scores of positions 0..N−1 against those of k..k+N−1.
+  std::vector<double> q(size_t(N) * dh), key(size_t(N) * dh);
+  uint64_t x = 20170612;
+  auto next = [&] {  // a small fixed generator: the same numbers on every machine
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return double(x >> 11) / double(1ull << 53) * 2 - 1;
+  };
+  for (double& v : q) v = next();
+  for (double& v : key) v = next();
+  auto scores = [&](int first, int head) {
+    std::vector<double> a(q), b(key), out(size_t(N) * N);
+    if (!alibi)
+      reference::rope(a.data(), N, dh, 1, dh, c.pe_base, first),
+          reference::rope(b.data(), N, dh, 1, dh, c.pe_base, first);
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int e = 0; e < dh; ++e) s += a[size_t(i) * dh + e] * b[size_t(j) * dh + e];
+        out[size_t(i) * N + j] =
+            s / std::sqrt(double(dh)) - (alibi ? slopes[head] * std::abs((first + i) - (first + j)) : 0.0);
+      }
+    return out;
+  };
+  double worst = 0, largest = 0;
+  for (int head = 0; head < (alibi ? h : 1); ++head) {
+    const std::vector<double> s0 = scores(0, head);
+    for (double v : s0) largest = std::max(largest, std::fabs(v));
+    for (int shift : {1, 7, 100, 1000}) {
+      const std::vector<double> s1 = scores(shift, head);
+      for (size_t n = 0; n < s0.size(); ++n) worst = std::max(worst, std::fabs(s1[n] - s0[n]));
+    }
+  }
+  std::printf(
+      "\nrelative: shifting every position by k = 1, 7, 100, 1000 changes no score q.k/sqrt(dh)%s: %s, worst "
+      "change %.3g (scores up to %.3g; random q, k of %d positions, in double)\n",
+      alibi ? " - m|i - j|" : "", worst <= 1e-9 * std::max(1.0, largest) ? "holds" : "FAILS", worst, largest, N);
+
+  if (args.count("png")) {
+    teach::Heatmap hm;
+    hm.rows = rows, hm.cols = cols, hm.values.assign(picture.begin(), picture.end());
+    const double m = alibi ? slopes[0] * (N - 1) : M_PI;
+    hm.vmin = -m, hm.vmax = m;
+    scale(args, &hm.vmin, &hm.vmax);
+    hm.value_name = alibi ? "bias -m_h k" : "angle t*theta_i (wrapped to -pi .. pi)";
+    teach::choose_cells(rows, cols, false, &hm.cell_w, &hm.cell_h);
+    const teach::Figure f{
+        alibi ? "ALiBi bias by distance, " + dir + ": one row per head, N = " + std::to_string(N)
+              : "RoPE rotation angles, " + dir + ": N = " + std::to_string(N) + ", dh = " + std::to_string(dh),
+        alibi ? "distance k = |i - j|" : "pair i", alibi ? "head" : "position t"};
+    const std::string path = args["png"].as<std::string>();
+    const auto drawn = teach::draw(path, f, hm);
+    std::printf(
+        "\n%s",
+        teach::describe(path, f, hm, drawn,
+                        alibi ? "heads 0 .. " + std::to_string(h - 1) : "positions t = 0 .. " + std::to_string(N - 1),
+                        alibi ? "distances 0 .. " + std::to_string(N - 1) : "pairs 0 .. " + std::to_string(cols - 1))
+            .c_str());
+  }
+  return 0;
+}
+
 // `ordo pe --model DIR`: the positions a model adds to its token vectors, as it has them: the
 // sinusoids of its config, or the table it learned, with the same numbers for both (row norms,
 // how alike rows k apart are) and the same pictures.
@@ -197,6 +307,11 @@ int model_positions(const cxxopts::ParseResult& args) {
         "so it sees every order of the same pieces alike\n",
         dir.c_str());
     return 0;
+  }
+  if (!added_to_input(c.positional_encoding)) {
+    if (args.count("similarity-png"))
+      throw UsageError("--similarity-png compares position vectors; this model adds none");
+    return relative_positions(args, dir, c);
   }
   const bool learned = c.positional_encoding == PositionalEncoding::Learned;
   const int most = learned ? c.max_positions : 4096;

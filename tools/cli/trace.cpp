@@ -32,13 +32,14 @@ void print_rows(const float* data, int rows, int cols, int stride, int first_col
 // One head's inside (q, k, v, the scores, A v): shown for the head --inside names.
 bool inside_stage(StageKind k) {
   return k == StageKind::HeadQuery || k == StageKind::HeadKey || k == StageKind::HeadValue ||
-         k == StageKind::AttentionScores || k == StageKind::ScaledScores || k == StageKind::HeadOutput;
+         k == StageKind::AttentionScores || k == StageKind::AlibiBias || k == StageKind::ScaledScores ||
+         k == StageKind::HeadOutput;
 }
 
 // "(S, 3d) = (6, 192)": the shape in the engine's letters and in numbers.
 std::string shape(const Stage& s, const Config& c) {
   const bool square = s.kind == StageKind::AttentionWeights || s.kind == StageKind::AttentionScores ||
-                      s.kind == StageKind::ScaledScores;
+                      s.kind == StageKind::ScaledScores || s.kind == StageKind::AlibiBias;
   std::string cols = square                    ? "S"
                      : inside_stage(s.kind)    ? "dh"
                      : s.cols == c.d_model     ? "d"
@@ -94,7 +95,7 @@ int cmd_trace(int argc, char** argv) {
   const bool json = args.count("json") > 0;
   // Positions the model has but --no-pe leaves out: their stage keeps its number, marked skipped, so
   // two traces line up stage by stage.
-  const bool skipped_positions = args.count("no-pe") && c.positional_encoding != PositionalEncoding::None;
+  const bool skipped_positions = args.count("no-pe") && added_to_input(c.positional_encoding);
   using ojson = nlohmann::ordered_json;
   ojson stages = ojson::array();
   auto rows_json = [](const float* data, int rows, int cols, int stride) {
@@ -163,16 +164,21 @@ int cmd_trace(int argc, char** argv) {
               std::string(s.equation) + "   (q_h, k_h: dims [" + std::to_string(s.head * dh) + ", " +
                   std::to_string((s.head + 1) * dh) + ") of q, k; each row sums to 1)");
       print_attention(s.data, s.rows, s.stride, pieces);
-    } else if (s.kind == StageKind::AttentionScores || s.kind == StageKind::ScaledScores) {
+    } else if (s.kind == StageKind::AttentionScores || s.kind == StageKind::ScaledScores ||
+               s.kind == StageKind::AlibiBias) {
       heading(std::string(s.name) + ", head " + std::to_string(s.head), shape(s, c),
               std::string(s.equation) + "   (row = query token, column = key token)");
       print_token_table(s.data, s.rows, s.stride, pieces, 8, 3);
     } else if (inside_stage(s.kind)) {
       heading(std::string(s.name) + ", head " + std::to_string(s.head), shape(s, c), s.equation);
       print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
-    } else if (s.kind == StageKind::Qkv) {
-      heading(s.name, shape(s, c), std::string(s.equation) + "   (q = cols [0, d), k = [d, 2d), v = [2d, 3d))");
+    } else if (s.kind == StageKind::Qkv || s.kind == StageKind::RotatedQk) {
+      heading(s.name, shape(s, c),
+              std::string(s.equation) +
+                  (s.kind == StageKind::RotatedQk ? "" : "   (q = cols [0, d), k = [d, 2d), v = [2d, 3d))"));
+      const bool rotated = s.kind == StageKind::RotatedQk;  // v is not turned
       for (const char* part : {"q", "k", "v"}) {
+        if (rotated && part[0] == 'v') continue;
         const int offset = (part[0] == 'q' ? 0 : part[0] == 'k' ? 1 : 2) * d;
         std::printf("  %s:\n", part);
         print_rows(s.data + offset, s.rows, d, s.stride, 0, K, pieces);
