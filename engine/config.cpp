@@ -159,14 +159,15 @@ int position_limit(const Config& c) {
   return c.positional_encoding == PositionalEncoding::Learned ? c.max_positions : INT_MAX;
 }
 
-void check_ids(const Config& c, const std::vector<int32_t>& ids) {
+void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_position) {
   for (int32_t id : ids)
     if (id < 0 || id >= c.vocab_size)
       throw InputError("input", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                                     std::to_string(c.vocab_size) + ")");
-  if (ids.size() > size_t(position_limit(c)))
-    throw InputError("input", "a text of " + std::to_string(ids.size()) +
-                                  " tokens is longer than the model's learned positions (max_positions = " +
+  if (ids.size() + size_t(first_position) > size_t(position_limit(c)))
+    throw InputError("input", "a text of " + std::to_string(ids.size()) + " tokens" +
+                                  (first_position ? " from position " + std::to_string(first_position) : "") +
+                                  " is longer than the model's learned positions (max_positions = " +
                                   std::to_string(c.max_positions) + ")");
 }
 

@@ -60,7 +60,9 @@ int position_limit(const Config& c);
 
 // Token ids a model can run: each in [0, vocab_size), no more of them than position_limit(c).
 // Throws InputError("input", ...) otherwise.
-void check_ids(const Config& c, const std::vector<int32_t>& ids);
+// Throws InputError for an id outside the vocabulary, or for a sequence whose positions (from
+// first_position) run past a learned position table.
+void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_position = 0);
 
 const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);

@@ -63,8 +63,9 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   Hidden out;
   out.B = static_cast<int>(ids.size());
   out.d = d;
+  if (options.first_position < 0) throw std::invalid_argument("EncodeOptions::first_position is negative");
   for (const auto& seq : ids) {
-    check_ids(c, seq);
+    check_ids(c, seq, options.positions ? options.first_position : 0);
     out.lengths.push_back(static_cast<int>(seq.size()));
     out.S = std::max(out.S, out.lengths.back());
   }
@@ -100,9 +101,11 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   embed(s, ids, S, options);
   const int pairs = c.head_dim() / 2;
   if (options.positions && c.positional_encoding == PositionalEncoding::Rope &&
-      s.rope_cos.size() < size_t(S) * pairs) {  // the angles of positions 0 .. S−1, kept while S does not grow
+      (s.rope_cos.size() < size_t(S) * pairs || s.rope_first != options.first_position)) {
+    // the angles of the positions from first_position on, kept while S and the start stay
     s.rope_cos.resize(size_t(S) * pairs), s.rope_sin.resize(size_t(S) * pairs);
-    rope_table(s.rope_cos.data(), s.rope_sin.data(), S, c.head_dim(), c.pe_base);
+    s.rope_first = options.first_position;
+    rope_table(s.rope_cos.data(), s.rope_sin.data(), S, c.head_dim(), c.pe_base, s.rope_first);
   }
   for (int l = 0; l < c.n_layers; ++l) encoder_layer(s, l, B, S, out.lengths, options);
   if (c.final_norm) {
@@ -127,12 +130,15 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
   const bool sinusoidal = options.positions && c.positional_encoding == PositionalEncoding::Sinusoidal;
   const bool learned = options.positions && c.positional_encoding == PositionalEncoding::Learned;
 
-  const int cached = static_cast<int>(s.pe.size() / std::max(d, 1));
-  if (sinusoidal && cached < S) {  // the table only grows; earlier rows never change
-    s.pe.resize(size_t(S) * d);
-    sinusoidal_positions(s.pe.data() + size_t(cached) * d, S - cached, d, c.pe_layout, c.pe_base, cached);
+  // The sinusoids of positions 0 .. from first_position + S − 1: the table only grows; earlier rows never change.
+  const int first = options.first_position, cached = static_cast<int>(s.pe.size() / std::max(d, 1));
+  if (sinusoidal && cached < first + S) {
+    s.pe.resize(size_t(first + S) * d);
+    sinusoidal_positions(s.pe.data() + size_t(cached) * d, first + S - cached, d, c.pe_layout, c.pe_base, cached);
   }
-  const float* positions = sinusoidal ? s.pe.data() : learned ? w.position_embedding : nullptr;
+  const float* positions = sinusoidal ? s.pe.data() + size_t(first) * d
+                           : learned  ? w.position_embedding + size_t(first) * d
+                                      : nullptr;
 
   if (options.observe) {  // the steps the loop below fuses, one at a time, for the first sequence
     const int L = static_cast<int>(ids[0].size());

@@ -15,6 +15,9 @@ namespace ordo {
 
 struct EncodeOptions {
   bool positions = true;  // false: skip the positional encoding (the ablation behind `ordo compare`)
+  // The position of each sequence's first token (ordo eval --offset): token t stands at
+  // first_position + t for the sinusoids, a learned table (which must then hold them), rope and alibi.
+  int first_position = 0;
   // Called after each step with a view of the first sequence of the batch. Leave empty for speed.
   std::function<void(const Stage&)> observe;
 };
@@ -39,6 +42,7 @@ struct RunState {
   std::vector<float> ff;                  // (rows, F) feed-forward hidden layer, for a block of rows at a time
   std::vector<float> probs;               // (threads, block, S) attention weights of a block of query rows
   std::vector<float> rope_cos, rope_sin;  // (S, dh/2) rotary angles' cos and sin (rope models)
+  int rope_first = 0;                     // the position of their first row
   std::vector<float> pe;                  // (S, d)   positional encodings, kept between calls
   int threads = 1;                        // the engine's thread count, fixed for the pass
 };

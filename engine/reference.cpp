@@ -76,7 +76,8 @@ void attention_head(double* out, const double* q, const double* k, const double*
   if (alibi_slope > 0) {
     std::vector<double> bias(size_t(L) * L);
     for (int i = 0; i < L; ++i)
-      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = 0.0 - alibi_slope * std::abs(i - j);  // −m·|i − j| (0, not −0, at i = j)
+      for (int j = 0; j < L; ++j)
+        bias[size_t(i) * L + j] = 0.0 - alibi_slope * std::abs(i - j);  // −m·|i − j| (0, not −0, at i = j)
     see(StageKind::AlibiBias, bias.data(), L, L, L);
     residual(probs, bias.data(), bias.size());
   }

@@ -402,5 +402,54 @@ TEST(Init, RngStreamIsFixed) {
   EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
 }
 
+// first_position: rope and alibi see only distances, so starting every sequence at another
+// position changes nothing but rounding; the sinusoids' input is E·√d + PE(first + t) by the
+// formula; a learned table must hold the shifted positions.
+TEST(Encoder, FirstPositionMovesOnlyAbsolutePositions) {
+  const std::vector<std::vector<int32_t>> ids = {{3, 1, 4, 1, 5, 9, 2}, {6, 5}};
+  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi}) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    EncodeOptions shifted;
+    shifted.first_position = 1000;
+    const Hidden a = enc.forward(ids), b = enc.forward(ids, shifted);
+    double worst = 0;
+    for (size_t n = 0; n < a.data.size(); ++n) worst = std::max(worst, double(std::fabs(a.data[n] - b.data[n])));
+    EXPECT_LT(worst, 2e-4) << to_string(p);  // float angles of large t·θ: rounding, not a preference
+  }
+  Config c = small_config();
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  EncodeOptions options;
+  options.first_position = 37;
+  std::vector<float> input;
+  options.observe = [&](const Stage& s) {
+    if (s.kind == StageKind::Input) input.assign(s.data, s.data + size_t(s.rows) * s.stride);
+  };
+  enc.forward(ids, options);
+  std::vector<double> pe(size_t(7) * c.d_model);
+  reference::sinusoidal_positions(pe.data(), 7, c.d_model, c.pe_layout, c.pe_base, 37);
+  for (int t = 0; t < 7; ++t)
+    for (int j = 0; j < c.d_model; ++j) {
+      const double want = m.weights().embedding[size_t(ids[0][t]) * c.d_model + j] * std::sqrt(double(c.d_model)) +
+                          pe[size_t(t) * c.d_model + j];
+      EXPECT_NEAR(input[size_t(t) * c.d_model + j], want, 1e-5) << t << "," << j;
+    }
+  Config l = small_config();
+  l.positional_encoding = PositionalEncoding::Learned, l.max_positions = 10;
+  test::TempDir dir2;
+  const Model ml = random_model(l, dir2.path);
+  Encoder el(ml);
+  EncodeOptions past;
+  past.first_position = 4;  // 7 tokens from 4 need rows up to 10: one past the table
+  EXPECT_THROW(el.forward(ids, past), InputError);
+  past.first_position = 3;
+  EXPECT_NO_THROW(el.forward(ids, past));
+}
+
 }  // namespace
 }  // namespace ordo

@@ -304,7 +304,7 @@ Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string&
 }
 
 std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids, const std::vector<Row>& rows,
-                                    bool positions) {
+                                    bool positions, int first_position) {
   require_head(false);
   const int d = model_.config().d_model, V = model_.config().vocab_size;
   for (const Row& r : rows)
@@ -345,6 +345,7 @@ std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids
   }
   EncodeOptions options;
   options.positions = positions;
+  options.first_position = first_position;
   const Hidden h = encoder_.forward(*run, options);
   // The rows asked for, each distinct one once (a matrix product's rounding may depend on where a
   // row sits in it, so equal rows are computed once and copied).
@@ -406,7 +407,8 @@ std::vector<Scored> Pipeline::pseudo_log_likelihood(const std::vector<std::vecto
   return out;
 }
 
-Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::string& where, bool words) {
+Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::string& where, bool words,
+                      int first_position) {
   require_head(true);
   Filled f;
   std::vector<int> masks;
@@ -418,7 +420,7 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
   std::vector<Row> rows;
   for (int m : masks) rows.push_back({0, m});
   const int V = model_.config().vocab_size;
-  const std::vector<float> z = logits({f.tokens.ids}, rows, positions);
+  const std::vector<float> z = logits({f.tokens.ids}, rows, positions, first_position);
   for (size_t i = 0; i < masks.size(); ++i) {
     Filled::Mask m;
     m.position = masks[i];

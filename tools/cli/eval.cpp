@@ -78,13 +78,14 @@ nlohmann::json report_json(const Result& m) {
 }
 
 // pieces: each line's number of pieces, sorted.
-void print_tables(const std::string& input, int lines, bool positions, const std::vector<Result>& results,
+void print_tables(const std::string& input, int lines, bool positions, int offset, const std::vector<Result>& results,
                   const std::vector<int>& pieces) {
   int name_width = 5;
   for (const Result& m : results) name_width = std::max(name_width, columns(m.dir));
   const std::string name = pad_right("model", name_width);
   std::printf("ordo eval: %d lines of %s%s; masking seed %llu + line number\n", lines, input.c_str(),
               positions ? "" : ", run WITHOUT positions (--no-pe)", (unsigned long long)eval::kSeed);
+  if (offset > 0) std::printf("every line starts at position %d (--offset)\n", offset);
   if (!pieces.empty())
     std::printf("pieces per line (%s's tokenizer): median %d, from %d to %d\n", results[0].dir.c_str(),
                 pieces[pieces.size() / 2], pieces.front(), pieces.back());
@@ -170,8 +171,9 @@ void print_tables(const std::string& input, int lines, bool positions, const std
       std::printf("%s: %d of %d lines left out: longer than --max-pieces %d (lines are never cut short)\n",
                   m.dir.c_str(), r.left_out, r.lines, r.max_pieces);
     else if (r.left_out > 0)
-      std::printf("%s: %d of %d lines left out: longer than its %d learned positions (lines are never cut short)\n",
-                  m.dir.c_str(), r.left_out, r.lines, r.limit);
+      std::printf("%s: %d of %d lines left out: longer than its %d learned positions%s (lines are never cut short)\n",
+                  m.dir.c_str(), r.left_out, r.lines, r.limit,
+                  offset > 0 ? (" from position " + std::to_string(offset)).c_str() : "");
     if (r.empty > 0) std::printf("%s: %d empty lines: nothing to mask\n", m.dir.c_str(), r.empty);
   }
 }
@@ -205,6 +207,10 @@ int cmd_eval(int argc, char** argv) {
       "max-pieces",
       "leave out (and count) lines of more than N pieces, e.g. 32 to compare on the lines a 32-row "
       "learned table can run",
+      cxxopts::value<int>()->default_value("0"))(
+      "offset",
+      "start every line at position K instead of 0: the same texts at unseen positions (sinusoidal and "
+      "learned positions move; rope and alibi see only distances)",
       cxxopts::value<int>()->default_value("0"))("json", "print one JSON object")(
       "png", "draw top-1 accuracy against position, one line per model (PNG, or SVG by the name's extension)",
       cxxopts::value<std::string>())("threads", "threads for the matrix work (0: one per core)",
@@ -229,6 +235,8 @@ int cmd_eval(int argc, char** argv) {
   options.positions = positions;
   options.max_pieces = args["max-pieces"].as<int>();
   if (options.max_pieces < 0) throw UsageError("--max-pieces must be 1 or more (0: no limit)");
+  options.offset = args["offset"].as<int>();
+  if (options.offset < 0 || options.offset > 1000000) throw UsageError("--offset must be in 0 .. 1000000");
   std::vector<Result> results;
   std::vector<int> pieces;  // per line, sorted (the first model's tokenizer)
   for (const std::string& dir : dirs) {
@@ -310,7 +318,7 @@ int cmd_eval(int argc, char** argv) {
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  print_tables(input, int(texts.size()), positions, results, pieces);
+  print_tables(input, int(texts.size()), positions, positions ? options.offset : 0, results, pieces);
   if (args.count("png")) {
     const std::string marked = train_length > 0 ? ", training length " + std::to_string(train_length) + " marked" : "";
     std::printf(

@@ -20,6 +20,10 @@ int cmd_fill(int argc, char** argv) {
       "json", "print one JSON object: text, pieces, ids, masks [{position, top [{piece, id, prob}]}]")(
       "logits", "with --json, each mask's raw head output too: \"logits\", one per piece of the vocabulary")(
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"))(
+      "offset",
+      "the text's first piece stands at position K (sinusoidal and learned positions move; rope and alibi see only "
+      "distances)",
+      cxxopts::value<int>()->default_value("0"))(
       "words",
       "only pieces that start a word (\u2581...): whole-word guesses, each with its probability over all "
       "pieces");
@@ -37,7 +41,9 @@ int cmd_fill(int argc, char** argv) {
   const std::string where = "argument 1";
   check_runnable(pipeline, pipeline.tokenize_masked(text, where), where);
   const bool words = args.count("words") > 0;
-  const Filled f = pipeline.fill(text, k, positions, where, words);
+  const int offset = args["offset"].as<int>();
+  if (offset < 0 || offset > 1000000) throw UsageError("--offset must be in 0 .. 1000000");
+  const Filled f = pipeline.fill(text, k, positions, where, words, offset);
 
   if (args.count("json")) {
     nlohmann::ordered_json masks = nlohmann::ordered_json::array();

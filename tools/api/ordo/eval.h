@@ -72,6 +72,7 @@ struct Options {
   bool order = true;        // the order test (pseudo-log-likelihoods: the costly part)
   int batch_tokens = 8192;  // pieces per batch of masked lines
   int max_pieces = 0;       // > 0: lines of more pieces are left out (and counted), as past a learned table
+  int offset = 0;           // every line's first piece stands at this position (ordo eval --offset)
 };
 
 // One order comparison (natural against shuffled, or against one adjacent swap), over the lines tested.
@@ -125,7 +126,8 @@ Paired paired_top1(const Report& a, const Report& b);
 // batch (up to about batch_tokens padded pieces). out[s][k] is text k of set s.
 std::vector<std::vector<double>> pseudo_log_likelihoods(Pipeline& pipeline,
                                                         const std::vector<std::vector<std::vector<int32_t>>>& sets,
-                                                        bool positions = true, int batch_tokens = 8192);
+                                                        bool positions = true, int batch_tokens = 8192,
+                                                        int first_position = 0);
 
 // Runs the rule over `lines` (each line's ids, as the model's tokenizer gives them without BOS/EOS;
 // index = line number). Needs a model with a head and a tokenizer with <mask> (InputError otherwise).
