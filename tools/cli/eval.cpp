@@ -258,7 +258,8 @@ int cmd_eval(int argc, char** argv) {
     // intervals (Wilson's score interval for a proportion), and the masked pieces counted above.
     size_t slash = input.find_last_of('/');
     const std::string data = slash == std::string::npos ? input : input.substr(slash + 1);
-    teach::Figure figure{"Masked accuracy by position, " + data + " (" + std::to_string(texts.size()) + " lines)" +
+    teach::Figure figure{std::string(results.size() <= 3 ? "Masked accuracy" : "Masked top-1 accuracy") +
+                             " by position, " + data + " (" + std::to_string(texts.size()) + " lines)" +
                              (positions ? "" : ", run without positions"),
                          "position of the masked piece (buckets of 32; n = masked pieces in the bucket)",
                          "accuracy (%), bars: 95% intervals"};
@@ -272,6 +273,10 @@ int cmd_eval(int argc, char** argv) {
                    half = z * std::sqrt(p * (1 - p) / n + z2n / (4 * n)) / (1 + z2n);
       *lo = 100 * (centre - half), *hi = 100 * (centre + half);
     };
+    // Top-5 beside top-1 for up to three models; with more, top-1 alone keeps the bars readable. The
+    // count of masked pieces stands once per bucket, over the first model's bars.
+    const bool with_top5 = results.size() <= 3;
+    bool counted = false;
     for (size_t k = 0; k < results.size(); ++k) {
       const Result& m = results[k];
       teach::Series top1, top5;
@@ -286,7 +291,7 @@ int cmd_eval(int argc, char** argv) {
           s->x.push_back((b.from + b.to + 1) / 2.0);
           s->y.push_back(100.0 * share(hits, b.masked));
           s->lo.push_back(lo), s->hi.push_back(hi);
-          s->notes.push_back(s == &top5 ? "n=" + std::to_string(b.masked) : "");
+          s->notes.push_back(!counted && (s == &top5) == with_top5 ? "n=" + std::to_string(b.masked) : "");
         }
         last = std::max(last, b.to + 1);
       }
@@ -295,8 +300,9 @@ int cmd_eval(int argc, char** argv) {
         chart.series.push_back(std::move(top1));
         continue;
       }
+      counted = counted || !m.report.buckets.empty();
       chart.series.push_back(std::move(top1));
-      chart.series.push_back(std::move(top5));
+      if (with_top5) chart.series.push_back(std::move(top5));
     }
     chart.x_min = 0;
     chart.x_max = std::max(last, 2 * eval::kBucket);
@@ -322,9 +328,8 @@ int cmd_eval(int argc, char** argv) {
   if (args.count("png")) {
     const std::string marked = train_length > 0 ? ", training length " + std::to_string(train_length) + " marked" : "";
     std::printf(
-        "\nwrote %s: top-1 and top-5 accuracy by position, bars per bucket of 32 with 95%% intervals, one "
-        "colour per model%s\n",
-        args["png"].as<std::string>().c_str(), marked.c_str());
+        "\nwrote %s: %s accuracy by position, bars per bucket of 32 with 95%% intervals, one colour per model%s\n",
+        args["png"].as<std::string>().c_str(), dirs.size() <= 3 ? "top-1 and top-5" : "top-1", marked.c_str());
   }
   return 0;
 }

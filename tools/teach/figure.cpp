@@ -712,10 +712,14 @@ Drawn draw(const std::string& path, const Figure& figure, const LineChart& chart
           cairo_move_to(cr, xc - 3, Y(s.hi[i])), cairo_line_to(cr, xc + 3, Y(s.hi[i]));
           cairo_stroke(cr);
         }
-        if (!s.notes.empty() && !s.notes[i].empty()) {
-          const double top = !s.hi.empty() && std::isfinite(s.hi[i]) ? std::max(s.hi[i], s.y[i]) : s.y[i];
+        if (!s.notes.empty() && !s.notes[i].empty()) {  // over the whole group at this x, above its tallest bar
+          double top = -INFINITY;
+          for (const Series& o : chart.series)
+            for (size_t n = 0; n < o.x.size(); ++n)
+              if (o.x[n] == s.x[i] && std::isfinite(o.y[n]))
+                top = std::max({top, o.y[n], !o.hi.empty() && std::isfinite(o.hi[n]) ? o.hi[n] : o.y[n]});
           set_colour(cr, kInk);
-          t.set(s.notes[i], kTickPx).draw(xc, Y(top) - 3, 0.5, 1);
+          t.set(s.notes[i], kTickPx).draw(X(s.x[i]), Y(top) - 3, 0.5, 1);
         }
       }
     }
