@@ -153,6 +153,18 @@ std::string least_alike(const std::vector<double>& S, int N) {
   return buf;
 }
 
+// --similarity-png: the N × N cosines in h.values drawn; returns the paragraph saying how to read it.
+std::string similarity_picture(const cxxopts::ParseResult& args, teach::Heatmap h, int N, const std::string& title) {
+  h.rows = h.cols = N;
+  h.value_name = "cosine of P_s and P_t";
+  teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
+  const teach::Figure f{title, "position t", "position s"};
+  const std::string path = args["similarity-png"].as<std::string>();
+  const auto drawn = teach::draw(path, f, h);
+  return "\n" + teach::describe(path, f, h, drawn, "positions s = 0 .. " + std::to_string(N - 1),
+                                "positions t = 0 .. " + std::to_string(N - 1));
+}
+
 // cos(P_s, P_t) for every pair of N rows of width d.
 std::vector<double> cosines(const float* P, int N, int d) {
   std::vector<double> norm(N), out(size_t(N) * N);
@@ -367,18 +379,12 @@ int model_positions(const cxxopts::ParseResult& args) {
     }
     if (args.count("similarity-png")) {
       teach::Heatmap h;
-      h.rows = h.cols = N, h.values.assign(C.begin(), C.end()), h.vmin = -1, h.vmax = 1;
+      h.values.assign(C.begin(), C.end()), h.vmin = -1, h.vmax = 1;
       scale(args, &h.vmin, &h.vmax);
-      h.value_name = "cosine of P_s and P_t";
-      teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
-      const teach::Figure f{"Cosine similarity of the positions of " + dir + ": " + what +
-                                ", N = " + std::to_string(N) + ", d = " + std::to_string(d),
-                            "position t", "position s"};
-      const std::string path = args["similarity-png"].as<std::string>();
-      const auto drawn = teach::draw(path, f, h);
-      written.push_back(path);
-      pictures += "\n" + teach::describe(path, f, h, drawn, "positions s = 0 .. " + std::to_string(N - 1),
-                                         "positions t = 0 .. " + std::to_string(N - 1));
+      pictures += similarity_picture(args, h, N,
+                                     "Cosine similarity of the positions of " + dir + ": " + what +
+                                         ", N = " + std::to_string(N) + ", d = " + std::to_string(d));
+      written.push_back(args["similarity-png"].as<std::string>());
     }
   } catch (...) {
     for (const std::string& path : written) std::remove(path.c_str());
@@ -570,13 +576,8 @@ int cmd_pe(int argc, char** argv) {
         h.vmin = std::floor(low * 10 + 1e-9) / 10, h.vmax = 1;
       }
       pictures += least_alike(h.values, N);
-      teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
-      const teach::Figure f{std::string("Cosine similarity of positions, ") + what, "position t", "position s"};
-      const std::string path = args["similarity-png"].as<std::string>();
-      const auto drawn = teach::draw(path, f, h);
-      written.push_back(path);
-      pictures += "\n" + teach::describe(path, f, h, drawn, "positions s = 0 .. " + std::to_string(N - 1),
-                                         "positions t = 0 .. " + std::to_string(N - 1));
+      pictures += similarity_picture(args, h, N, std::string("Cosine similarity of positions, ") + what);
+      written.push_back(args["similarity-png"].as<std::string>());
     }
   } catch (...) {
     for (const std::string& path : written) std::remove(path.c_str());
