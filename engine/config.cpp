@@ -107,9 +107,11 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where,
                      "key \"layer_norm_eps\" is " + brief(j.at("layer_norm_eps")) + ", which rounds to 0 as a float");
 
-  const std::string pe = r.choice("positional_encoding", {"sinusoidal", "learned", "none"}, "", true);
+  const std::string pe = r.choice("positional_encoding", {"sinusoidal", "learned", "none", "rope", "alibi"}, "", true);
   c.positional_encoding = pe == "sinusoidal" ? PositionalEncoding::Sinusoidal
                           : pe == "learned"  ? PositionalEncoding::Learned
+                          : pe == "rope"     ? PositionalEncoding::Rope
+                          : pe == "alibi"    ? PositionalEncoding::Alibi
                                              : PositionalEncoding::None;
   c.pe_layout = r.choice("pe_layout", {"interleaved", "split"}, "interleaved") == std::string("split")
                     ? PeLayout::Split
@@ -162,14 +164,15 @@ int position_limit(const Config& c) {
   return c.positional_encoding == PositionalEncoding::Learned ? c.max_positions : INT_MAX;
 }
 
-void check_ids(const Config& c, const std::vector<int32_t>& ids) {
+void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_position) {
   for (int32_t id : ids)
     if (id < 0 || id >= c.vocab_size)
       throw InputError("input", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                                     std::to_string(c.vocab_size) + ")");
-  if (ids.size() > size_t(position_limit(c)))
-    throw InputError("input", "a text of " + std::to_string(ids.size()) +
-                                  " tokens is longer than the model's learned positions (max_positions = " +
+  if (ids.size() + size_t(first_position) > size_t(position_limit(c)))
+    throw InputError("input", "a text of " + std::to_string(ids.size()) + " tokens" +
+                                  (first_position ? " from position " + std::to_string(first_position) : "") +
+                                  " is longer than the model's learned positions (max_positions = " +
                                   std::to_string(c.max_positions) + ")");
 }
 
@@ -177,7 +180,11 @@ const char* to_string(Activation a) {
   return a == Activation::GELU ? "gelu" : "relu";
 }
 const char* to_string(PositionalEncoding p) {
-  return p == PositionalEncoding::Sinusoidal ? "sinusoidal" : p == PositionalEncoding::Learned ? "learned" : "none";
+  return p == PositionalEncoding::Sinusoidal ? "sinusoidal"
+         : p == PositionalEncoding::Learned  ? "learned"
+         : p == PositionalEncoding::Rope     ? "rope"
+         : p == PositionalEncoding::Alibi    ? "alibi"
+                                             : "none";
 }
 const char* to_string(PeLayout l) {
   return l == PeLayout::Split ? "split" : "interleaved";

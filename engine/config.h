@@ -8,7 +8,13 @@
 namespace ordo {
 
 enum class Activation { ReLU, GELU };  // GELU is the exact erf form
-enum class PositionalEncoding { Sinusoidal, Learned, None };
+// Sinusoidal and Learned add a vector to each token's before the first layer; Rope and Alibi add
+// nothing there and act in every head's attention (engine/reference.h has their equations).
+enum class PositionalEncoding { Sinusoidal, Learned, None, Rope, Alibi };
+// Whether positions are added to the token vectors (sinusoidal, learned).
+inline bool added_to_input(PositionalEncoding p) {
+  return p == PositionalEncoding::Sinusoidal || p == PositionalEncoding::Learned;
+}
 enum class PeLayout { Interleaved, Split };  // paper: sin at 2i, cos at 2i+1
 // What sits on top of the encoder. MaskedLM: logits_t = h_t·Eᵀ + b (E the token embedding, tied;
 // b the tensor head.bias), config "head": "mlm".
@@ -29,7 +35,7 @@ struct Config {
 
   PositionalEncoding positional_encoding = PositionalEncoding::Sinusoidal;  // required
   PeLayout pe_layout = PeLayout::Interleaved;
-  double pe_base = 10000.0;
+  double pe_base = 10000.0;     // the sinusoids' base; rope's too (θ_i = base^(−2i/dh))
   int max_positions = 0;        // learned positions only
   bool scale_embedding = true;  // multiply token embeddings by √d
 
@@ -57,7 +63,9 @@ int position_limit(const Config& c);
 
 // Token ids a model can run: each in [0, vocab_size), no more of them than position_limit(c).
 // Throws InputError("input", ...) otherwise.
-void check_ids(const Config& c, const std::vector<int32_t>& ids);
+// Throws InputError for an id outside the vocabulary, or for a sequence whose positions (from
+// first_position) run past a learned position table.
+void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_position = 0);
 
 const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);

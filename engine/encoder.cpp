@@ -9,6 +9,7 @@
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/parallel.h"
 #include "engine/ops.h"
+#include "engine/reference.h"
 
 namespace ordo {
 
@@ -54,7 +55,7 @@ void Encoder::observe(const EncodeOptions& options, StageKind kind, int layer, i
   if (!options.observe) return;
   const Config& c = model_.config();
   const bool positions = options.positions && c.positional_encoding != PositionalEncoding::None;
-  const StageText& text = stage_text(kind, c, positions);
+  const StageText& text = stage_text(kind, c, positions);  // the equation as this run computes it
   options.observe({kind, text.name, text.equation, layer, head, data, rows, cols, stride});
 }
 
@@ -64,8 +65,9 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   Hidden out;
   out.B = static_cast<int>(ids.size());
   out.d = d;
+  if (options.first_position < 0) throw std::invalid_argument("EncodeOptions::first_position is negative");
   for (const auto& seq : ids) {
-    check_ids(c, seq);
+    check_ids(c, seq, options.positions ? options.first_position : 0);
     out.lengths.push_back(static_cast<int>(seq.size()));
     out.S = std::max(out.S, out.lengths.back());
   }
@@ -99,6 +101,14 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   s.probs.resize((options.observe ? 1 : size_t(s.threads)) * attention_scratch_floats(S, c.head_dim(), block));
 
   embed(s, ids, S, options);
+  const int pairs = c.head_dim() / 2;
+  if (options.positions && c.positional_encoding == PositionalEncoding::Rope &&
+      (s.rope_cos.size() < size_t(S) * pairs || s.rope_first != options.first_position)) {
+    // the angles of the positions from first_position on, kept while S and the start stay
+    s.rope_cos.resize(size_t(S) * pairs), s.rope_sin.resize(size_t(S) * pairs);
+    s.rope_first = options.first_position;
+    rope_table(s.rope_cos.data(), s.rope_sin.data(), S, c.head_dim(), c.pe_base, s.rope_first);
+  }
   for (int l = 0; l < c.n_layers; ++l) encoder_layer(s, l, B, S, out.lengths, options);
   if (c.final_norm) {
     layer_norm(s.x.data(), s.x.data(), model_.weights().norm_weight, model_.weights().norm_bias, int(T), d,
@@ -122,12 +132,15 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
   const bool sinusoidal = options.positions && c.positional_encoding == PositionalEncoding::Sinusoidal;
   const bool learned = options.positions && c.positional_encoding == PositionalEncoding::Learned;
 
-  const int cached = static_cast<int>(s.pe.size() / std::max(d, 1));
-  if (sinusoidal && cached < S) {  // the table only grows; earlier rows never change
-    s.pe.resize(size_t(S) * d);
-    sinusoidal_positions(s.pe.data() + size_t(cached) * d, S - cached, d, c.pe_layout, c.pe_base, cached);
+  // The sinusoids of positions 0 .. from first_position + S − 1: the table only grows; earlier rows never change.
+  const int first = options.first_position, cached = static_cast<int>(s.pe.size() / std::max(d, 1));
+  if (sinusoidal && cached < first + S) {
+    s.pe.resize(size_t(first + S) * d);
+    sinusoidal_positions(s.pe.data() + size_t(cached) * d, first + S - cached, d, c.pe_layout, c.pe_base, cached);
   }
-  const float* positions = sinusoidal ? s.pe.data() : learned ? w.position_embedding : nullptr;
+  const float* positions = sinusoidal ? s.pe.data() + size_t(first) * d
+                           : learned  ? w.position_embedding + size_t(first) * d
+                                      : nullptr;
 
   if (options.observe) {  // the steps the loop below fuses, one at a time, for the first sequence
     const int L = static_cast<int>(ids[0].size());
@@ -194,6 +207,34 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
   observe(options, StageKind::FeedForwardResidual, l, -1, s.x.data(), L0, d, d);
 }
 
+// For an observer, one head's inside before its softmax: its q, k and v columns, and the scores
+// s = q·kᵀ and s/√dh, computed here in plain loops (the fast path fuses them into one product).
+void Encoder::observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh,
+                                  int ld, float alibi_slope) const {
+  const int d = model_.config().d_model;
+  observe(options, StageKind::HeadQuery, layer, head, q, L, dh, ld);
+  observe(options, StageKind::HeadKey, layer, head, q + d, L, dh, ld);
+  observe(options, StageKind::HeadValue, layer, head, q + 2 * d, L, dh, ld);
+  std::vector<float> scores(size_t(L) * L);
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < L; ++j) {
+      float sum = 0.0f;
+      for (int e = 0; e < dh; ++e) sum += q[size_t(i) * ld + e] * q[size_t(j) * ld + d + e];
+      scores[size_t(i) * L + j] = sum;
+    }
+  observe(options, StageKind::AttentionScores, layer, head, scores.data(), L, L, L);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  for (float& v : scores) v *= scale;
+  if (alibi_slope > 0.0f) {  // − m·|i − j|, as attention_head adds it
+    std::vector<float> bias(size_t(L) * L);
+    for (int i = 0; i < L; ++i)
+      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = 0.0f - alibi_slope * float(std::abs(i - j));
+    observe(options, StageKind::AlibiBias, layer, head, bias.data(), L, L, L);
+    for (size_t n = 0; n < scores.size(); ++n) scores[n] += bias[n];
+  }
+  observe(options, StageKind::ScaledScores, layer, head, scores.data(), L, L, L);
+}
+
 // MultiHead(x) = Concat(head_1..head_h)·Woᵀ + bo,  head_i = Attention(x·Wqᵢᵀ, x·Wkᵢᵀ, x·Wvᵢᵀ)   [§3.2.2]
 // One GEMM makes q | k | v for every token; each head then reads its dh columns in place.
 void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in, int layer, int B, int S,
@@ -202,6 +243,17 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
   const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), T = B * S;
   linear(s.qkv.data(), in, w.in_proj_weight, w.in_proj_bias, T, d, 3 * d);
   observe(options, StageKind::Qkv, layer, -1, s.qkv.data(), lengths[0], 3 * d, 3 * d);
+  const PositionalEncoding pe = options.positions ? c.positional_encoding : PositionalEncoding::None;
+  if (pe == PositionalEncoding::Rope) {  // q and k of every head turned by their position's angles
+    for (int b = 0; b < B; ++b) {
+      float* qb = s.qkv.data() + size_t(b) * S * 3 * d;
+      rotate_pairs(qb, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
+      rotate_pairs(qb + d, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
+    }
+    observe(options, StageKind::RotatedQk, layer, -1, s.qkv.data(), lengths[0], 3 * d, 3 * d);
+  }
+  const std::vector<double> slopes =
+      pe == PositionalEncoding::Alibi ? reference::alibi_slopes(h) : std::vector<double>();
 
   // One task per (sequence, head); each thread has its own scratch: (block, S) weights of a block
   // of query rows, or the whole (S, S) table for an observer, which sees it.
@@ -212,8 +264,13 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     const float* q = s.qkv.data() + size_t(b) * S * 3 * d + size_t(i) * dh;
     float* out = s.context.data() + size_t(b) * S * d + size_t(i) * dh;
     float* probs = s.probs.data() + size_t(thread) * scratch;
-    attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block);
-    if (b == 0) observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
+    const float slope = slopes.empty() ? 0.0f : static_cast<float>(slopes[i]);
+    if (b == 0 && options.observe) observe_head_inputs(options, layer, i, q, L, dh, 3 * d, slope);
+    attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block, slope);
+    if (b == 0) {
+      observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
+      observe(options, StageKind::HeadOutput, layer, i, out, L, dh, d);
+    }
   };
   if (options.observe)  // in order, for the observer
     for (int task = 0; task < B * h; ++task) head(task, 0);

@@ -15,6 +15,9 @@ namespace ordo {
 
 struct EncodeOptions {
   bool positions = true;  // false: skip the positional encoding (the ablation behind `ordo compare`)
+  // The position of each sequence's first token (ordo eval --offset): token t stands at
+  // first_position + t for the sinusoids, a learned table (which must then hold them), rope and alibi.
+  int first_position = 0;
   // Called after each step with a view of the first sequence of the batch. Leave empty for speed.
   std::function<void(const Stage&)> observe;
 };
@@ -31,15 +34,17 @@ struct Hidden {
 // Activations of one forward pass. A pass borrows one from its Encoder and gives it back at the
 // end, so a second pass reuses the memory while shapes do not grow.
 struct RunState {
-  std::vector<float> x;        // (T, d)   the residual stream
-  std::vector<float> normed;   // (T, d)   a sublayer's normalised input (pre-LN)
-  std::vector<float> qkv;      // (T, 3d)  queries | keys | values, heads side by side
-  std::vector<float> context;  // (T, d)   attention output, heads concatenated
-  std::vector<float> sub;      // (T, d)   a sublayer's output, before the residual add
-  std::vector<float> ff;       // (rows, F) feed-forward hidden layer, for a block of rows at a time
-  std::vector<float> probs;    // (threads, block, S) attention weights of a block of query rows
-  std::vector<float> pe;       // (S, d)   positional encodings, kept between calls
-  int threads = 1;             // the engine's thread count, fixed for the pass
+  std::vector<float> x;                   // (T, d)   the residual stream
+  std::vector<float> normed;              // (T, d)   a sublayer's normalised input (pre-LN)
+  std::vector<float> qkv;                 // (T, 3d)  queries | keys | values, heads side by side
+  std::vector<float> context;             // (T, d)   attention output, heads concatenated
+  std::vector<float> sub;                 // (T, d)   a sublayer's output, before the residual add
+  std::vector<float> ff;                  // (rows, F) feed-forward hidden layer, for a block of rows at a time
+  std::vector<float> probs;               // (threads, block, S) attention weights of a block of query rows
+  std::vector<float> rope_cos, rope_sin;  // (S, dh/2) rotary angles' cos and sin (rope models)
+  int rope_first = 0;                     // the position of their first row
+  std::vector<float> pe;                  // (S, d)   positional encodings, kept between calls
+  int threads = 1;                        // the engine's thread count, fixed for the pass
 };
 
 // Rows of the feed-forward layer computed at a time: its (rows, F) hidden layer is the largest
@@ -83,6 +88,8 @@ class Encoder {
   // Hands a view of the first sequence's rows to options.observe, if set.
   void observe(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows, int cols,
                int stride) const;
+  void observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh, int ld,
+                           float alibi_slope) const;
 
   std::unique_ptr<RunState> borrow_state();
   void return_state(std::unique_ptr<RunState> state);

@@ -97,7 +97,7 @@ size_t attention_scratch_floats(int L, int dh, int block) {
 }
 
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
-                    int ld_qkv, int ld_out, int block) {
+                    int ld_qkv, int ld_out, int block, float alibi_slope) {
   if (L == 0) return;
   blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
@@ -118,6 +118,9 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
       gemm_packed(probs, L, qb, ld_qkv, k_packed, scale, n, L, dh);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, L, dh, scale, qb, ld_qkv, k, ld_qkv, 0.0f, probs, L);
+    if (alibi_slope > 0.0f)  // − m·|i − j|, i the query row r0 + r
+      for (int r = 0; r < n; ++r)
+        for (int j = 0; j < L; ++j) probs[size_t(r) * L + j] -= alibi_slope * float(std::abs(r0 + r - j));
     softmax_rows(probs, n, L, L);
     // out[r0 : r0+n] (n, dh) = probs (n, L) · V (L, dh)
     if (kHaveGemm)
@@ -125,6 +128,31 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, ob, ld_out);
   }
+}
+
+void rope_table(float* cos, float* sin, int S, int dh, double base, int first_position) {
+  const int pairs = dh / 2;
+  for (int s = 0; s < S; ++s)
+    for (int i = 0; i < pairs; ++i) {
+      const double angle = (first_position + s) * std::pow(base, -2.0 * i / dh);
+      cos[size_t(s) * pairs + i] = static_cast<float>(std::cos(angle));
+      sin[size_t(s) * pairs + i] = static_cast<float>(std::sin(angle));
+    }
+}
+
+void rotate_pairs(float* x, int S, int ld, int h, int dh, const float* cos, const float* sin) {
+  const int pairs = dh / 2;
+  for (int s = 0; s < S; ++s)
+    for (int head = 0; head < h; ++head) {
+      float* row = x + size_t(s) * ld + size_t(head) * dh;
+      const float* c = cos + size_t(s) * pairs;
+      const float* n = sin + size_t(s) * pairs;
+      for (int i = 0; i < pairs; ++i) {
+        const float a = row[2 * i], b = row[2 * i + 1];
+        row[2 * i] = a * c[i] - b * n[i];
+        row[2 * i + 1] = a * n[i] + b * c[i];
+      }
+    }
 }
 
 }  // namespace ordo

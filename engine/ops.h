@@ -59,8 +59,18 @@ void activate(float* x, size_t n, Activation act);
 // block's weights (row stride L), so block ≥ L leaves the whole (L, L) table there, row i query i's
 // distribution over the L keys. One thread: the encoder runs one (sequence, head) per task.
 constexpr int kQueryBlock = 96;  // a multiple of the GEMM's 12-row tile; docs/performance.md
+// alibi_slope m > 0 adds ALiBi's bias −m·|i − j| to each score q_i·k_j/√dh before the softmax.
 size_t attention_scratch_floats(int L, int dh, int block);
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
-                    int ld_qkv, int ld_out, int block = kQueryBlock);
+                    int ld_qkv, int ld_out, int block = kQueryBlock, float alibi_slope = 0.0f);
+
+// RoPE [Su et al. 2021, eq. 34]: the angles t·θ_i, θ_i = base^(−2i/dh), of positions
+// t = first_position .. first_position+S−1, as cos and sin tables (S, dh/2) (computed in double).
+void rope_table(float* cos /* (S, dh/2) */, float* sin /* (S, dh/2) */, int S, int dh, double base,
+                int first_position = 0);
+// Each of the h heads' dh columns of S rows (row stride ld) rotated pair by pair, in place:
+//   x'_2i = x_2i·cos(tθ_i) − x_2i+1·sin(tθ_i),   x'_2i+1 = x_2i·sin(tθ_i) + x_2i+1·cos(tθ_i)
+// (an odd dh leaves its last column as it is).
+void rotate_pairs(float* x, int S, int ld, int h, int dh, const float* cos, const float* sin);
 
 }  // namespace ordo

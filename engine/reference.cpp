@@ -5,6 +5,24 @@
 
 namespace ordo::reference {
 
+// Watching (reference.h): the watcher of this thread, and where forward() is now.
+namespace {
+thread_local const Watcher* watcher = nullptr;
+thread_local int layer_now = -1, head_now = -1;
+
+void see(StageKind kind, const double* data, int rows, int cols, int stride) {
+  if (watcher) (*watcher)(kind, layer_now, head_now, data, rows, cols, stride);
+}
+}  // namespace
+
+Watch::Watch(Watcher w) : watcher_(std::move(w)) {
+  watcher = &watcher_;
+}
+
+Watch::~Watch() {
+  watcher = nullptr;
+}
+
 void embed(double* x, const int32_t* ids, const float* E, int S, int d, double scale) {
   for (int t = 0; t < S; ++t)
     for (int j = 0; j < d; ++j) x[size_t(t) * d + j] = E[size_t(ids[t]) * d + j] * scale;
@@ -42,33 +60,85 @@ void softmax(double* z, int n) {
 }
 
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs, int L, int dh,
-                    int ld_qkv, int ld_out) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  for (int i = 0; i < L; ++i) {
-    double* p = probs + size_t(i) * L;
-    for (int j = 0; j < L; ++j) {  // q_i · k_j / √dh
+                    int ld_qkv, int ld_out, double alibi_slope) {
+  see(StageKind::HeadQuery, q, L, dh, ld_qkv);
+  see(StageKind::HeadKey, k, L, dh, ld_qkv);
+  see(StageKind::HeadValue, v, L, dh, ld_qkv);
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < L; ++j) {  // s_ij = q_i · k_j
       double dot = 0.0;
       for (int c = 0; c < dh; ++c) dot += q[size_t(i) * ld_qkv + c] * k[size_t(j) * ld_qkv + c];
-      p[j] = dot * scale;
+      probs[size_t(i) * L + j] = dot;
     }
-    softmax(p, L);
+  see(StageKind::AttentionScores, probs, L, L, L);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  for (size_t n = 0; n < size_t(L) * L; ++n) probs[n] *= scale;  // s / √dh
+  if (alibi_slope > 0) {
+    std::vector<double> bias(size_t(L) * L);
+    for (int i = 0; i < L; ++i)
+      for (int j = 0; j < L; ++j)
+        bias[size_t(i) * L + j] = 0.0 - alibi_slope * std::abs(i - j);  // −m·|i − j| (0, not −0, at i = j)
+    see(StageKind::AlibiBias, bias.data(), L, L, L);
+    residual(probs, bias.data(), bias.size());
+  }
+  see(StageKind::ScaledScores, probs, L, L, L);
+  for (int i = 0; i < L; ++i) softmax(probs + size_t(i) * L, L);  // each query's weights sum to 1
+  see(StageKind::AttentionWeights, probs, L, L, L);
+  for (int i = 0; i < L; ++i)
     for (int c = 0; c < dh; ++c) {  // Σ_j p_ij · v_j
       double acc = 0.0;
-      for (int j = 0; j < L; ++j) acc += p[j] * v[size_t(j) * ld_qkv + c];
+      for (int j = 0; j < L; ++j) acc += probs[size_t(i) * L + j] * v[size_t(j) * ld_qkv + c];
       out[size_t(i) * ld_out + c] = acc;
     }
-  }
+  see(StageKind::HeadOutput, out, L, dh, ld_out);
 }
 
-void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h) {
+std::vector<double> alibi_slopes(int h) {
+  auto geometric = [](int n) {  // 2^(−8k/n), k = 1..n
+    std::vector<double> m;
+    for (int k = 1; k <= n; ++k) m.push_back(std::pow(2.0, -8.0 * k / n));
+    return m;
+  };
+  int below = 1;
+  while (below * 2 <= h) below *= 2;
+  std::vector<double> m = geometric(below), above = geometric(2 * below);
+  for (size_t k = 0; int(m.size()) < h; k += 2) m.push_back(above[k]);
+  return m;
+}
+
+void rope(double* x, int S, int ld, int h, int dh, double base, int first_position) {
+  for (int s = 0; s < S; ++s)
+    for (int head = 0; head < h; ++head)
+      for (int i = 0; i < dh / 2; ++i) {
+        const double angle = (first_position + s) * std::pow(base, -2.0 * i / dh);  // t·θ_i
+        double* pair = x + size_t(s) * ld + size_t(head) * dh + 2 * i;
+        const double a = pair[0], b = pair[1];
+        pair[0] = a * std::cos(angle) - b * std::sin(angle);
+        pair[1] = a * std::sin(angle) + b * std::cos(angle);
+      }
+}
+
+void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h,
+                    PositionalEncoding positions, double base) {
   const int dh = d / h;
   std::vector<double> qkv(size_t(S) * 3 * d), concat(size_t(S) * d), probs(size_t(S) * S);
   linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * d);  // [q k v] = x·W_inᵀ + b_in
+  see(StageKind::Qkv, qkv.data(), S, 3 * d, 3 * d);
+  if (positions == PositionalEncoding::Rope) {  // q and k turned by their positions' angles; v is not
+    rope(qkv.data(), S, 3 * d, h, dh, base);
+    rope(qkv.data() + d, S, 3 * d, h, dh, base);
+    see(StageKind::RotatedQk, qkv.data(), S, 3 * d, 3 * d);
+  }
+  const std::vector<double> slopes = positions == PositionalEncoding::Alibi ? alibi_slopes(h) : std::vector<double>(h);
   for (int i = 0; i < h; ++i) {  // head i reads columns [i·dh, (i+1)·dh) of q, k and v
     const double* q = qkv.data() + size_t(i) * dh;
-    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d);
+    head_now = i;
+    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d, slopes[i]);
   }
+  head_now = -1;
+  see(StageKind::HeadsConcatenated, concat.data(), S, d, d);
   linear(out, concat.data(), w.out_proj_weight, w.out_proj_bias, S, d, d);
+  see(StageKind::OutputProjection, out, S, d, d);
 }
 
 void layer_norm(double* y, const double* x, const float* gamma, const float* beta, int M, int d, double eps) {
@@ -91,10 +161,15 @@ void residual(double* x, const double* r, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += r[i];
 }
 
+void add_positions(double* x, const double* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += p[i];
+}
+
 void feed_forward(double* out, const double* x, const LayerWeights& w, int S, int d, int F, Activation act) {
   std::vector<double> hidden(size_t(S) * F);
   linear(hidden.data(), x, w.linear1_weight, w.linear1_bias, S, d, F);  // x·W1ᵀ + b1
   activation(hidden.data(), hidden.size(), act);
+  see(StageKind::FeedForwardHidden, hidden.data(), S, F, F);
   linear(out, hidden.data(), w.linear2_weight, w.linear2_bias, S, F, d);  // ·W2ᵀ + b2
 }
 
@@ -114,12 +189,15 @@ void sublayer(double* x, int S, int d, bool norm_first, const float* gamma, cons
   }
 }
 
-void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S) {
+void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, bool positions) {
   const int d = c.d_model;
+  const PositionalEncoding inside = positions ? c.positional_encoding : PositionalEncoding::None;
   sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps,
-           [&](double* out, const double* in) { self_attention(out, in, w, S, d, c.n_heads); });
+           [&](double* out, const double* in) { self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base); });
+  see(StageKind::AttentionResidual, x, S, d, d);
   sublayer(x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,
            [&](double* out, const double* in) { feed_forward(out, in, w, S, d, c.d_ff, c.activation); });
+  see(StageKind::FeedForwardResidual, x, S, d, d);
 }
 
 std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions) {
@@ -128,18 +206,35 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   const int S = int(ids.size()), d = c.d_model;
   check_ids(c, ids);
 
-  // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing)
+  // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing: none, and rope and alibi,
+  // which act in each layer's attention instead)
   std::vector<double> x(size_t(S) * d), pe(size_t(S) * d);
-  embed(x.data(), ids.data(), w.embedding, S, d, c.scale_embedding ? std::sqrt(double(d)) : 1.0);
+  layer_now = head_now = -1;
+  embed(x.data(), ids.data(), w.embedding, S, d, 1.0);
+  see(StageKind::Embedding, x.data(), S, d, d);
+  if (c.scale_embedding) {
+    for (double& v : x) v *= std::sqrt(double(d));
+    see(StageKind::ScaledEmbedding, x.data(), S, d, d);
+  }
   if (positions && c.positional_encoding == PositionalEncoding::Sinusoidal) {
     sinusoidal_positions(pe.data(), S, d, c.pe_layout, c.pe_base);
-    residual(x.data(), pe.data(), pe.size());
+    see(StageKind::SinusoidalPositions, pe.data(), S, d, d);
+    add_positions(x.data(), pe.data(), pe.size());
   } else if (positions && c.positional_encoding == PositionalEncoding::Learned) {
     std::copy_n(w.position_embedding, pe.size(), pe.begin());
-    residual(x.data(), pe.data(), pe.size());
+    see(StageKind::LearnedPositions, pe.data(), S, d, d);
+    add_positions(x.data(), pe.data(), pe.size());
   }
-  for (const LayerWeights& lw : w.layers) encoder_layer(x.data(), lw, c, S);
-  if (c.final_norm) layer_norm(x.data(), x.data(), w.norm_weight, w.norm_bias, S, d, c.layer_norm_eps);
+  see(StageKind::Input, x.data(), S, d, d);
+  for (int l = 0; l < c.n_layers; ++l) {
+    layer_now = l;
+    encoder_layer(x.data(), w.layers[l], c, S, positions);
+  }
+  layer_now = -1;
+  if (c.final_norm) {
+    layer_norm(x.data(), x.data(), w.norm_weight, w.norm_bias, S, d, c.layer_norm_eps);
+    see(StageKind::FinalNorm, x.data(), S, d, d);
+  }
   return x;
 }
 

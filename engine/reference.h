@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <ordo/engine/model.h>
+#include <ordo/engine/trace.h>
 
 namespace ordo::reference {
 
@@ -42,12 +43,30 @@ void softmax(double* z, int n);
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V for one head of L tokens            [§3.2.1]
 // q, k, v: (L, dh) views with row stride ld_qkv; out: (L, dh) with row stride ld_out;
 // probs: the (L, L) attention weights, row i query i's distribution over the keys.
+// alibi_slope m > 0: ALiBi [Press, Smith and Lewis 2022], each score q_i·k_j/√dh gets −m·|i − j|
+// before the softmax. The paper's models are causal (j ≤ i only); an encoder sees both sides, and
+// this one takes the same slope on each, so the bias alone says "near", not "before".
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs /* (L, L) */, int L,
-                    int dh, int ld_qkv, int ld_out);
+                    int dh, int ld_qkv, int ld_out, double alibi_slope = 0.0);
+
+// ALiBi's slopes m_1 .. m_h: the geometric sequence 2^(−8/h), 2^(−16/h), ..., 2^(−8) for h a power of
+// two; for other h, the slopes of the power of two below h, then every other slope of the one above.
+std::vector<double> alibi_slopes(int h);
+
+// RoPE [Su et al. 2021, "RoFormer", eq. 34]: the dh columns of each of h heads, S rows of stride ld,
+// rotated in place pair by pair — pairs (2i, 2i+1), as in the paper's equation and in the
+// interleaved sinusoids — by the angle t·θ_i of the row's position t = first_position + row,
+// θ_i = base^(−2i/dh):
+//   x'_2i = x_2i·cos(tθ_i) − x_2i+1·sin(tθ_i),   x'_2i+1 = x_2i·sin(tθ_i) + x_2i+1·cos(tθ_i)
+// A rotation keeps lengths and q'_t·k'_s depends on t − s only. An odd dh keeps its last column.
+void rope(double* x, int S, int ld, int h, int dh, double base, int first_position = 0);
 
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,                          [§3.2.2]
 // head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ); the three projections are one Linear, in_proj.
-void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h);
+// positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi biases the
+// scores; anything else leaves attention as it is.
+void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h,
+                    PositionalEncoding positions = PositionalEncoding::None, double base = 10000.0);
 
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
 void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */,
@@ -56,8 +75,12 @@ void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const floa
 // ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form), n values in place.
 void activation(double* x, size_t n, Activation act);
 
-// x = x + r, n values: the residual connection.
+// x = x + r, n values: the residual connection of a sublayer.
 void residual(double* x, const double* r, size_t n);
+
+// x_t = x_t + p_t, n values: the positions added to the token vectors, once, before the first layer
+// (the same sum as residual(), named for what it does here).
+void add_positions(double* x, const double* p, size_t n);
 
 // FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2                                           [§3.3]
 void feed_forward(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int F,
@@ -72,7 +95,25 @@ void sublayer(double* x /* (S, d) */, int S, int d, bool norm_first, const float
               const Sublayer& f);
 
 // One nn.TransformerEncoderLayer: x = sublayer(SelfAttention), then x = sublayer(FFN), on x (S, d).
-void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& c, int S);
+// positions = false: without the model's rope or alibi (ordo's --no-pe).
+void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& c, int S, bool positions = true);
+
+// Watching forward() work: `ordo trace --reference` prints each stage as it is computed here, in
+// the same order and with the same names as the fast encoder's observer (engine/trace.h). While a
+// Watch lives, forward() on the same thread hands it every stage (data: rows × cols doubles, row
+// stride `stride`; layer and head −1 where they do not apply); with none, nothing is handed out.
+using Watcher =
+    std::function<void(StageKind kind, int layer, int head, const double* data, int rows, int cols, int stride)>;
+class Watch {
+ public:
+  explicit Watch(Watcher w);
+  ~Watch();
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+ private:
+  Watcher watcher_;
+};
 
 // The whole encoder: x_t = E[id_t]·√d + PE(t), the layers, the optional final LayerNorm.
 // Returns the hidden states (S, d). positions = false skips the positional encoding.

@@ -8,7 +8,8 @@ namespace ordo {
 
 // In the order the encoder reaches them. Before the layers: Embedding, ScaledEmbedding (when the
 // config scales), SinusoidalPositions or LearnedPositions (when positions are on), Input. Per layer:
-// Qkv, AttentionWeights (per head), HeadsConcatenated, OutputProjection, AttentionResidual,
+// Qkv, then per head its inside (HeadQuery, HeadKey, HeadValue, AttentionScores, ScaledScores,
+// AttentionWeights, HeadOutput), HeadsConcatenated, OutputProjection, AttentionResidual,
 // FeedForwardHidden, FeedForwardResidual. After them: FinalNorm (when the config has one).
 enum class StageKind {
   Embedding,
@@ -17,7 +18,15 @@ enum class StageKind {
   LearnedPositions,
   Input,
   Qkv,
+  RotatedQk,
+  HeadQuery,
+  HeadKey,
+  HeadValue,
+  AttentionScores,
+  AlibiBias,
+  ScaledScores,
   AttentionWeights,
+  HeadOutput,
   HeadsConcatenated,
   OutputProjection,
   AttentionResidual,
@@ -47,7 +56,18 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::Input, 2, "input", "x_t = E[id_t] + PE(t)"},
     {StageKind::Input, 3, "input", "x_t = E[id_t] * sqrt(d) + PE(t)"},
     {StageKind::Qkv, 0, "q | k | v", "[q k v] = x W_in^T + b_in"},
+    {StageKind::RotatedQk, 0, "q and k rotated (rope)",
+     "each head's (q_2i, q_2i+1) and (k_2i, k_2i+1) turned by the angle t*theta_i, theta_i = base^(-2i/dh)"},
+    {StageKind::HeadQuery, 0, "query", "q_h = columns [h*dh, (h+1)*dh) of q"},
+    {StageKind::HeadKey, 0, "key", "k_h = columns [h*dh, (h+1)*dh) of k"},
+    {StageKind::HeadValue, 0, "value", "v_h = columns [h*dh, (h+1)*dh) of v"},
+    {StageKind::AttentionScores, 0, "scores", "s = q_h k_h^T   (s_ij = q_i . k_j)"},
+    {StageKind::AlibiBias, 0, "ALiBi bias", "b_ij = -m_h |i - j|   (the same slope m_h both ways)"},
+    {StageKind::ScaledScores, 0, "scaled scores", "s / sqrt(dh)"},
+    {StageKind::ScaledScores, 1, "scaled scores + bias", "s / sqrt(dh) - m_h |i - j|"},
     {StageKind::AttentionWeights, 0, "attention weights", "A = softmax(q k^T / sqrt(dh))"},
+    {StageKind::AttentionWeights, 1, "attention weights", "A = softmax(q k^T / sqrt(dh) - m_h |i - j|)"},
+    {StageKind::HeadOutput, 0, "head output", "A v_h   (row i: the values mixed by row i of A)"},
     {StageKind::HeadsConcatenated, 0, "heads concatenated", "concat_i(A_i v_i)"},
     {StageKind::OutputProjection, 0, "output projection", "a = concat W_o^T + b_o"},
     {StageKind::AttentionResidual, 0, "attention + residual, norm1", "x = norm1(x + SelfAttention(x))"},
@@ -59,11 +79,14 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::FinalNorm, 0, "final norm", "x = LayerNorm(x)"},
 };
 
-// The row of kStageTable for `kind` in a model with config c; `positions`: whether positions were
-// added to the input (on, and the model has them).
+// The row of kStageTable for `kind` in a model with config c; `positions`: whether the model's
+// positions are on (it has some, and no --no-pe).
 inline const StageText& stage_text(StageKind kind, const Config& c, bool positions) {
   int variant = 0;
-  if (kind == StageKind::Input) variant = (c.scale_embedding ? 1 : 0) + (positions ? 2 : 0);
+  const PositionalEncoding p = c.positional_encoding;
+  if (kind == StageKind::Input) variant = (c.scale_embedding ? 1 : 0) + (positions && added_to_input(p) ? 2 : 0);
+  if (kind == StageKind::ScaledScores || kind == StageKind::AttentionWeights)
+    variant = positions && p == PositionalEncoding::Alibi ? 1 : 0;
   if (kind == StageKind::AttentionResidual || kind == StageKind::FeedForwardResidual) variant = c.norm_first ? 1 : 0;
   if (kind == StageKind::FeedForwardHidden) variant = c.activation == Activation::GELU ? 1 : 0;
   for (const StageText& s : kStageTable)

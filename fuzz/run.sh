@@ -5,6 +5,9 @@ set -euo pipefail
 build=$1
 seconds=${2:-20}
 here="$(cd "$(dirname "$0")" && pwd)"
+# fuzz_model writes each input as files before loading them: on a tmpfs it runs about 4x faster
+# (docs/fuzzing.md), with the same code path.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 python3 "$here/seeds.py" "$work/seeds"

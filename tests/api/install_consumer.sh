@@ -24,3 +24,18 @@ c++ -std=c++17 -O1 -I"$source_dir/tests/api/consumer" "$source_dir/tests/api/con
 out=$(cd / && env -u ORDO_MODEL "$work/embed_pc" "the cat sat on the mat" "hello")
 echo "$out"
 [ "$(echo "$out" | grep -c -- '-> 64 floats, norm 1.0000')" -eq 2 ]
+
+# docs/cpp.md's C++ block, as a reader would paste it into main(): compiled against the installed
+# library and run.
+awk '/^```cpp$/ {on = 1; next} /^```$/ {on = 0} on' "$source_dir/docs/cpp.md" >"$work/block.cpp"
+{
+  grep '^#include' "$work/block.cpp"
+  echo 'int main() {'
+  grep -v '^#include' "$work/block.cpp"
+  echo '}'
+} >"$work/doc_example.cpp"
+# shellcheck disable=SC2046
+c++ -std=c++17 -O1 "$work/doc_example.cpp" -DORDO_INSTALLED_MODEL_DIR="\"$model_dir\"" $(pkg-config --cflags --libs ordo) \
+  -o "$work/doc_example"
+(cd / && env -u ORDO_MODEL "$work/doc_example")
+echo "docs/cpp.md's example compiles and runs"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <numeric>
 
@@ -257,6 +258,34 @@ TEST(EvalTrained, LinesPastALearnedTableAreLeftOutAndCounted) {
 }
 
 }  // namespace trained
+
+// McNemar's exact test and the paired interval, by hand: pieces are matched by (line, position),
+// and only the pieces exactly one model gets right count.
+TEST(Eval, PairedTop1ByHand) {
+  eval::Report a, b;
+  const int ra[] = {0, 0, 1, 3, 0}, rb[] = {0, 1, 0, 0, 2};
+  for (int k = 0; k < 5; ++k) a.pieces.push_back({k / 2, k, ra[k]}), b.pieces.push_back({k / 2, k, rb[k]});
+  b.pieces.push_back({9, 0, 0});  // scored for b only: not paired
+  eval::Paired q = eval::paired_top1(a, b);
+  EXPECT_EQ(q.pieces, 5);
+  EXPECT_EQ(q.both, 1);
+  EXPECT_EQ(q.a_only, 2);
+  EXPECT_EQ(q.b_only, 2);
+  EXPECT_DOUBLE_EQ(q.difference, 0.0);
+  EXPECT_DOUBLE_EQ(q.p, 1.0);  // 2·(1 + 4 + 6)/16 > 1
+  eval::Report c;
+  for (int k = 0; k < 5; ++k) c.pieces.push_back({k / 2, k, 7});  // c misses every piece
+  for (int k = 5; k < 10; ++k) a.pieces.push_back({k / 2, k, 1}), c.pieces.push_back({k / 2, k, 1});
+  q = eval::paired_top1(c, a);  // a gets 3 right that c misses, none the other way
+  EXPECT_EQ(q.pieces, 10);
+  EXPECT_EQ(q.a_only, 0);
+  EXPECT_EQ(q.b_only, 3);
+  EXPECT_NEAR(q.p, 2.0 / 8, 1e-12);  // 2·P(X = 0), X ~ Binomial(3, ½)
+  EXPECT_NEAR(q.difference, 0.3, 1e-12);
+  const double half = 1.96 * std::sqrt(3 - 9.0 / 10) / 10;
+  EXPECT_NEAR(q.low, 0.3 - half, 1e-12);
+  EXPECT_NEAR(q.high, 0.3 + half, 1e-12);
+}
 
 }  // namespace
 }  // namespace ordo

@@ -134,5 +134,36 @@ TEST(Eval, BadUseGivesOneErrorLine) {
                    "bad.txt: line 2");
 }
 
+// --offset: the same lines from another first position. Rope and alibi see only distances, so the
+// counts stay; the sinusoids move; a learned table leaves out the lines the shift pushes past it.
+TEST(Eval, OffsetMovesOnlyAbsolutePositions) {
+  test::TempDir dir;
+  const std::string input = heldout_slice(dir, 120);
+  const std::string tok = quote(kModels + "default/tokenizer.model");
+  auto counts = [&](const std::string& model, int offset) {
+    const auto r = run_ordo("eval --json --model " + quote(model) + " --offset " + std::to_string(offset) +
+                            " --input " + quote(input));
+    EXPECT_EQ(r.status, 0) << r.err;
+    const json m = json::parse(r.out)["models"][0];
+    return std::vector<long>{m["masked"].get<long>(), m["top1_hits"].get<long>(), m["top5_hits"].get<long>(),
+                             m["order"]["swap"]["preferred"].get<long>()};
+  };
+  for (const char* p : {"rope", "alibi"}) {
+    const std::string cfg = dir.path + "/" + p + ".json", model = dir.path + "/" + p;
+    std::ofstream(cfg) << R"({"vocab_size": 8000, "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 2, )"
+                       << R"("final_norm": true, "head": "mlm", "positional_encoding": ")" << p << "\"}";
+    ASSERT_EQ(
+        run_ordo("init --seed 3 --config " + quote(cfg) + " --out " + quote(model) + " --tokenizer " + tok).status, 0);
+    EXPECT_EQ(counts(model, 0), counts(model, 40)) << p;
+  }
+  EXPECT_NE(counts(kModels + "default", 0), counts(kModels + "default", 32));
+  const auto learned =
+      run_ordo("eval --json --model " + quote(kModels + "position-learned") + " --offset 30 --input " + quote(input));
+  ASSERT_EQ(learned.status, 0) << learned.err;
+  const json m = json::parse(learned.out)["models"][0];
+  EXPECT_GT(m["left_out"].get<int>(), 0);  // only lines of at most 2 pieces fit rows 30 and 31
+  EXPECT_EQ(run_ordo("eval --offset -1 --model " + quote(kModels + "default") + " --input " + quote(input)).status, 2);
+}
+
 }  // namespace
 }  // namespace ordo

@@ -65,6 +65,32 @@ TEST_F(FillScore, FillJsonKeysInTheDocumentedOrder) {
   for (size_t k = 1; k < 3; ++k) EXPECT_GE(top[k - 1]["prob"].get<double>(), top[k]["prob"].get<double>());
 }
 
+// --words: the highest-scoring pieces that start a word, each with its probability over the whole
+// vocabulary (softmax of the raw logits --logits prints), in order.
+TEST_F(FillScore, FillWordsKeepsWordStartPiecesWithTheirOwnProbability) {
+  const std::string text = quote("the cat <mask> on the mat");
+  const auto w = run_ordo("fill --json --words --top 8" + model("head") + text);
+  const auto all = run_ordo("fill --json --logits --top 1" + model("head") + text);
+  ASSERT_EQ(w.status + all.status, 0) << w.err << all.err;
+  const json top = json::parse(w.out)["masks"][0]["top"];
+  const json z = json::parse(all.out)["masks"][0]["logits"];
+  ASSERT_EQ(top.size(), 8u);
+  double zmax = -1e300, sum = 0;
+  for (const auto& v : z) zmax = std::max(zmax, v.get<double>());
+  for (const auto& v : z) sum += std::exp(v.get<double>() - zmax);
+  const std::string word_start = "\u2581";
+  for (size_t k = 0; k < top.size(); ++k) {
+    const std::string piece = top[k]["piece"];
+    EXPECT_EQ(piece.rfind(word_start, 0), 0u) << piece;
+    EXPECT_GT(piece.size(), word_start.size()) << "the lone word-start piece is not a word";
+    const double p = std::exp(z[top[k]["id"].get<int>()].get<double>() - zmax) / sum;
+    EXPECT_NEAR(top[k]["prob"].get<double>(), p, 1e-6 * std::max(1.0, p * 1e3));
+    if (k) {
+      EXPECT_GE(top[k - 1]["prob"].get<double>(), top[k]["prob"].get<double>());
+    }
+  }
+}
+
 TEST_F(FillScore, FillTextOutputListsEachMask) {
   const auto r = run_ordo("fill --top 2" + model("head") + quote("<mask> cat <mask> on the mat"));
   ASSERT_EQ(r.status, 0) << r.err;

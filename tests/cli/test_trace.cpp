@@ -2,6 +2,7 @@
 // another and with ordo encode.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -119,6 +120,106 @@ TEST(Trace, NoPeDropsThePositions) {
   // Stage 4 keeps its number, marked skipped, so the input (stage 5) is the scaled embedding itself.
   EXPECT_NE(r.out.find("[4] positional encoding   skipped"), std::string::npos) << r.out;
   EXPECT_EQ(stage_rows(r.out, "[3] after x sqrt(d)", 6), stage_rows(r.out, "[5] input", 6));
+}
+
+// --inside shows one head's q, k, v, scores, scaled scores and A·v, between the other stages; the
+// scores are q·kᵀ of the printed rows and their softmax the weights after them.
+TEST(Trace, InsideOneHead) {
+  const auto r = run_ordo("trace --dims 16 --inside 1,1 " + quote(kText));
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Layer 1: q | k | v at 16, head 0 at 17, then head 1's inside from 18.
+  const auto q = stage_rows(r.out, "[18] query, head 1", 6), k = stage_rows(r.out, "[19] key, head 1", 6);
+  const auto s = stage_rows(r.out, "[21] scores, head 1", 6), z = stage_rows(r.out, "[22] scaled scores, head 1", 6);
+  const auto A = stage_rows(r.out, "[23] attention weights, head 1", 6);
+  ASSERT_EQ(q.size(), 6u);
+  ASSERT_EQ(q[0].size(), 16u);
+  ASSERT_EQ(s.size(), 6u);
+  ASSERT_EQ(A.size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    double zmax = -1e300, zsum = 0;
+    for (int j = 0; j < 6; ++j) {
+      double dot = 0;
+      for (int e = 0; e < 16; ++e) dot += q[i][e] * k[j][e];
+      EXPECT_NEAR(s[i][j], dot, 0.02 + 1e-3 * std::fabs(dot)) << i << "," << j;  // rows printed to 4 decimals
+      EXPECT_NEAR(z[i][j], s[i][j] / 4.0, 1e-3);                                 // √16
+      zmax = std::max(zmax, z[i][j]);
+    }
+    for (int j = 0; j < 6; ++j) zsum += std::exp(z[i][j] - zmax);
+    for (int j = 0; j < 6; ++j) EXPECT_NEAR(A[i][j], std::exp(z[i][j] - zmax) / zsum, 2e-3);
+  }
+  EXPECT_NE(r.out.find("] head output, head 1   (S, dh) = (6, 16)"), std::string::npos);
+  // The other heads show their weights only.
+  EXPECT_EQ(r.out.find("query, head 0"), std::string::npos);
+  const auto bad = run_ordo("trace --inside 2,0 " + quote(kText));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(test::count_lines(bad.err), 1) << bad.err;
+}
+
+// --reference runs the plain encoder of engine/reference.cpp: the same stages in the same order,
+// the same numbers to float rounding.
+TEST(Trace, ReferenceGivesTheSameStages) {
+  for (const std::string extra : {"", "--no-pe "}) {
+    const auto f = run_ordo("trace --json --inside 1,1 " + extra + quote(kText));
+    const auto r = run_ordo("trace --json --reference --inside 1,1 " + extra + quote(kText));
+    ASSERT_EQ(f.status + r.status, 0) << f.err << r.err;
+    const auto a = nlohmann::json::parse(f.out), b = nlohmann::json::parse(r.out);
+    EXPECT_EQ(a["encoder"], "fast");
+    EXPECT_EQ(b["encoder"], "reference");
+    ASSERT_EQ(a["stages"].size(), b["stages"].size());
+    for (size_t n = 0; n < a["stages"].size(); ++n) {
+      const auto &x = a["stages"][n], &y = b["stages"][n];
+      ASSERT_EQ(x["name"], y["name"]) << n;
+      ASSERT_EQ(x.contains("values"), y.contains("values")) << n;
+      if (!x.contains("values")) continue;
+      EXPECT_EQ(x["layer"], y["layer"]) << n;
+      EXPECT_EQ(x["head"], y["head"]) << n;
+      ASSERT_EQ(x["shape"], y["shape"]) << n;
+      for (size_t t = 0; t < x["values"].size(); ++t)
+        for (size_t j = 0; j < x["values"][t].size(); ++j) {
+          const double u = x["values"][t][j], v = y["values"][t][j];
+          ASSERT_NEAR(u, v, 2e-4 * std::max(1.0, std::fabs(v))) << x["name"] << " " << t << "," << j;
+        }
+    }
+  }
+}
+
+// The masked-LM head's top guesses per piece close the trace, the same as --json gives.
+TEST(Trace, EndsWithTheHeadsGuesses) {
+  const auto r = run_ordo("trace " + quote(kText));
+  const auto j = run_ordo("trace --json " + quote(kText));
+  ASSERT_EQ(r.status + j.status, 0) << r.err << j.err;
+  EXPECT_NE(r.out.find("] masked-LM logits   (S, V) = (6, 8000)"), std::string::npos);
+  const auto top = nlohmann::json::parse(j.out)["mlm_top"];
+  ASSERT_EQ(top.size(), 6u);
+  for (const auto& row : top) {
+    ASSERT_EQ(row.size(), 3u);
+    EXPECT_GE(row[0]["prob"].get<double>(), row[1]["prob"].get<double>());
+  }
+  EXPECT_EQ(top[3][0]["piece"], "▁on");  // unmasked, the head sees the piece itself
+}
+
+// --parts: the four parts add up to the scaled scores, whose softmax is the weights table.
+TEST(AttentionCommand, PartsAddUpToTheScores) {
+  const auto r = run_ordo("attention --layer 1 --head 1 --parts " + quote(kText));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto table = [&](const std::string& name) {
+    return stage_rows("\n[0] x \n" + r.out.substr(r.out.find("\n" + name + "\n") + 1), "[0] x", 6);
+  };
+  const auto A = stage_rows("\n[0] x (S, S)\n" + r.out.substr(r.out.find("row = query")), "[0] x", 6);
+  const auto cc = table("content . content"), cp = table("content . position"), pc = table("position . content"),
+             pp = table("position . position"),
+             all = table("the four added (= q k^T / sqrt(dh), whose softmax is the table above)");
+  ASSERT_EQ(all.size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    double zmax = -1e300, zsum = 0;
+    for (int j = 0; j < 6; ++j) {
+      EXPECT_NEAR(cc[i][j] + cp[i][j] + pc[i][j] + pp[i][j], all[i][j], 2.5e-3);
+      zmax = std::max(zmax, all[i][j]);
+    }
+    for (int j = 0; j < 6; ++j) zsum += std::exp(all[i][j] - zmax);
+    for (int j = 0; j < 6; ++j) EXPECT_NEAR(A[i][j], std::exp(all[i][j] - zmax) / zsum, 2e-3);
+  }
+  EXPECT_EQ(run_ordo("attention --parts --no-pe " + quote(kText)).status, 2);
 }
 
 TEST(AttentionCommand, SameTableAsTheTrace) {

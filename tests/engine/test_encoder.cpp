@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -71,6 +72,12 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
        [](Config& c) { c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 40; }},
       {"no positions", [](Config& c) { c.positional_encoding = PositionalEncoding::None; }},
       {"odd width, head size 5", [](Config& c) { c.d_model = 15, c.n_heads = 3, c.pe_layout = PeLayout::Split; }},
+      {"rope", [](Config& c) { c.positional_encoding = PositionalEncoding::Rope; }},
+      {"rope, head size 5, base 500",
+       [](Config& c) { c.positional_encoding = PositionalEncoding::Rope, c.d_model = 15, c.pe_base = 500; }},
+      {"alibi, 3 heads", [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi; }},
+      {"alibi, 4 heads, pre-LN",
+       [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi, c.n_heads = 4, c.norm_first = true; }},
   };
   for (const Variant& v : variants) {
     Config c = small_config();
@@ -84,6 +91,58 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
       const double diff = diff_to_reference(h, b, reference::forward(m, ids[b]));
       EXPECT_LT(diff, 2e-5) << v.name << ", sequence " << b << ": max |ordo - reference| = " << diff;
     }
+    EncodeOptions off;  // --no-pe: without the rotation or the bias too
+    off.positions = false;
+    const Hidden h0 = enc.forward(ids, off);
+    for (int b = 0; b < 3; ++b)
+      EXPECT_LT(diff_to_reference(h0, b, reference::forward(m, ids[b], false)), 2e-5) << v.name;
+  }
+}
+
+// max |h(b0, t) − h(b1, to[t])|: how far each token's output moved when it went from place t of
+// sequence b0 to place to[t] of sequence b1.
+double largest_move(const Hidden& h, int b0, int b1, const std::vector<int>& to) {
+  double moved = 0;
+  for (size_t t = 0; t < to.size(); ++t)
+    for (int j = 0; j < h.d; ++j)
+      moved = std::max(moved, double(std::fabs(h.row(b0, int(t))[j] - h.row(b1, to[t])[j])));
+  return moved;
+}
+
+// With rope or alibi switched off the encoder sees no order, as a model without positions: a
+// permutation of the tokens permutes the outputs, and with them on it does not.
+TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
+  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi}) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    const std::vector<int32_t> a = {5, 9, 2, 7}, b = {9, 5, 2, 7};  // b: a's first two swapped
+    const std::vector<int> to_b = {1, 0, 2, 3};                     // a's token t stands at to_b[t] in b
+    EncodeOptions off;
+    off.positions = false;
+    EXPECT_LT(largest_move(enc.forward({a, b}, off), 0, 1, to_b), 1e-5) << to_string(p);
+    EXPECT_GT(largest_move(enc.forward({a, b}), 0, 1, to_b), 1e-2) << to_string(p);
+  }
+}
+
+// Symmetric ALiBi sees distances |i − j| only, and reading a text backwards keeps every distance:
+// an alibi encoder gives a reversed text the same outputs, reversed. (RoPE tells the two apart: its
+// rotation has a direction.)
+TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
+  for (PositionalEncoding p : {PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    const std::vector<int32_t> a = {5, 9, 2, 7, 11}, r = {11, 7, 2, 9, 5};
+    const double moved = largest_move(enc.forward({a, r}), 0, 1, {4, 3, 2, 1, 0});
+    if (p == PositionalEncoding::Alibi)
+      EXPECT_LT(moved, 1e-5);
+    else
+      EXPECT_GT(moved, 1e-2);
   }
 }
 
@@ -214,6 +273,72 @@ TEST(Encoder, SetNumThreadsFromAnObserverIsRefused) {
   EXPECT_EQ(kernel_threads(), 2);
 }
 
+// One head's inside, as an observer sees it: the scores are q·kᵀ of the head's columns of the
+// q | k | v stage (float64 here), their softmax after ÷√dh is the attention weights the fast path
+// computed, and the head's output is A·v and the head's columns of the heads concatenated.
+TEST(Encoder, ObservedHeadInsideIsConsistent) {
+  test::TempDir dir;
+  const Config c = small_config();
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  const int d = c.d_model, dh = c.head_dim();
+  std::map<std::pair<int, int>, std::vector<std::vector<float>>> seen;  // (kind, layer·h + head) -> rows
+  std::vector<float> qkv, concat;
+  EncodeOptions options;
+  options.observe = [&](const Stage& s) {
+    std::vector<std::vector<float>> rows;
+    for (int t = 0; t < s.rows; ++t)
+      rows.emplace_back(s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
+    seen[{int(s.kind), s.layer * c.n_heads + std::max(s.head, 0)}] = rows;
+  };
+  const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9, 2};
+  const int L = int(ids.size());
+  enc.forward({ids}, options);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const auto& x = seen.at({int(StageKind::Qkv), l * c.n_heads});
+    const auto& heads = seen.at({int(StageKind::HeadsConcatenated), l * c.n_heads});
+    for (int h = 0; h < c.n_heads; ++h) {
+      const int key = l * c.n_heads + h;
+      const auto& q = seen.at({int(StageKind::HeadQuery), key});
+      const auto& k = seen.at({int(StageKind::HeadKey), key});
+      const auto& v = seen.at({int(StageKind::HeadValue), key});
+      const auto& scores = seen.at({int(StageKind::AttentionScores), key});
+      const auto& scaled = seen.at({int(StageKind::ScaledScores), key});
+      const auto& A = seen.at({int(StageKind::AttentionWeights), key});
+      const auto& out = seen.at({int(StageKind::HeadOutput), key});
+      ASSERT_EQ(q.size(), size_t(L));
+      for (int i = 0; i < L; ++i) {
+        for (int e = 0; e < dh; ++e) {
+          EXPECT_EQ(q[i][e], x[i][h * dh + e]);
+          EXPECT_EQ(k[i][e], x[i][d + h * dh + e]);
+          EXPECT_EQ(v[i][e], x[i][2 * d + h * dh + e]);
+          EXPECT_EQ(out[i][e], heads[i][h * dh + e]);
+        }
+        double zmax = -1e300, zsum = 0;
+        for (int j = 0; j < L; ++j) {
+          double dot = 0;
+          for (int e = 0; e < dh; ++e) dot += double(q[i][e]) * k[j][e];
+          EXPECT_NEAR(scores[i][j], dot, 1e-5 * std::max(1.0, std::fabs(dot)));
+          EXPECT_NEAR(scaled[i][j], dot / std::sqrt(double(dh)), 1e-5 * std::max(1.0, std::fabs(dot)));
+          zmax = std::max(zmax, double(scaled[i][j]));
+        }
+        for (int j = 0; j < L; ++j) zsum += std::exp(scaled[i][j] - zmax);
+        for (int e = 0; e < dh; ++e) {
+          double av = 0;
+          for (int j = 0; j < L; ++j) {
+            const double p = std::exp(scaled[i][j] - zmax) / zsum;
+            if (e == 0) {
+              EXPECT_NEAR(A[i][j], p, 1e-6);
+            }
+            av += p * v[j][e];
+          }
+          EXPECT_NEAR(out[i][e], av, 1e-5 * std::max(1.0, std::fabs(av)));
+        }
+      }
+    }
+  }
+}
+
 // No texts, or only empty ones: a library caller gets an empty result, not a crash.
 TEST(Encoder, EmptyBatchesGiveEmptyResults) {
   test::TempDir dir;
@@ -274,6 +399,55 @@ TEST(Init, RngStreamIsFixed) {
   Rng rng(0);
   EXPECT_EQ(rng.next(), 0xe220a8397b1dcdafull);
   EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
+}
+
+// first_position: rope and alibi see only distances, so starting every sequence at another
+// position changes nothing but rounding; the sinusoids' input is E·√d + PE(first + t) by the
+// formula; a learned table must hold the shifted positions.
+TEST(Encoder, FirstPositionMovesOnlyAbsolutePositions) {
+  const std::vector<std::vector<int32_t>> ids = {{3, 1, 4, 1, 5, 9, 2}, {6, 5}};
+  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi}) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    EncodeOptions shifted;
+    shifted.first_position = 1000;
+    const Hidden a = enc.forward(ids), b = enc.forward(ids, shifted);
+    double worst = 0;
+    for (size_t n = 0; n < a.data.size(); ++n) worst = std::max(worst, double(std::fabs(a.data[n] - b.data[n])));
+    EXPECT_LT(worst, 2e-4) << to_string(p);  // float angles of large t·θ: rounding, not a preference
+  }
+  Config c = small_config();
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  EncodeOptions options;
+  options.first_position = 37;
+  std::vector<float> input;
+  options.observe = [&](const Stage& s) {
+    if (s.kind == StageKind::Input) input.assign(s.data, s.data + size_t(s.rows) * s.stride);
+  };
+  enc.forward(ids, options);
+  std::vector<double> pe(size_t(7) * c.d_model);
+  reference::sinusoidal_positions(pe.data(), 7, c.d_model, c.pe_layout, c.pe_base, 37);
+  for (int t = 0; t < 7; ++t)
+    for (int j = 0; j < c.d_model; ++j) {
+      const double want = m.weights().embedding[size_t(ids[0][t]) * c.d_model + j] * std::sqrt(double(c.d_model)) +
+                          pe[size_t(t) * c.d_model + j];
+      EXPECT_NEAR(input[size_t(t) * c.d_model + j], want, 1e-5) << t << "," << j;
+    }
+  Config l = small_config();
+  l.positional_encoding = PositionalEncoding::Learned, l.max_positions = 10;
+  test::TempDir dir2;
+  const Model ml = random_model(l, dir2.path);
+  Encoder el(ml);
+  EncodeOptions past;
+  past.first_position = 4;  // 7 tokens from 4 need rows up to 10: one past the table
+  EXPECT_THROW(el.forward(ids, past), InputError);
+  past.first_position = 3;
+  EXPECT_NO_THROW(el.forward(ids, past));
 }
 
 }  // namespace

@@ -164,5 +164,39 @@ TEST(Attention, BlocksOfQueryRowsMatchReference) {
     }
 }
 
+// ALiBi in the fast head: the bias −m·|i − j| on every block of query rows, as the plain twin adds it.
+TEST(Attention, AlibiBiasMatchesReference) {
+  for (int L : {1, 37, 130})
+    for (int block : {7, kQueryBlock}) {
+      const int dh = 16, ld = 3 * 48;
+      const auto qkv = random_floats(size_t(L) * ld, 5 + L, 2.0f);
+      std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), ps(size_t(L) * L);
+      std::vector<float> scratch(attention_scratch_floats(L, dh, block));
+      attention_head(fast.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block,
+                     0.25f);
+      test::attention_head_reference(slow.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, ps.data(), L, dh, ld,
+                                     dh, 0.25);
+      EXPECT_LT(max_abs_diff(fast.data(), slow.data(), fast.size()), 1e-5) << "L " << L << " block " << block;
+    }
+}
+
+// RoPE: the fast table and rotation against reference::rope, at positions from 0 and from 1000.
+TEST(Rope, RotationMatchesReference) {
+  for (int first : {0, 1000})
+    for (int dh : {2, 8, 5}) {
+      const int S = 40, h = 3, ld = h * dh + 4;
+      const auto x = random_floats(size_t(S) * ld, 3 + dh, 2.0f);
+      std::vector<float> fast(x), cos(size_t(S) * (dh / 2)), sin(size_t(S) * (dh / 2));
+      rope_table(cos.data(), sin.data(), S, dh, 10000.0, first);
+      rotate_pairs(fast.data(), S, ld, h, dh, cos.data(), sin.data());
+      std::vector<double> slow(x.begin(), x.end());
+      reference::rope(slow.data(), S, ld, h, dh, 10000.0, first);
+      for (size_t n = 0; n < x.size(); ++n) ASSERT_NEAR(fast[n], slow[n], 2e-6) << "dh " << dh << " at " << n;
+      if (dh % 2) {
+        EXPECT_EQ(fast[dh - 1], x[dh - 1]);  // an odd last column is not turned
+      }
+    }
+}
+
 }  // namespace
 }  // namespace ordo

@@ -136,5 +136,39 @@ TEST(PyTorchReferenceData, CasesArePresent) {
   EXPECT_GE(case_names().size(), 12u) << kData;
 }
 
+// The relative schemes see only i − j: shifting every position by k changes no score. RoPE: q'_t·k'_s
+// for positions from 0 and from k; ALiBi: the bias −m·|i − j| is the same for any shift by definition,
+// so its check is the slopes, the paper's geometric sequence.
+TEST(Reference, RopeScoresDependOnlyOnTheDistance) {
+  const int S = 12, dh = 16;
+  std::vector<double> q(size_t(S) * dh), k(size_t(S) * dh);
+  for (size_t n = 0; n < q.size(); ++n) q[n] = std::sin(0.7 * n + 1), k[n] = std::cos(1.3 * n);
+  auto scores = [&](int first) {
+    std::vector<double> a(q), b(k), s(size_t(S) * S);
+    reference::rope(a.data(), S, dh, 1, dh, 10000.0, first);
+    reference::rope(b.data(), S, dh, 1, dh, 10000.0, first);
+    for (int i = 0; i < S; ++i)
+      for (int j = 0; j < S; ++j)
+        for (int e = 0; e < dh; ++e) s[size_t(i) * S + j] += a[size_t(i) * dh + e] * b[size_t(j) * dh + e];
+    return s;
+  };
+  const auto s0 = scores(0);
+  for (int first : {1, 7, 500}) {
+    const auto s1 = scores(first);
+    for (size_t n = 0; n < s0.size(); ++n) EXPECT_NEAR(s1[n], s0[n], 1e-9 * std::max(1.0, std::fabs(s0[n])));
+  }
+  // and without the rotation the same rows at other positions would give other scores: the check can fail
+  std::vector<double> a(q);
+  reference::rope(a.data(), S, dh, 1, dh, 10000.0, 0);
+  EXPECT_GT(std::fabs(a[dh] - q[dh]), 1e-3);  // row 1 was turned
+}
+
+TEST(Reference, AlibiSlopes) {
+  EXPECT_EQ(reference::alibi_slopes(4), (std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625}));
+  EXPECT_EQ(reference::alibi_slopes(1), (std::vector<double>{1.0 / 256}));
+  // 6 heads: the four of h = 4, then slopes 1 and 3 of h = 8 (2^-1, 2^-3), as Press et al.'s code
+  EXPECT_EQ(reference::alibi_slopes(6), (std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125}));
+}
+
 }  // namespace
 }  // namespace ordo

@@ -6,6 +6,9 @@
 --train: runs tools/train/train_mlm.py for a few dozen steps on a small slice of WordNet, checks that
   the loss falls, and holds ordo to the module it wrote.
 --model DIR: a committed model (models/default, ...); skipped (not an error) when DIR has no head.
+--random rope|alibi|...: a module of that positional encoding with random weights (every parameter
+  drawn, biases and LayerNorms included, so that a wrong wire shows), exported and checked the same way;
+  alibi also with 3 heads (slopes of a head count that is not a power of two).
 
 For each model, texts with <mask> markers go through `ordo fill --json --logits` (with and without
 positions); ordo's ids are fed to the module rebuilt from the same directory (mlm.load) and every
@@ -129,17 +132,39 @@ def train_small(tmp):
     return out
 
 
+def random_model(tmp, positions, n_heads, seed):
+    """A MaskedLM with every parameter drawn, exported to tmp/<positions>-<n_heads>."""
+    sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+    from export_pytorch import export
+    torch.manual_seed(seed)
+    tokenizer = os.path.join(ROOT, "models", "default", "tokenizer.model")
+    m = mlm.MaskedLM(8000, 8 * n_heads, n_heads, 48, 2, positions, 32)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if "embedding" in name:
+                continue
+            p.add_(torch.randn_like(p) * (0.3 if p.dim() == 1 else 0.1))
+    out = os.path.join(tmp, f"{positions}-{n_heads}")
+    export(m.encoder, m.embedding, out, tokenizer=tokenizer, positional_encoding=positions, scale_embedding=True,
+           position_embedding=m.position_embedding, head=m.head)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ordo", required=True)
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--train", action="store_true")
+    p.add_argument("--random", action="append", default=[], choices=("sinusoidal", "learned", "none", "rope", "alibi"))
     a = p.parse_args()
     torch.set_num_threads(1)
     checked = 0
     with tempfile.TemporaryDirectory() as tmp:
         if a.train:
             checked += check_model(a.ordo, train_small(tmp))
+        for k, positions in enumerate(a.random):
+            for heads in (4, 3) if positions == "alibi" else (4,):
+                checked += check_model(a.ordo, random_model(tmp, positions, heads, 1000 + k))
         for d in a.model:
             checked += check_model(a.ordo, d)
     if checked == 0:

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Runs the README's "Bring your own PyTorch model" example as a reader would paste it.
+"""Runs docs/cpp.md's "Bring your own PyTorch model" example as a reader would paste it.
 
 In a scratch directory laid out like the checkout (tools/, models/, build/ordo), the section's
 python blocks run in order in one interpreter, then its sh blocks (the command-line export reads
 my_checkpoint.pt, which is saved here as model.state_dict() of a module holding `embedding` and
 `encoder` would be). The example must print max |ordo - torch| within the parity bar.
 
-    tests/python/test_readme_example.py README.md path/to/ordo
+    tests/python/test_readme_example.py docs/cpp.md path/to/ordo
 Exit 77 (skipped) where PyTorch is not installed."""
 
 import os
@@ -31,7 +31,8 @@ def blocks(readme):
 
 def main():
     readme, ordo = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    root = os.path.dirname(readme)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository: tests/python/..
+    root = os.path.dirname(root)
     try:
         import torch
     except ImportError as e:
@@ -55,7 +56,7 @@ def main():
         printed = StringIO()
         with redirect_stdout(printed):
             for code in python:
-                exec(compile(code, "README.md", "exec"), scope)
+                exec(compile(code, os.path.basename(readme), "exec"), scope)
         print(printed.getvalue(), end="")
         match = re.search(r"max \|ordo - torch\| = (\S+)", printed.getvalue())
         if not match:

@@ -249,6 +249,35 @@ TEST(Figure, LineChartRangeFromTheDataIsRounded) {
   EXPECT_THROW(teach::draw(dir.path + "/l.svg", {}, c), std::invalid_argument);
 }
 
+// Bars: side by side in each group, an empty series takes no slot, the pale shade is halfway to
+// white, the interval is a dark whisker over the bar.
+TEST(Figure, BarsSideBySideWithIntervals) {
+  test::TempDir dir;
+  const std::string path = dir.path + "/bars.png";
+  teach::LineChart c;
+  c.bars = true, c.bar_group = 16;
+  teach::Series a{"a top-1", {10, 30}, {40, 20}}, empty{"b: no data", {}, {}}, pale{"a top-5", {10, 30}, {80, 60}};
+  a.lo = {30, 15}, a.hi = {50, 25};
+  pale.colour = 0, pale.light = true;
+  c.series = {a, empty, pale};
+  c.x_min = 0, c.x_max = 40, c.y_min = 0, c.y_max = 100;
+  const auto d = teach::draw(path, {"Bars", "x", "y"}, c);
+  const auto png = read_png(path);
+  auto X = [&](double x) { return int(d.plot_x + x / 40 * 640); };
+  auto Y = [&](double y) { return int(d.plot_y + (100 - y) / 100 * 400); };
+  const Colour blue{0, 114, 178}, pale_blue{140, 191, 220};  // v + (255 - v)·11/20, in integers
+  // Two slots of 8 around x = 10: a in [2, 10), the pale one in [10, 18); the empty series has none.
+  EXPECT_EQ(png.at(X(4), Y(10)), blue);
+  EXPECT_EQ(png.at(X(16), Y(10)), pale_blue);
+  EXPECT_EQ(png.at(X(16), Y(70)), pale_blue);  // up to 80
+  EXPECT_NE(png.at(X(4), Y(45)), blue);        // a stops at 40 ...
+  EXPECT_LT(png.at(X(6), Y(45))[0], 100);      // ... where its whisker, at the bar's centre, goes on to 50
+  EXPECT_EQ(png.at(X(21), Y(10)), (Colour{255, 255, 255}));  // between the groups
+  teach::LineChart bad = c;
+  bad.series[0].lo.pop_back();
+  EXPECT_THROW(teach::draw(path, {}, bad), std::invalid_argument);
+}
+
 TEST(Figure, ShortNumbers) {
   EXPECT_EQ(teach::short_number(0.5), "0.5");
   EXPECT_EQ(teach::short_number(-1), "-1");

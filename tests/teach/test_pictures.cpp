@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include <ordo/engine/model.h>
 #include <ordo/errors.h>
 
 #include "cli/cli_util.h"
@@ -44,8 +45,8 @@ struct Picture {
     cells = numbers_of(text["ordo:cells"]);
   }
   bool ok() const { return png.width > 0 && plot.size() == 4 && cells.size() == 4; }
-  Colour cell(int r, int c) const {  // the middle of cell (r, c)
-    return png.at(int(plot[0] + (c + 0.5) * cells[2]), int(plot[1] + (r + 0.5) * cells[3]));
+  Colour cell(int r, int c) const {  // inside cell (r, c), clear of a value written at its middle
+    return png.at(int(plot[0] + (c + 0.15) * cells[2]), int(plot[1] + (r + 0.15) * cells[3]));
   }
 };
 
@@ -94,7 +95,7 @@ TEST(Pictures, AttentionCellsAreTheWeightsOnTheZeroToOneScale) {
   ASSERT_EQ(r.status, 0) << r.err;
   Picture p(path);
   ASSERT_TRUE(p.ok()) << path;
-  EXPECT_EQ(p.text["Title"], "Attention weights, layer 0, head 0");
+  EXPECT_EQ(p.text["Title"], "Attention, layer 0 head 0: \"the cat sat\", the default model, with positions");
   EXPECT_EQ(p.text["ordo:scale"], "0 1 sequential");
   const int S = int(p.cells[0]);
   ASSERT_EQ(p.cells[1], S);
@@ -117,7 +118,8 @@ TEST(Pictures, WithAndWithoutPositionsShareTheScale) {
   ASSERT_EQ(b.status, 0) << b.err;
   Picture pa(dir.path + "/a.png"), pb(dir.path + "/b.png");
   EXPECT_EQ(pa.text["ordo:scale"], pb.text["ordo:scale"]);
-  EXPECT_EQ(pb.text["Title"], "Attention weights, layer 0, head 0, without positions");
+  EXPECT_EQ(pb.text["Title"],
+            "Attention, layer 0 head 0: \"the cat sat on the mat\", the default model, positions removed (--no-pe)");
   const auto A = attention_table(b.out, 6);
   ASSERT_EQ(A.size(), 6u) << b.out;
   EXPECT_TRUE(near(pb.cell(1, 2), rgb(teach::sequential(A[1][2]))));
@@ -163,18 +165,23 @@ TEST(Pictures, SimilarityHasOnesOnTheDiagonalAndNamesEveryLeastAlikePair) {
   ASSERT_EQ(r.status, 0) << r.err;
   Picture p(path);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p.text["ordo:scale"], "-1 1 diverging");
-  EXPECT_EQ(p.cells, (std::vector<double>{8, 8, 48, 48}));  // 640 / 8, at most 48
-  for (int t = 0; t < 8; ++t) EXPECT_EQ(p.cell(t, t), (Colour{103, 0, 31})) << t;
-  EXPECT_EQ(p.cell(2, 7), p.cell(7, 2));  // symmetric
   // d = 8: cos(s, t) = (cos k + cos 0.1k + cos 0.01k + cos 0.001k) / 4 with k = t - s, lowest at k = 3
-  // among 1 .. 7 (cos 3 = -0.99), shared by the 5 pairs 3 apart.
+  // among 1 .. 7 (cos 3 = -0.99), shared by the 5 pairs 3 apart. The colours run from that value
+  // rounded down to a tenth (0.7) up to 1.
   const double k3 = (std::cos(3.0) + std::cos(0.3) + std::cos(0.03) + std::cos(0.003)) / 4;
+  const double low = std::floor(k3 * 10) / 10;
+  EXPECT_EQ(p.text["ordo:scale"], teach::short_number(low) + " 1 sequential");
+  EXPECT_EQ(p.cells, (std::vector<double>{8, 8, 48, 48}));  // 640 / 8, at most 48
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(p.cell(t, t), rgb(teach::colour_of(1.0, low, 1))) << t;
+  EXPECT_EQ(p.cell(2, 7), p.cell(7, 2));  // symmetric
   char want[160];
   std::snprintf(want, sizeof want,
                 "least alike: cosine %.4f, shared by all 5 pairs of positions 3 apart (0 and 3, ..., 4 and 7)", k3);
   EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
-  EXPECT_EQ(p.cell(0, 3), rgb(teach::colour_of(k3, -1, 1)));
+  EXPECT_EQ(p.cell(0, 3), rgb(teach::colour_of(k3, low, 1)));
+  // --vmin/--vmax keep their scale.
+  ASSERT_EQ(run_ordo("pe --positions 8 --dim 8 --no-properties --vmin -1 --similarity-png " + path).status, 0);
+  EXPECT_EQ(Picture(path).text["ordo:scale"], "-1 1 diverging");
   // One pair alone at the lowest value is named as such: at N = 10 it is k = 9, (0, 9).
   const auto one = run_ordo("pe --positions 10 --dim 8 --no-properties --similarity-png " + path);
   const double k9 = (std::cos(9.0) + std::cos(0.9) + std::cos(0.09) + std::cos(0.009)) / 4;
@@ -220,6 +227,59 @@ TEST(PeCommand, TinySizesWork) {
   const auto r = test::run_ordo("pe --positions 1 --dim 2 --variant all");
   EXPECT_NE(r.out.find("(0,2)"), std::string::npos) << r.out;  // d = 512 part: position 0 only
   EXPECT_EQ(r.out.find("(1,"), std::string::npos) << r.out;    // no position 1 when N = 1
+}
+
+// The numbers after "k=K" on the line that starts with `label`.
+std::map<int, double> cosine_line(const std::string& out, const std::string& label) {
+  std::map<int, double> by_k;
+  const size_t at = out.find(label);
+  if (at == std::string::npos) return by_k;
+  std::istringstream in(out.substr(at + label.size(), out.find('\n', at) - at - label.size()));
+  for (std::string word; in >> word;) {
+    int k;
+    if (std::sscanf(word.c_str(), "k=%d", &k) == 1) in >> by_k[k];
+  }
+  return by_k;
+}
+
+// ordo pe --model: a model's own positions. The learned table's mean cosine of rows k apart,
+// computed here in double from the weights; the sinusoids' from the formula: every pair k apart
+// has cos = (2/d) Σ_i cos(k·w_i).
+TEST(PeCommand, AModelsOwnPositions) {
+  const std::string learned = std::string(ORDO_SOURCE_DIR) + "/models/position-learned";
+  const auto r = run_ordo("pe --model " + test::quote(learned));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Model m = Model::load(learned);
+  const int N = m.config().max_positions, d = m.config().d_model;
+  const float* P = m.weights().position_embedding;
+  const auto got = cosine_line(r.out, "this model's learned table");
+  ASSERT_FALSE(got.empty()) << r.out;
+  for (const auto& [k, v] : got) {
+    double sum = 0;
+    for (int t = 0; t + k < N; ++t) {
+      double dot = 0, a = 0, b = 0;
+      for (int j = 0; j < d; ++j) {
+        const double x = P[size_t(t) * d + j], y = P[size_t(t + k) * d + j];
+        dot += x * y, a += x * x, b += y * y;
+      }
+      sum += dot / std::sqrt(a * b);
+    }
+    EXPECT_NEAR(v, sum / (N - k), 6e-4) << "k=" << k;
+  }
+  const auto sines = run_ordo("pe --model " + test::quote(std::string(ORDO_SOURCE_DIR) + "/models/default"));
+  ASSERT_EQ(sines.status, 0) << sines.err;
+  const auto s = cosine_line(sines.out, "this model's sinusoids");
+  ASSERT_EQ(s.count(1), 1u) << sines.out;
+  for (const auto& [k, v] : s) {
+    double c = 0;
+    for (int i = 0; i < 32; ++i) c += std::cos(k / std::pow(10000.0, 2.0 * i / 64)) / 32;
+    EXPECT_NEAR(v, c, 6e-4) << "k=" << k;
+  }
+  const auto none = run_ordo("pe --model " + test::quote(std::string(ORDO_SOURCE_DIR) + "/models/position-none"));
+  EXPECT_EQ(none.status, 0);
+  EXPECT_NE(none.out.find("has no positions"), std::string::npos) << none.out;
+  EXPECT_EQ(run_ordo("pe --dim 8 --model " + test::quote(learned)).status, 2);
+  EXPECT_EQ(run_ordo("pe --positions 33 --model " + test::quote(learned)).status, 2);  // the table has 32 rows
 }
 
 }  // namespace

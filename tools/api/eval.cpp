@@ -1,5 +1,6 @@
 // The held-out evaluation rule of <ordo/eval.h>, and the batched runs that apply it.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -121,7 +122,7 @@ std::vector<std::vector<int>> groups_by_length(const std::vector<int>& lengths, 
 
 std::vector<std::vector<double>> pseudo_log_likelihoods(Pipeline& pipeline,
                                                         const std::vector<std::vector<std::vector<int32_t>>>& sets,
-                                                        bool positions, int batch_tokens) {
+                                                        bool positions, int batch_tokens, int first_position) {
   pipeline.require_head(true);
   const int V = pipeline.model().config().vocab_size;
   const int32_t mask = pipeline.mask_id();
@@ -148,7 +149,8 @@ std::vector<std::vector<double>> pseudo_log_likelihoods(Pipeline& pipeline,
           truth.push_back(ids[t]);
           seqs.push_back(std::move(x));
         }
-    const std::vector<float> logits = seqs.empty() ? std::vector<float>() : pipeline.logits(seqs, rows, positions);
+    const std::vector<float> logits =
+        seqs.empty() ? std::vector<float>() : pipeline.logits(seqs, rows, positions, first_position);
     size_t k = 0;
     for (int g : group)
       for (const auto& ids : sets[g]) {
@@ -170,10 +172,12 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
   const int32_t mask = pipeline.mask_id();
   Report r;
   r.lines = int(lines.size());
-  r.limit = c.positional_encoding == PositionalEncoding::Learned ? c.max_positions : 0;
+  const bool learned = c.positional_encoding == PositionalEncoding::Learned;
+  const int offset = options.positions ? std::max(options.offset, 0) : 0;  // without positions it changes nothing
+  r.limit = learned ? c.max_positions : 0;
   r.max_pieces = std::max(options.max_pieces, 0);
-  int longest = r.limit;  // the longest line that runs (0: any)
-  if (r.max_pieces > 0 && (longest == 0 || r.max_pieces < longest)) longest = r.max_pieces;
+  int longest = learned ? std::max(c.max_positions - offset, 0) : INT_MAX;  // the longest line that runs
+  if (r.max_pieces > 0) longest = std::min(longest, r.max_pieces);
 
   std::vector<LinePlan> plans(lines.size());
   std::vector<int> runnable;  // line numbers that are masked and counted
@@ -181,7 +185,7 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
     const int L = int(lines[i].size());
     if (L == 0) {
       ++r.empty;
-    } else if (longest > 0 && L > longest) {
+    } else if (L > longest) {
       ++r.left_out;
     } else {
       plans[i] = plan(lines[i], i);
@@ -209,7 +213,7 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
         }
         seqs.push_back(std::move(x));
       }
-      const std::vector<float> logits = pipeline.logits(seqs, rows, options.positions);
+      const std::vector<float> logits = pipeline.logits(seqs, rows, options.positions, offset);
       for (size_t k = 0; k < rows.size(); ++k) {
         const int rank = rank_of(logits.data() + k * V, V, truth[k]);
         Bucket& b = buckets[rows[k].position / kBucket];
@@ -221,9 +225,13 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
         ++r.masked;
         r.top1 += rank == 0;
         r.top5 += rank < 5;
+        r.pieces.push_back({runnable[group[rows[k].sequence]], rows[k].position, rank});
       }
     }
     for (const auto& [k, b] : buckets) r.buckets.push_back(b);
+    std::sort(r.pieces.begin(), r.pieces.end(), [](const Report::Piece& x, const Report::Piece& y) {
+      return x.line != y.line ? x.line < y.line : x.position < y.position;
+    });
   }
   if (!options.order) return r;
 
@@ -238,7 +246,7 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
     if (!plans[i].swapped.empty()) sets.back().push_back(plans[i].swapped);
   }
   r.order_lines = int(tested.size());
-  const auto scores = pseudo_log_likelihoods(pipeline, sets, options.positions, options.batch_tokens);
+  const auto scores = pseudo_log_likelihoods(pipeline, sets, options.positions, options.batch_tokens, offset);
   for (size_t n = 0; n < tested.size(); ++n) {
     const LinePlan& p = plans[tested[n]];
     const double natural = scores[n][0];
@@ -258,6 +266,36 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
     }
   }
   return r;
+}
+
+Paired paired_top1(const Report& a, const Report& b) {
+  Paired out;
+  size_t i = 0, j = 0;  // both lists are sorted by (line, position)
+  while (i < a.pieces.size() && j < b.pieces.size()) {
+    const Report::Piece &x = a.pieces[i], &y = b.pieces[j];
+    if (x.line != y.line || x.position != y.position) {
+      (x.line < y.line || (x.line == y.line && x.position < y.position)) ? ++i : ++j;
+      continue;
+    }
+    ++out.pieces;
+    const bool ha = x.rank == 0, hb = y.rank == 0;
+    out.both += ha && hb;
+    out.a_only += ha && !hb;
+    out.b_only += hb && !ha;
+    ++i, ++j;
+  }
+  if (out.pieces == 0) return out;
+  const double n = double(out.pieces), d = double(out.b_only - out.a_only);
+  out.difference = d / n;
+  const double half = 1.96 * std::sqrt(std::max(0.0, double(out.a_only + out.b_only) - d * d / n)) / n;
+  out.low = out.difference - half, out.high = out.difference + half;
+  // P(X ≤ m) for X ~ Binomial(t, ½), summed in logs: C(t, k)·2^−t.
+  const long t = out.a_only + out.b_only, m = std::min(out.a_only, out.b_only);
+  double tail = 0;
+  for (long k = 0; k <= m; ++k)
+    tail += std::exp(std::lgamma(t + 1.0) - std::lgamma(k + 1.0) - std::lgamma(t - k + 1.0) - t * std::log(2.0));
+  out.p = std::min(1.0, 2 * tail);
+  return out;
 }
 
 }  // namespace ordo::eval

@@ -339,7 +339,7 @@ Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string&
 }
 
 std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids, const std::vector<Row>& rows,
-                                    bool positions) {
+                                    bool positions, int first_position) {
   require_head(false);
   const int d = model_.config().d_model, V = model_.config().vocab_size;
   for (const Row& r : rows)
@@ -380,6 +380,7 @@ std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids
   }
   EncodeOptions options;
   options.positions = positions;
+  options.first_position = first_position;
   const Hidden h = encoder_.forward(*run, options);
   check_finite(h, *run, options, "sequences");
   // The rows asked for, each distinct one once (a matrix product's rounding may depend on where a
@@ -442,7 +443,8 @@ std::vector<Scored> Pipeline::pseudo_log_likelihood(const std::vector<std::vecto
   return out;
 }
 
-Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::string& where) {
+Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::string& where, bool words,
+                      int first_position) {
   require_head(true);
   Filled f;
   std::vector<int> masks;
@@ -454,11 +456,27 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
   std::vector<Row> rows;
   for (int m : masks) rows.push_back({0, m});
   const int V = model_.config().vocab_size;
-  const std::vector<float> z = logits({f.tokens.ids}, rows, positions);
+  const std::vector<float> z = logits({f.tokens.ids}, rows, positions, first_position);
   for (size_t i = 0; i < masks.size(); ++i) {
     Filled::Mask m;
     m.position = masks[i];
-    for (const auto& [id, p] : top_k(z.data() + i * size_t(V), V, k)) m.top.push_back({id, tokenizer_.piece(id), p});
+    const float* row = z.data() + i * size_t(V);
+    if (!words) {
+      for (const auto& [id, p] : top_k(row, V, k)) m.top.push_back({id, tokenizer_.piece(id), p});
+    } else {  // the pieces that start a word ("▁" and more), by logit; p still over the whole vocabulary
+      static const std::string kWordStart = "\u2581";
+      std::vector<int32_t> ids;
+      for (int32_t id = 0; id < V; ++id) {
+        const std::string piece = tokenizer_.piece(id);
+        if (piece.size() > kWordStart.size() && piece.compare(0, kWordStart.size(), kWordStart) == 0) ids.push_back(id);
+      }
+      const size_t n = std::min(ids.size(), size_t(std::max(k, 0)));
+      std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                        [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+      const double lse = log_sum_exp(row, V);
+      for (size_t r = 0; r < n; ++r)
+        m.top.push_back({ids[r], tokenizer_.piece(ids[r]), std::exp(double(row[ids[r]]) - lse)});
+    }
     m.logits.assign(z.begin() + i * size_t(V), z.begin() + (i + 1) * size_t(V));
     f.masks.push_back(std::move(m));
   }

@@ -262,15 +262,20 @@ std::string row_label_blank() {
   return std::string(kLabel, ' ');
 }
 
-void print_attention(const float* A, int L, int stride, const std::vector<std::string>& pieces) {
+void print_token_table(const float* A, int L, int stride, const std::vector<std::string>& pieces, int width,
+                       int precision) {
   std::printf("  %s", fit("query \\ key", kLabel).c_str());
-  for (int u = 0; u < L; ++u) std::printf(" %s", fit(pieces[u], 7).c_str());
+  for (int u = 0; u < L; ++u) std::printf(" %s", fit(pieces[u], width).c_str());
   std::printf("\n");
   for (int t = 0; t < L; ++t) {
     std::printf("  %s", row_label(t, pieces[t]).c_str());
-    for (int u = 0; u < L; ++u) std::printf(" %7.4f", A[size_t(t) * stride + u]);
+    for (int u = 0; u < L; ++u) std::printf(" %*.*f", width, precision, A[size_t(t) * stride + u]);
     std::printf("\n");
   }
+}
+
+void print_attention(const float* A, int L, int stride, const std::vector<std::string>& pieces) {
+  print_token_table(A, L, stride, pieces, 7, 4);
 }
 
 }  // namespace ordo::cli

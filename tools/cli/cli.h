@@ -119,6 +119,9 @@ void scale(const cxxopts::ParseResult& args, double* vmin, double* vmax);
 
 // A token × token table of attention weights: row t = query token, column u = key token.
 void print_attention(const float* A, int L, int stride, const std::vector<std::string>& pieces);
+// The same table with numbers `width` wide and `precision` decimals (scores of any sign and size).
+void print_token_table(const float* A, int L, int stride, const std::vector<std::string>& pieces, int width,
+                       int precision);
 // "t piece", cut or padded to the row-label width of print_attention.
 std::string row_label(int t, const std::string& piece);
 // Spaces as wide as a row label, above the labels.

@@ -77,12 +77,18 @@ nlohmann::json report_json(const Result& m) {
           {"buckets", buckets}};
 }
 
-void print_tables(const std::string& input, int lines, bool positions, const std::vector<Result>& results) {
+// pieces: each line's number of pieces, sorted.
+void print_tables(const std::string& input, int lines, bool positions, int offset, const std::vector<Result>& results,
+                  const std::vector<int>& pieces) {
   int name_width = 5;
   for (const Result& m : results) name_width = std::max(name_width, columns(m.dir));
   const std::string name = pad_right("model", name_width);
   std::printf("ordo eval: %d lines of %s%s; masking seed %llu + line number\n", lines, input.c_str(),
               positions ? "" : ", run WITHOUT positions (--no-pe)", (unsigned long long)eval::kSeed);
+  if (offset > 0) std::printf("every line starts at position %d (--offset)\n", offset);
+  if (!pieces.empty())
+    std::printf("pieces per line (%s's tokenizer): median %d, from %d to %d\n", results[0].dir.c_str(),
+                pieces[pieces.size() / 2], pieces.front(), pieces.back());
 
   std::printf("\nmasked pieces (15%% of each line's pieces, masked all at once)\n");
   std::printf("  %s  %-12s %6s %9s %7s %8s %8s\n", name.c_str(), "positions", "lines", "left out", "masked", "top-1 %",
@@ -92,6 +98,21 @@ void print_tables(const std::string& input, int lines, bool positions, const std
     std::printf("  %s  %-12s %6d %9d %7ld %8s %8s\n", pad_right(m.dir, name_width).c_str(), positions_name(m).c_str(),
                 r.evaluated, r.left_out, r.masked, percent(r.top1, r.masked).c_str(),
                 percent(r.top5, r.masked).c_str());
+  }
+
+  if (results.size() > 1) {
+    std::printf(
+        "\npaired: top-1 on the masked pieces both models were scored on, each model against the first\n"
+        "(McNemar's exact test over the pieces exactly one of the two gets right; 95%% interval of the\n"
+        "difference, paired normal approximation; one trained model each: it says nothing of training seeds)\n");
+    std::printf("  %s  %7s %8s %8s %12s %20s %9s\n", name.c_str(), "pieces", "only 1st", "only it", "difference",
+                "95% interval", "p");
+    for (size_t k = 1; k < results.size(); ++k) {
+      const eval::Paired q = eval::paired_top1(results[0].report, results[k].report);
+      std::printf("  %s  %7ld %8ld %8ld %+9.1f pt [%+6.1f, %+6.1f] pt %9.2g\n",
+                  pad_right(results[k].dir, name_width).c_str(), q.pieces, q.a_only, q.b_only, 100 * q.difference,
+                  100 * q.low, 100 * q.high, q.p);
+    }
   }
 
   int order_lines = 0;
@@ -150,8 +171,9 @@ void print_tables(const std::string& input, int lines, bool positions, const std
       std::printf("%s: %d of %d lines left out: longer than --max-pieces %d (lines are never cut short)\n",
                   m.dir.c_str(), r.left_out, r.lines, r.max_pieces);
     else if (r.left_out > 0)
-      std::printf("%s: %d of %d lines left out: longer than its %d learned positions (lines are never cut short)\n",
-                  m.dir.c_str(), r.left_out, r.lines, r.limit);
+      std::printf("%s: %d of %d lines left out: longer than its %d learned positions%s (lines are never cut short)\n",
+                  m.dir.c_str(), r.left_out, r.lines, r.limit,
+                  offset > 0 ? (" from position " + std::to_string(offset)).c_str() : "");
     if (r.empty > 0) std::printf("%s: %d empty lines: nothing to mask\n", m.dir.c_str(), r.empty);
   }
 }
@@ -185,6 +207,10 @@ int cmd_eval(int argc, char** argv) {
       "max-pieces",
       "leave out (and count) lines of more than N pieces, e.g. 32 to compare on the lines a 32-row "
       "learned table can run",
+      cxxopts::value<int>()->default_value("0"))(
+      "offset",
+      "start every line at position K instead of 0: the same texts at unseen positions (sinusoidal and "
+      "learned positions move; rope and alibi see only distances)",
       cxxopts::value<int>()->default_value("0"))("json", "print one JSON object")(
       "png", "draw top-1 accuracy against position, one line per model (PNG, or SVG by the name's extension)",
       cxxopts::value<std::string>())("threads", "threads for the matrix work (0: one per core)",
@@ -208,7 +234,9 @@ int cmd_eval(int argc, char** argv) {
   eval::Options options;
   options.positions = positions;
   options.max_pieces = int_option(args, "max-pieces", 0, kMaxCount, " (0: no limit)");
+  options.offset = int_option(args, "offset", 0, 1000000);
   std::vector<Result> results;
+  std::vector<int> pieces;  // per line, sorted (the first model's tokenizer)
   for (const std::string& dir : dirs) {
     Pipeline pipeline(dir);
     pipeline.require_head(true);  // before the file is tokenized: the model is the first thing to be wrong
@@ -216,26 +244,63 @@ int cmd_eval(int argc, char** argv) {
     lines.reserve(texts.size());
     for (size_t i = 0; i < texts.size(); ++i)
       lines.push_back(pipeline.tokenizer().encode(texts[i], input + ": line " + std::to_string(i + 1)).ids);
+    if (results.empty()) {
+      for (const auto& l : lines) pieces.push_back(int(l.size()));
+      std::sort(pieces.begin(), pieces.end());
+    }
     results.push_back({dir, pipeline.model().config().positional_encoding, eval::evaluate(pipeline, lines, options)});
   }
 
   if (args.count("png")) {
-    teach::Figure figure{
-        positions ? "Masked top-1 accuracy by position" : "Masked top-1 accuracy by position, no positions",
-        "position of the masked piece (buckets of 32)", "top-1 accuracy (%)"};
+    // Per bucket of positions, each model's top-1 (full colour) and top-5 (pale) as bars with 95%
+    // intervals (Wilson's score interval for a proportion), and the masked pieces counted above.
+    size_t slash = input.find_last_of('/');
+    const std::string data = slash == std::string::npos ? input : input.substr(slash + 1);
+    teach::Figure figure{std::string(results.size() <= 3 ? "Masked accuracy" : "Masked top-1 accuracy") +
+                             " by position, " + data + " (" + std::to_string(texts.size()) + " lines)" +
+                             (positions ? "" : ", run without positions"),
+                         "position of the masked piece (buckets of 32; n = masked pieces in the bucket)",
+                         "accuracy (%), bars: 95% intervals"};
     teach::LineChart chart;
+    chart.bars = true;
+    chart.bar_group = 0.8 * eval::kBucket;
     int last = 0;
-    for (const Result& m : results) {
-      teach::Series s;
-      s.name = m.dir;
+    auto wilson = [](long hits, long n, double* lo, double* hi) {
+      const double z = 1.96, p = double(hits) / n, z2n = z * z / n;
+      const double centre = (p + z2n / 2) / (1 + z2n),
+                   half = z * std::sqrt(p * (1 - p) / n + z2n / (4 * n)) / (1 + z2n);
+      *lo = 100 * (centre - half), *hi = 100 * (centre + half);
+    };
+    // Top-5 beside top-1 for up to three models; with more, top-1 alone keeps the bars readable. The
+    // count of masked pieces stands once per bucket, over the first model's bars.
+    const bool with_top5 = results.size() <= 3;
+    bool counted = false;
+    for (size_t k = 0; k < results.size(); ++k) {
+      const Result& m = results[k];
+      teach::Series top1, top5;
+      top1.name = m.dir + " top-1", top5.name = m.dir + " top-5";
+      top1.colour = top5.colour = int(k);
+      top5.light = true;
       for (const eval::Bucket& b : m.report.buckets) {
-        s.x.push_back((b.from + b.to) / 2.0);
-        s.y.push_back(100.0 * share(b.top1, b.masked));
+        double lo, hi;
+        for (teach::Series* s : {&top1, &top5}) {
+          const long hits = s == &top1 ? b.top1 : b.top5;
+          wilson(hits, b.masked, &lo, &hi);
+          s->x.push_back((b.from + b.to + 1) / 2.0);
+          s->y.push_back(100.0 * share(hits, b.masked));
+          s->lo.push_back(lo), s->hi.push_back(hi);
+          s->notes.push_back(!counted && (s == &top5) == with_top5 ? "n=" + std::to_string(b.masked) : "");
+        }
         last = std::max(last, b.to + 1);
       }
-      if (m.report.buckets.empty() && m.report.left_out > 0)
-        s.name += " (no text fits its " + std::to_string(m.report.limit) + " positions)";
-      chart.series.push_back(std::move(s));
+      if (m.report.buckets.empty() && m.report.left_out > 0) {
+        top1.name = m.dir + ": no text fits its " + std::to_string(m.report.limit) + " positions";
+        chart.series.push_back(std::move(top1));
+        continue;
+      }
+      counted = counted || !m.report.buckets.empty();
+      chart.series.push_back(std::move(top1));
+      if (with_top5) chart.series.push_back(std::move(top5));
     }
     chart.x_min = 0;
     chart.x_max = std::max(last, 2 * eval::kBucket);
@@ -257,11 +322,12 @@ int cmd_eval(int argc, char** argv) {
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  print_tables(input, int(texts.size()), positions, results);
+  print_tables(input, int(texts.size()), positions, positions ? options.offset : 0, results, pieces);
   if (args.count("png")) {
     const std::string marked = train_length > 0 ? ", training length " + std::to_string(train_length) + " marked" : "";
-    std::printf("\nwrote %s: top-1 accuracy by position, one line per model%s\n", args["png"].as<std::string>().c_str(),
-                marked.c_str());
+    std::printf(
+        "\nwrote %s: %s accuracy by position, bars per bucket of 32 with 95%% intervals, one colour per model%s\n",
+        args["png"].as<std::string>().c_str(), dirs.size() <= 3 ? "top-1 and top-5" : "top-1", marked.c_str());
   }
   return 0;
 }

@@ -19,7 +19,14 @@ int cmd_fill(int argc, char** argv) {
   o.add_options()("top", "pieces to show per <mask>", cxxopts::value<int>()->default_value("5"))(
       "json", "print one JSON object: text, pieces, ids, masks [{position, top [{piece, id, prob}]}]")(
       "logits", "with --json, each mask's raw head output too: \"logits\", one per piece of the vocabulary")(
-      "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));
+      "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"))(
+      "offset",
+      "the text's first piece stands at position K (sinusoidal and learned positions move; rope and alibi see only "
+      "distances)",
+      cxxopts::value<int>()->default_value("0"))(
+      "words",
+      "only pieces that start a word (\u2581...): whole-word guesses, each with its probability over all "
+      "pieces");
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "fill");
@@ -32,9 +39,11 @@ int cmd_fill(int argc, char** argv) {
 
   const std::string where = "argument 1";
   check_runnable(pipeline, pipeline.tokenize_masked(text, where), where);
+  const bool words = args.count("words") > 0;
+  const int offset = int_option(args, "offset", 0, 1000000);
   const Filled f = [&] {
     try {
-      return pipeline.fill(text, k, positions, where);
+      return pipeline.fill(text, k, positions, where, words, offset);
     } catch (const NonFiniteActivations& e) {  // named as the text, not as a sequence of the batch
       throw InputError(e.file, where + ": " + e.message);
     }
@@ -59,8 +68,8 @@ int cmd_fill(int argc, char** argv) {
   std::cout << "\n";
   for (size_t i = 0; i < f.masks.size(); ++i) {
     const Filled::Mask& m = f.masks[i];
-    std::printf("\n<mask> %zu of %zu (piece %d)%s\n", i + 1, f.masks.size(), m.position,
-                positions ? "" : ", without positions");
+    std::printf("\n<mask> %zu of %zu (piece %d)%s%s\n", i + 1, f.masks.size(), m.position,
+                positions ? "" : ", without positions", words ? ", word-start pieces only" : "");
     for (size_t r = 0; r < m.top.size(); ++r)
       std::printf("  %2zu  %s %6.2f%%\n", r + 1, pad_right(m.top[r].piece, 16).c_str(), 100.0 * m.top[r].prob);
   }

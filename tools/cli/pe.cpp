@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <ordo/engine/model.h>
+#include <ordo/engine/reference.h>
 #include <ordo/errors.h>
 
 #include "common/atomic_file.h"
@@ -151,6 +153,268 @@ std::string least_alike(const std::vector<double>& S, int N) {
   return buf;
 }
 
+// --similarity-png: the N × N cosines in h.values drawn; returns the paragraph saying how to read it.
+std::string similarity_picture(const cxxopts::ParseResult& args, teach::Heatmap h, int N, const std::string& title) {
+  h.rows = h.cols = N;
+  h.value_name = "cosine of P_s and P_t";
+  teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
+  const teach::Figure f{title, "position t", "position s"};
+  const std::string path = args["similarity-png"].as<std::string>();
+  const auto drawn = teach::draw(path, f, h);
+  return "\n" + teach::describe(path, f, h, drawn, "positions s = 0 .. " + std::to_string(N - 1),
+                                "positions t = 0 .. " + std::to_string(N - 1));
+}
+
+// cos(P_s, P_t) for every pair of N rows of width d.
+std::vector<double> cosines(const float* P, int N, int d) {
+  std::vector<double> norm(N), out(size_t(N) * N);
+  for (int t = 0; t < N; ++t) {
+    double sq = 0;
+    for (int j = 0; j < d; ++j) sq += double(P[size_t(t) * d + j]) * P[size_t(t) * d + j];
+    norm[t] = std::sqrt(sq);
+  }
+  for (int s = 0; s < N; ++s)
+    for (int t = 0; t < N; ++t) {
+      double dot = 0;
+      for (int j = 0; j < d; ++j) dot += double(P[size_t(s) * d + j]) * P[size_t(t) * d + j];
+      out[size_t(s) * N + t] = norm[s] > 0 && norm[t] > 0 ? dot / (norm[s] * norm[t]) : 0.0;
+    }
+  return out;
+}
+
+// One line: the mean cosine of the rows k apart, for k = 1, 2, 4, ... below N.
+void print_cosine_by_distance(const char* label, const std::vector<double>& C, int N) {
+  std::printf("  %-28s", label);
+  for (int k = 1; k < N; k *= 2) {
+    double sum = 0;
+    for (int s = 0; s + k < N; ++s) sum += C[size_t(s) * N + s + k];
+    std::printf("  k=%d %.3f", k, sum / (N - k));
+  }
+  std::printf("\n");
+}
+
+// `ordo pe --model DIR` for rope and alibi, which add nothing to the token vectors: what they apply
+// inside every head's attention, and the property that makes them relative: shifting every position
+// by k changes no score (checked here in double with seeded random q and k through the plain code).
+int relative_positions(const cxxopts::ParseResult& args, const std::string& dir, const Config& c) {
+  const int h = c.n_heads, dh = c.head_dim();
+  const int N = args.count("positions") ? args["positions"].as<int>() : 16;
+  if (N <= 1 || N > 4096) throw UsageError("--positions must be in 2 .. 4096");
+  const bool alibi = c.positional_encoding == PositionalEncoding::Alibi;
+  const std::vector<double> slopes = reference::alibi_slopes(h);
+  std::vector<float> picture;  // rows × cols
+  int rows = 0, cols = 0;
+  if (alibi) {
+    std::printf(
+        "positions of %s: alibi, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
+        "b_ij = -m_h |i - j| before the softmax (the same slope on both sides of the query)\n",
+        dir.c_str());
+    std::printf("%-8s %10s   bias at distance |i - j| = 0, 1, 2, ...\n", "head", "slope m_h");
+    for (int k = 0; k < h; ++k) {
+      std::printf("%-8d %10.6g  ", k, slopes[k]);
+      for (int t = 0; t < std::min(N, 8); ++t) std::printf(" %8.4f", 0.0 - slopes[k] * t);
+      std::printf("\n");
+    }
+    rows = h, cols = N;
+    for (int k = 0; k < h; ++k)
+      for (int t = 0; t < N; ++t) picture.push_back(float(0.0 - slopes[k] * t));
+  } else {
+    const int pairs = dh / 2;
+    std::printf(
+        "positions of %s: rope, nothing added to the token vectors; in every head q and k are turned pair by\n"
+        "pair (2i, 2i+1) by the angle t*theta_i of their position t, theta_i = %g^(-2i/dh), dh = %d: %d pairs\n",
+        dir.c_str(), c.pe_base, dh, pairs);
+    std::printf(
+        "the angles t*theta_i in radians (a pair's wavelength 2pi/theta_i: %.4g positions for pair 0, %.4g for "
+        "pair %d)\n",
+        2 * M_PI, 2 * M_PI / std::pow(c.pe_base, -2.0 * (pairs - 1) / dh), pairs - 1);
+    std::printf("%8s", "t \\ i");
+    for (int i = 0; i < std::min(pairs, 8); ++i) std::printf(" %9d", i);
+    std::printf("\n");
+    for (int t = 0; t < std::min(N, 8); ++t) {
+      std::printf("%8d", t);
+      for (int i = 0; i < std::min(pairs, 8); ++i) std::printf(" %9.4f", t * std::pow(c.pe_base, -2.0 * i / dh));
+      std::printf("\n");
+    }
+    rows = N, cols = pairs;
+    for (int t = 0; t < N; ++t)
+      for (int i = 0; i < pairs; ++i)
+        picture.push_back(float(std::remainder(t * std::pow(c.pe_base, -2.0 * i / dh), 2 * M_PI)));
+  }
+  // Shift invariance: the scores of positions 0..N−1 against those of k..k+N−1.
+  std::vector<double> q(size_t(N) * dh), key(size_t(N) * dh);
+  uint64_t x = 20170612;
+  auto next = [&] {  // a small fixed generator: the same numbers on every machine
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return double(x >> 11) / double(1ull << 53) * 2 - 1;
+  };
+  for (double& v : q) v = next();
+  for (double& v : key) v = next();
+  auto scores = [&](int first, int head) {
+    std::vector<double> a(q), b(key), out(size_t(N) * N);
+    if (!alibi)
+      reference::rope(a.data(), N, dh, 1, dh, c.pe_base, first),
+          reference::rope(b.data(), N, dh, 1, dh, c.pe_base, first);
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int e = 0; e < dh; ++e) s += a[size_t(i) * dh + e] * b[size_t(j) * dh + e];
+        out[size_t(i) * N + j] =
+            s / std::sqrt(double(dh)) - (alibi ? slopes[head] * std::abs((first + i) - (first + j)) : 0.0);
+      }
+    return out;
+  };
+  double worst = 0, largest = 0;
+  for (int head = 0; head < (alibi ? h : 1); ++head) {
+    const std::vector<double> s0 = scores(0, head);
+    for (double v : s0) largest = std::max(largest, std::fabs(v));
+    for (int shift : {1, 7, 100, 1000}) {
+      const std::vector<double> s1 = scores(shift, head);
+      for (size_t n = 0; n < s0.size(); ++n) worst = std::max(worst, std::fabs(s1[n] - s0[n]));
+    }
+  }
+  std::printf(
+      "\nrelative: shifting every position by k = 1, 7, 100, 1000 changes no score q.k/sqrt(dh)%s: %s, worst "
+      "change %.3g (scores up to %.3g; random q, k of %d positions, in double)\n",
+      alibi ? " - m|i - j|" : "", worst <= 1e-9 * std::max(1.0, largest) ? "holds" : "FAILS", worst, largest, N);
+
+  if (args.count("png")) {
+    teach::Heatmap hm;
+    hm.rows = rows, hm.cols = cols, hm.values.assign(picture.begin(), picture.end());
+    const double m = alibi ? slopes[0] * (N - 1) : M_PI;
+    hm.vmin = -m, hm.vmax = m;
+    scale(args, &hm.vmin, &hm.vmax);
+    hm.value_name = alibi ? "bias -m_h k" : "angle t*theta_i (wrapped to -pi .. pi)";
+    teach::choose_cells(rows, cols, false, &hm.cell_w, &hm.cell_h);
+    const teach::Figure f{
+        alibi ? "ALiBi bias by distance, " + dir + ": one row per head, N = " + std::to_string(N)
+              : "RoPE rotation angles, " + dir + ": N = " + std::to_string(N) + ", dh = " + std::to_string(dh),
+        alibi ? "distance k = |i - j|" : "pair i", alibi ? "head" : "position t"};
+    const std::string path = args["png"].as<std::string>();
+    const auto drawn = teach::draw(path, f, hm);
+    std::printf(
+        "\n%s",
+        teach::describe(path, f, hm, drawn,
+                        alibi ? "heads 0 .. " + std::to_string(h - 1) : "positions t = 0 .. " + std::to_string(N - 1),
+                        alibi ? "distances 0 .. " + std::to_string(N - 1) : "pairs 0 .. " + std::to_string(cols - 1))
+            .c_str());
+  }
+  return 0;
+}
+
+// `ordo pe --model DIR`: the positions a model adds to its token vectors, as it has them: the
+// sinusoids of its config, or the table it learned, with the same numbers for both (row norms,
+// how alike rows k apart are) and the same pictures.
+int model_positions(const cxxopts::ParseResult& args) {
+  for (const char* other : {"dim", "layout", "variant", "base"})
+    if (args.count(other))
+      throw UsageError(std::string("--model takes the positions from the model; --") + other + " does not apply");
+  const std::string dir = model_dir(args);
+  const Model model = Model::load(dir);
+  const Config& c = model.config();
+  const int d = c.d_model;
+  if (c.positional_encoding == PositionalEncoding::None) {
+    std::printf(
+        "%s has no positions (\"positional_encoding\": \"none\"): nothing is added to its token vectors,\n"
+        "so it sees every order of the same pieces alike\n",
+        dir.c_str());
+    return 0;
+  }
+  if (!added_to_input(c.positional_encoding)) {
+    if (args.count("similarity-png"))
+      throw UsageError("--similarity-png compares position vectors; this model adds none");
+    return relative_positions(args, dir, c);
+  }
+  const bool learned = c.positional_encoding == PositionalEncoding::Learned;
+  const int most = learned ? c.max_positions : 4096;
+  const int N = args.count("positions") ? args["positions"].as<int>() : learned ? c.max_positions : 64;
+  if (N <= 0 || N > most)
+    throw UsageError("--positions must be in 1 .. " + std::to_string(most) +
+                     (learned ? " (the model's learned table has " + std::to_string(most) + " rows)" : ""));
+  std::vector<float> P(size_t(N) * d);
+  if (learned)
+    std::copy_n(model.weights().position_embedding, P.size(), P.begin());
+  else
+    P = teach::pe_table(c.pe_layout == PeLayout::Split ? PeVariant::Split : PeVariant::Paper, N, d, c.pe_base);
+  const std::vector<float> sines = teach::pe_table(PeVariant::Paper, N, d, 10000.0);
+
+  double lo = 1e300, hi = 0, mean = 0;
+  int lo_t = 0, hi_t = 0;
+  for (int t = 0; t < N; ++t) {
+    double sq = 0;
+    for (int j = 0; j < d; ++j) sq += double(P[size_t(t) * d + j]) * P[size_t(t) * d + j];
+    const double n = std::sqrt(sq);
+    mean += n / N;
+    if (n < lo) lo = n, lo_t = t;
+    if (n > hi) hi = n, hi_t = t;
+  }
+  const std::vector<double> C = cosines(P.data(), N, d);
+  char base_text[32];
+  std::snprintf(base_text, sizeof base_text, "%g", c.pe_base);
+  const std::string what = learned ? "learned table P[t]"
+                                   : std::string("sinusoids, ") + to_string(c.pe_layout) + " layout, base " + base_text;
+  std::string pictures;
+  std::vector<std::string> written;
+  try {
+    if (args.count("png")) {
+      teach::Heatmap h;
+      h.rows = N, h.cols = d, h.values.assign(P.begin(), P.end());
+      h.vmin = -1, h.vmax = 1;
+      if (learned) {  // a learned table is not bounded by 1: the scale is its own largest value
+        float m = 0;
+        for (float v : P) m = std::max(m, std::fabs(v));
+        h.vmin = -m, h.vmax = m;
+      }
+      scale(args, &h.vmin, &h.vmax);
+      h.value_name = learned ? "P[t][dim]" : "PE(t, dim)";
+      teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
+      const teach::Figure f{
+          "Positions of " + dir + ": " + what + ", N = " + std::to_string(N) + ", d = " + std::to_string(d),
+          "dimension", "position t"};
+      const std::string path = args["png"].as<std::string>();
+      const auto drawn = teach::draw(path, f, h);
+      written.push_back(path);
+      pictures += "\n" + teach::describe(path, f, h, drawn, "positions t = 0 .. " + std::to_string(N - 1),
+                                         "dimensions 0 .. " + std::to_string(d - 1));
+    }
+    if (args.count("similarity-png")) {
+      teach::Heatmap h;
+      h.values.assign(C.begin(), C.end()), h.vmin = -1, h.vmax = 1;
+      scale(args, &h.vmin, &h.vmax);
+      pictures += similarity_picture(args, h, N,
+                                     "Cosine similarity of the positions of " + dir + ": " + what +
+                                         ", N = " + std::to_string(N) + ", d = " + std::to_string(d));
+      written.push_back(args["similarity-png"].as<std::string>());
+    }
+  } catch (...) {
+    for (const std::string& path : written) std::remove(path.c_str());
+    throw;
+  }
+
+  const int cols = std::min(d, int_option(args, "columns", 1, 65536));
+  std::printf("positions of %s: %s, %d positions x %d dims%s\n", dir.c_str(), what.c_str(), N, d,
+              cols < d ? (" (first " + std::to_string(cols) + " dims shown)").c_str() : "");
+  std::printf("%8s", "t \\ dim");
+  for (int j = 0; j < cols; ++j) std::printf(" %8d", j);
+  std::printf("\n");
+  for (int t = 0; t < std::min(N, 8); ++t) {
+    std::printf("%8d", t);
+    for (int j = 0; j < cols; ++j) std::printf(" %8.4f", P[size_t(t) * d + j]);
+    std::printf("\n");
+  }
+  if (N > 8) std::printf("%8s (rows 8 .. %d not shown)\n", "...", N - 1);
+  if (learned)
+    std::printf("\nrow norms |P[t]|: mean %.4f, smallest %.4f (t = %d), largest %.4f (t = %d)\n", mean, lo, lo_t, hi,
+                hi_t);
+  else
+    std::printf("\nrow norms: every row has |PE(t)| = sqrt(d/2) = %.4f (a sine and a cosine per pair)\n", mean);
+  std::printf("how alike rows k apart are: the mean cosine over all pairs (t, t + k)\n");
+  print_cosine_by_distance(learned ? "this model's learned table" : "this model's sinusoids", C, N);
+  if (learned) print_cosine_by_distance("the paper's sinusoids", cosines(sines.data(), N, d), N);
+  std::printf("%s", pictures.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_pe(int argc, char** argv) {
@@ -170,10 +434,21 @@ int cmd_pe(int argc, char** argv) {
       "csv", "write the whole N x d table to FILE", cxxopts::value<std::string>())(
       "png", "draw the N x d table as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)", cxxopts::value<std::string>())(
       "similarity-png", "draw the N x N cosines P P^T / (d/2) as a heatmap: FILE.png or FILE.svg (scale -1 .. 1)",
-      cxxopts::value<std::string>())("no-properties", "skip the property report");
+      cxxopts::value<std::string>())(
+      "lines-png", "draw a few dimensions (--line-dims) against position, one line each: FILE.png or FILE.svg",
+      cxxopts::value<std::string>())("line-dims", "the dimensions --lines-png draws",
+                                     cxxopts::value<std::string>()->default_value("4,5,6,7"))(
+      "no-properties", "skip the property report")(
+      "model",
+      "show the positions this model adds (its sinusoids or its learned table), with their norms and how "
+      "alike rows k apart are; --positions, --columns and the pictures apply",
+      cxxopts::value<std::string>());
   add_scale_options(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  for (const char* file : {"png", "similarity-png"})
+    if (args.count(file)) teach::picture_format(args[file].as<std::string>());
+  if (args.count("model")) return model_positions(args);
   const int N = int_option(args, "positions", 1, kMaxCount), d = int_option(args, "dim", 1, 65536);
   const int columns = int_option(args, "columns", 1, 65536);
   const double base = args["base"].as<double>();
@@ -200,13 +475,29 @@ int cmd_pe(int argc, char** argv) {
   if (args.count("png") && (N > 4096 || d > 4096)) throw UsageError("--png draws at most 4096 positions and 4096 dims");
 
   // Files are named before any work: a wrong extension stops the command first.
-  for (const char* file : {"png", "similarity-png"})
+  for (const char* file : {"png", "similarity-png", "lines-png"})
     if (args.count(file)) teach::picture_format(args[file].as<std::string>());
+  std::vector<int> line_dims;
+  if (args.count("lines-png")) {
+    const std::string list = args["line-dims"].as<std::string>();
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string item = list.substr(at, comma - at);
+      char* end = nullptr;
+      const long j = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || j < 0 || j >= d)
+        throw UsageError("--line-dims takes dimensions in 0 .. " + std::to_string(d - 1) + ", comma-separated; got \"" +
+                         list + "\"");
+      line_dims.push_back(int(j));
+      at = comma + 1;
+    }
+    if (line_dims.size() > 7) throw UsageError("--line-dims takes 1 to 7 dimensions");
+  }
   double vmin = -1, vmax = 1;
   scale(args, &vmin, &vmax);
 
   if (all) {
-    for (const char* file : {"csv", "png", "similarity-png"})
+    for (const char* file : {"csv", "png", "similarity-png", "lines-png"})
       if (args.count(file))
         throw UsageError(std::string("--variant all prints the side-by-side comparison only; --") + file +
                          " writes one table: name one variant (paper, split, tensor2tensor or doubled-exponent)");
@@ -222,9 +513,12 @@ int cmd_pe(int argc, char** argv) {
   // All the files or none: each is written whole; if a later one fails, the earlier ones go too.
   std::vector<std::string> written;
   std::string pictures;  // what to print about each picture
-  char what[160];
-  std::snprintf(what, sizeof what, "%s, %s layout, base %g", teach::to_string(variant),
-                layout == PeLayout::Split ? "split" : "interleaved", base);
+  // "N = 64, d = 128, interleaved layout, base 10000", naming the variant where it is not only a layout.
+  char what[200];
+  const bool named = variant != PeVariant::Paper && variant != PeVariant::Split;
+  std::snprintf(what, sizeof what, "N = %d, d = %d, %s%s%s layout, base %g", N, d,
+                named ? teach::to_string(variant) : "", named ? ", " : "",
+                layout == PeLayout::Split ? "split (sines | cosines)" : "interleaved (sin, cos, ...)", base);
   try {
     if (args.count("csv")) {
       write_csv(args["csv"].as<std::string>(), pe, N, d);
@@ -235,12 +529,32 @@ int cmd_pe(int argc, char** argv) {
       h.rows = N, h.cols = d, h.values.assign(pe.begin(), pe.end()), h.vmin = vmin, h.vmax = vmax;
       h.value_name = "PE(t, dim)";
       teach::choose_cells(N, d, false, &h.cell_w, &h.cell_h);
-      const teach::Figure f{std::string("Positional encoding: ") + what, "dimension", "position t"};
+      const teach::Figure f{std::string("Positional encoding, ") + what, "dimension", "position t"};
       const std::string path = args["png"].as<std::string>();
       const auto drawn = teach::draw(path, f, h);
       written.push_back(path);
       pictures += "\n" + teach::describe(path, f, h, drawn, "positions t = 0 .. " + std::to_string(N - 1),
                                          "dimensions 0 .. " + std::to_string(d - 1));
+    }
+    if (args.count("lines-png")) {  // a few dimensions against position, one line each
+      teach::LineChart chart;
+      for (int j : line_dims) {
+        teach::Series line;
+        line.name = "dim " + std::to_string(j) +
+                    (layout == PeLayout::Interleaved ? (j % 2 ? " (cos)" : " (sin)")
+                     : j < (d + 1) / 2               ? " (sin)"
+                                                     : " (cos)");
+        for (int t = 0; t < N; ++t) line.x.push_back(t), line.y.push_back(pe[size_t(t) * d + j]);
+        chart.series.push_back(std::move(line));
+      }
+      chart.x_min = 0, chart.x_max = std::max(1, N - 1), chart.y_min = -1, chart.y_max = 1;
+      chart.plot_h = 320;
+      const teach::Figure f{std::string("Positional encoding, ") + what + ": a few dimensions", "position t",
+                            "PE(t, dim)"};
+      const std::string path = args["lines-png"].as<std::string>();
+      teach::draw(path, f, chart);
+      written.push_back(path);
+      pictures += "\nwrote " + path + ", \"" + f.title + "\": PE(t, dim) against t, one line per dimension.\n";
     }
     if (args.count("similarity-png")) {
       // S[s][t] = <P_s, P_t> / (d/2): every row has |P|^2 = d/2 (d even), so this is the cosine of the two positions.
@@ -254,14 +568,15 @@ int cmd_pe(int argc, char** argv) {
           for (int j = 0; j < d; ++j) dot += double(pe[size_t(s) * d + j]) * pe[size_t(t) * d + j];
           h.values[size_t(s) * N + t] = dot * scale;
         }
+      // The colours spread over the values there are: from the lowest, rounded down to a tenth, to 1
+      // (unless --vmin/--vmax say otherwise).
+      if (!args.count("vmin") && !args.count("vmax") && N > 1) {
+        const double low = *std::min_element(h.values.begin(), h.values.end());
+        h.vmin = std::floor(low * 10 + 1e-9) / 10, h.vmax = 1;
+      }
       pictures += least_alike(h.values, N);
-      teach::choose_cells(N, N, true, &h.cell_w, &h.cell_h);
-      const teach::Figure f{std::string("Cosine similarity of positions: ") + what, "position t", "position s"};
-      const std::string path = args["similarity-png"].as<std::string>();
-      const auto drawn = teach::draw(path, f, h);
-      written.push_back(path);
-      pictures += "\n" + teach::describe(path, f, h, drawn, "positions s = 0 .. " + std::to_string(N - 1),
-                                         "positions t = 0 .. " + std::to_string(N - 1));
+      pictures += similarity_picture(args, h, N, std::string("Cosine similarity of positions, ") + what);
+      written.push_back(args["similarity-png"].as<std::string>());
     }
   } catch (...) {
     for (const std::string& path : written) std::remove(path.c_str());

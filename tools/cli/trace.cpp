@@ -4,6 +4,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include <ordo/engine/head.h>
+#include <ordo/engine/reference.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
@@ -27,13 +29,23 @@ void print_rows(const float* data, int rows, int cols, int stride, int first_col
   }
 }
 
+// One head's inside (q, k, v, the scores, A v): shown for the head --inside names.
+bool inside_stage(StageKind k) {
+  return k == StageKind::HeadQuery || k == StageKind::HeadKey || k == StageKind::HeadValue ||
+         k == StageKind::AttentionScores || k == StageKind::AlibiBias || k == StageKind::ScaledScores ||
+         k == StageKind::HeadOutput;
+}
+
 // "(S, 3d) = (6, 192)": the shape in the engine's letters and in numbers.
 std::string shape(const Stage& s, const Config& c) {
-  std::string cols = s.kind == StageKind::AttentionWeights ? "S"
-                     : s.cols == c.d_model                 ? "d"
-                     : s.cols == 3 * c.d_model             ? "3d"
-                     : s.cols == c.d_ff                    ? "F"
-                                                           : std::to_string(s.cols);
+  const bool square = s.kind == StageKind::AttentionWeights || s.kind == StageKind::AttentionScores ||
+                      s.kind == StageKind::ScaledScores || s.kind == StageKind::AlibiBias;
+  std::string cols = square                    ? "S"
+                     : inside_stage(s.kind)    ? "dh"
+                     : s.cols == c.d_model     ? "d"
+                     : s.cols == 3 * c.d_model ? "3d"
+                     : s.cols == c.d_ff        ? "F"
+                                               : std::to_string(s.cols);
   return "(S, " + cols + ") = (" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + ")";
 }
 
@@ -45,13 +57,29 @@ int cmd_trace(int argc, char** argv) {
                      "dims of each row, and each head's attention weights as a token x token table.");
   add_text_options(o);
   o.add_options()("dims", "dimensions of each row to show", cxxopts::value<int>()->default_value("6"))(
-      "json", "print every stage as JSON, all rows and all dims (for plotting elsewhere)");
+      "json", "print every stage as JSON, all rows and all dims (for plotting elsewhere)")(
+      "inside", "also show one head's inside: its q, k, v, the scores q k^T, the scores / sqrt(dh) and A v",
+      cxxopts::value<std::string>(),
+      "LAYER,HEAD")("reference",
+                    "run the plain encoder of engine/reference.cpp (double precision, one loop per equation) "
+                    "instead of the fast one: the code a reader reads is the code that prints these numbers")(
+      "top", "masked-LM guesses shown per piece (models with a head)", cxxopts::value<int>()->default_value("3"));
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "trace");
   const int K = int_option(args, "dims", 1, kMaxCount);
+  const int top = int_option(args, "top", 0, 1000);
   Pipeline pipeline(model_dir(args));
   const Config& c = pipeline.model().config();
+  int inside_layer = -1, inside_head = -1;
+  if (args.count("inside")) {
+    const std::string v = args["inside"].as<std::string>();
+    char tail = 0;
+    if (std::sscanf(v.c_str(), "%d,%d%c", &inside_layer, &inside_head, &tail) != 2 || inside_layer < 0 ||
+        inside_layer >= c.n_layers || inside_head < 0 || inside_head >= c.n_heads)
+      throw UsageError("--inside takes LAYER,HEAD with a layer in [0, " + std::to_string(c.n_layers) +
+                       ") and a head in [0, " + std::to_string(c.n_heads) + "), e.g. --inside 1,1; got \"" + v + "\"");
+  }
   const int d = c.d_model;
   const Tokenization tok = pipeline.tokenize(text, "argument 1");
   const int S = static_cast<int>(tok.ids.size());
@@ -65,7 +93,7 @@ int cmd_trace(int argc, char** argv) {
   const bool json = args.count("json") > 0;
   // Positions the model has but --no-pe leaves out: their stage keeps its number, marked skipped, so
   // two traces line up stage by stage.
-  const bool skipped_positions = args.count("no-pe") && c.positional_encoding != PositionalEncoding::None;
+  const bool skipped_positions = args.count("no-pe") && added_to_input(c.positional_encoding);
   using ojson = nlohmann::ordered_json;
   ojson stages = ojson::array();
   auto rows_json = [](const float* data, int rows, int cols, int stride) {
@@ -82,6 +110,8 @@ int cmd_trace(int argc, char** argv) {
                 c.positional_encoding == PositionalEncoding::Sinusoidal && !args.count("no-pe")
                     ? (std::string(", ") + to_string(c.pe_layout)).c_str()
                     : "");
+    if (args.count("reference"))
+      std::printf("encoder: the plain one of engine/reference.cpp, in double precision (--reference)\n");
     std::printf("each row shows its first %d dims; rows are labelled \"t piece\"\n", K);
   }
 
@@ -101,6 +131,7 @@ int cmd_trace(int argc, char** argv) {
   EncodeOptions options;
   options.positions = !args.count("no-pe");
   options.observe = [&](const Stage& s) {
+    if (inside_stage(s.kind) && (s.layer != inside_layer || s.head != inside_head)) return;
     if (s.kind == StageKind::Input && skipped_positions) {
       heading(c.positional_encoding == PositionalEncoding::Learned ? "learned positions" : "positional encoding",
               "skipped", "--no-pe: no positions are added");
@@ -131,9 +162,21 @@ int cmd_trace(int argc, char** argv) {
               std::string(s.equation) + "   (q_h, k_h: dims [" + std::to_string(s.head * dh) + ", " +
                   std::to_string((s.head + 1) * dh) + ") of q, k; each row sums to 1)");
       print_attention(s.data, s.rows, s.stride, pieces);
-    } else if (s.kind == StageKind::Qkv) {
-      heading(s.name, shape(s, c), std::string(s.equation) + "   (q = cols [0, d), k = [d, 2d), v = [2d, 3d))");
+    } else if (s.kind == StageKind::AttentionScores || s.kind == StageKind::ScaledScores ||
+               s.kind == StageKind::AlibiBias) {
+      heading(std::string(s.name) + ", head " + std::to_string(s.head), shape(s, c),
+              std::string(s.equation) + "   (row = query token, column = key token)");
+      print_token_table(s.data, s.rows, s.stride, pieces, 8, 3);
+    } else if (inside_stage(s.kind)) {
+      heading(std::string(s.name) + ", head " + std::to_string(s.head), shape(s, c), s.equation);
+      print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
+    } else if (s.kind == StageKind::Qkv || s.kind == StageKind::RotatedQk) {
+      heading(s.name, shape(s, c),
+              std::string(s.equation) +
+                  (s.kind == StageKind::RotatedQk ? "" : "   (q = cols [0, d), k = [d, 2d), v = [2d, 3d))"));
+      const bool rotated = s.kind == StageKind::RotatedQk;  // v is not turned
       for (const char* part : {"q", "k", "v"}) {
+        if (rotated && part[0] == 'v') continue;
         const int offset = (part[0] == 'q' ? 0 : part[0] == 'k' ? 1 : 2) * d;
         std::printf("  %s:\n", part);
         print_rows(s.data + offset, s.rows, d, s.stride, 0, K, pieces);
@@ -143,28 +186,74 @@ int cmd_trace(int argc, char** argv) {
       print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
     }
   };
-  const Hidden h = pipeline.encoder().forward({tok.ids}, options);
-  const std::vector<float> pooled = pool(h.row(0, 0), S, d, Pooling::Mean);
+  std::vector<float> hidden;  // (S, d): the final hidden states
+  if (args.count("reference")) {
+    // The plain encoder's stages, in double, handed to the same printer as floats.
+    std::vector<float> rows;
+    const reference::Watch watch(
+        [&](StageKind kind, int layer, int head, const double* data, int n, int cols, int stride) {
+          rows.resize(size_t(n) * cols);
+          for (int t = 0; t < n; ++t)
+            for (int j = 0; j < cols; ++j) rows[size_t(t) * cols + j] = float(data[size_t(t) * stride + j]);
+          const StageText& st = stage_text(kind, c, pipeline.sees_order(options.positions));
+          options.observe({kind, st.name, st.equation, layer, head, rows.data(), n, cols, cols});
+        });
+    const std::vector<double> h = reference::forward(pipeline.model(), tok.ids, options.positions);
+    hidden.assign(h.begin(), h.end());
+  } else {
+    const Hidden h = pipeline.encoder().forward({tok.ids}, options);
+    hidden.assign(h.row(0, 0), h.row(0, 0) + size_t(S) * d);
+  }
+  const std::vector<float> pooled = pool(hidden.data(), S, d, Pooling::Mean);
+  // The masked-LM head on the final rows, for a model that has one: each piece's top guesses.
+  std::vector<std::vector<std::pair<int32_t, double>>> guesses;
+  if (pipeline.has_head() && top > 0) {
+    const int V = c.vocab_size;
+    std::vector<float> logits(size_t(S) * V);
+    mlm_logits(logits.data(), hidden.data(), S, pipeline.model());
+    for (int t = 0; t < S; ++t) guesses.push_back(top_k(logits.data() + size_t(t) * V, V, top));
+  }
+  auto piece_of = [&](int32_t id) { return pipeline.tokenizer().piece(id); };
   if (json) {
     ojson j = {{"text", text},
                {"model", model_name},
+               {"encoder", args.count("reference") ? "reference" : "fast"},
                {"positions", !args.count("no-pe") && c.positional_encoding != PositionalEncoding::None},
                {"pieces", pieces},
                {"ids", tok.ids},
                {"stages", std::move(stages)},
-               {"hidden", rows_json(h.row(0, 0), S, d, d)},
+               {"hidden", rows_json(hidden.data(), S, d, d)},
                {"pooled", json_floats<ojson>(pooled.data(), pooled.size())}};
+    if (!guesses.empty()) {
+      ojson rows = ojson::array();
+      for (const auto& g : guesses) {
+        ojson row = ojson::array();
+        for (const auto& [id, p] : g) row.push_back({{"piece", piece_of(id)}, {"id", id}, {"prob", p}});
+        rows.push_back(std::move(row));
+      }
+      j["mlm_top"] = std::move(rows);
+    }
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
 
   std::printf("\n======== output ========\n");
   heading("final hidden states", dims, "one vector per token: the encoder's output");
-  print_rows(h.row(0, 0), S, d, d, 0, K, pieces);
+  print_rows(hidden.data(), S, d, d, 0, K, pieces);
   double sq = 0;
   for (float v : pooled) sq += double(v) * v;
   heading("pooled vector", "(d) = (" + std::to_string(d) + ")", "mean over the S rows: v = (1/S) sum_t h_t");
   std::printf("  %s |v| = %.4f\n", preview(pooled.data(), d, K).c_str(), std::sqrt(sq));
+  if (!guesses.empty()) {
+    heading("masked-LM logits", "(S, V) = (" + std::to_string(S) + ", " + std::to_string(c.vocab_size) + ")",
+            "logits_t = h_t E^T + b, p_t = softmax(logits_t): the head's guess for the piece at t "
+            "(no piece is masked here, so most rows guess their own piece)");
+    for (int t = 0; t < S; ++t) {
+      std::printf("  %s", row_label(t, pieces[t]).c_str());
+      for (const auto& [id, p] : guesses[t]) std::printf("  %s %.4f", piece_of(id).c_str(), p);
+      std::printf("\n");
+    }
+  }
   return 0;
 }
 

@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   cmake g++ make pkg-config            # build
+  ccache                               # .ci/run's compiler cache (outside the clone)
   libopenblas-dev                      # matrix work (cblas_sgemm)
   libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train/train_tokenizer.sh)
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
@@ -24,5 +25,11 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
 # puppeteer-core for the browser tests, at the versions package-lock.json pins (it drives the system
-# Chromium above and downloads no browser of its own).
-(cd "$(dirname "$0")/../../tests/teach/view" && npm ci --no-audit --no-fund)
+# Chromium above and downloads no browser of its own). Test tooling only: where npm cannot reach its
+# registry, say so and go on, so the build and the demo still run; the browser test then fails saying
+# what is missing.
+view="$(cd "$(dirname "$0")/../../tests/teach/view" && pwd)"
+if ! (cd "$view" && npm ci --no-audit --no-fund); then
+  echo "warning: npm ci in $view failed: puppeteer-core is not installed, so the browser test of the page" >&2
+  echo "  (view.page_in_browser) will fail until 'npm ci' there succeeds; everything else is installed." >&2
+fi

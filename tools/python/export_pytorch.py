@@ -48,7 +48,7 @@ class ExportError(Exception):
 
 CONFIG_CHOICES = {
     "activation": ("relu", "gelu"),
-    "positional_encoding": ("sinusoidal", "learned", "none"),
+    "positional_encoding": ("sinusoidal", "learned", "none", "rope", "alibi"),
     "pe_layout": ("interleaved", "split"),
 }
 
@@ -143,7 +143,13 @@ def _from_module(encoder, settings):
     tensors = {}
     for i, layer in enumerate(layers):
         where = f"encoder.layers.{i}"
-        if type(layer).forward is not nn.TransformerEncoderLayer.forward:
+        # relative_positions.PositionalLayer: the same layer with rope or alibi inside its attention,
+        # exported as such when the config says so.
+        relative = getattr(layer, "positions", None) in ("rope", "alibi")
+        if relative and layer.positions != settings.get("positional_encoding"):
+            raise ExportError(f"{where} applies {layer.positions} positions but positional_encoding is "
+                              f"\"{settings.get('positional_encoding')}\"")
+        if type(layer).forward is not nn.TransformerEncoderLayer.forward and not relative:
             raise ExportError(f"{where} is a {type(layer).__name__} with its own forward pass; ordo runs "
                               "nn.TransformerEncoderLayer")
         attn = layer.self_attn
@@ -357,6 +363,7 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
         if settings["activation"] not in CONFIG_CHOICES["activation"]:
             settings["activation"] = _activation_name(settings["activation"], "activation")
     else:
+        settings["positional_encoding"] = positional_encoding  # (checked below) a rope or alibi layer must match it
         tensors = _from_module(encoder, settings)
     for key in tensors:
         if key in ("embedding.weight", "position_embedding.weight"):

@@ -476,6 +476,18 @@ Drawn draw(const std::string& path, const Figure& figure, const Heatmap& in) {
       for (int r = 1; r <= h.rows; ++r) cairo_rectangle(cr, d.plot_x, d.plot_y + r * h.cell_h - 1, d.plot_w, 1);
       cairo_fill(cr);
     }
+    if (h.show_values && h.cell_w >= 40 && h.cell_h >= 24)
+      for (int r = 0; r < h.rows; ++r)
+        for (int c = 0; c < h.cols; ++c) {
+          const double v = h.values[size_t(r) * h.cols + c];
+          const Rgb k = cells[size_t(r) * h.cols + c];
+          const bool dark = 0.299 * k.r + 0.587 * k.g + 0.114 * k.b < 140;  // luma (ITU-R BT.601)
+          char text[16];
+          std::snprintf(text, sizeof text, "%.2f", v);
+          t.set(text, std::min(12.0, h.cell_h / 3.0))
+              .draw(d.plot_x + (c + 0.5) * h.cell_w, d.plot_y + (r + 0.5) * h.cell_h, 0.5, 0.5, false,
+                    dark ? kWhite : kInk);
+        }
     frame(cr, d.plot_x, d.plot_y, d.plot_w, d.plot_h);
     set_colour(cr, kFrame);
     // Rows: names, or ticks with numbers at the middle of their cells.
@@ -559,6 +571,14 @@ namespace {
 constexpr Rgb kLineColours[] = {{0, 114, 178}, {213, 94, 0},   {0, 158, 115}, {204, 121, 167},
                                 {230, 159, 0}, {86, 180, 233}, {0, 0, 0}};
 
+// A series' colour: its palette entry, or a shade of it halfway to white.
+Rgb series_colour(const Series& s, size_t k) {
+  const Rgb c = kLineColours[size_t(s.colour >= 0 ? s.colour : int(k)) % std::size(kLineColours)];
+  if (!s.light) return c;
+  auto pale = [](uint8_t v) { return uint8_t(v + (255 - v) * 11 / 20); };
+  return {pale(c.r), pale(c.g), pale(c.b)};
+}
+
 }  // namespace
 
 Drawn draw(const std::string& path, const Figure& figure, const LineChart& chart) {
@@ -568,10 +588,14 @@ Drawn draw(const std::string& path, const Figure& figure, const LineChart& chart
   for (const Series& s : chart.series) {
     if (s.x.size() != s.y.size())
       throw std::invalid_argument("line chart: x and y of \"" + s.name + "\" differ in length");
+    if ((!s.lo.empty() && s.lo.size() != s.x.size()) || (!s.hi.empty() && s.hi.size() != s.x.size()) ||
+        (!s.notes.empty() && s.notes.size() != s.x.size()))
+      throw std::invalid_argument("line chart: intervals or notes of \"" + s.name + "\" differ in length");
     for (size_t i = 0; i < s.x.size(); ++i) {
       if (!std::isfinite(s.x[i])) continue;
       xlo = std::min(xlo, s.x[i]), xhi = std::max(xhi, s.x[i]);
       if (std::isfinite(s.y[i])) ylo = std::min(ylo, s.y[i]), yhi = std::max(yhi, s.y[i]);
+      if (!s.hi.empty() && std::isfinite(s.hi[i])) yhi = std::max(yhi, s.hi[i]);
     }
   }
   if (std::isfinite(chart.marker_x)) xlo = std::min(xlo, chart.marker_x), xhi = std::max(xhi, chart.marker_x);
@@ -664,9 +688,44 @@ Drawn draw(const std::string& path, const Figure& figure, const LineChart& chart
     }
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
-    for (size_t k = 0; k < chart.series.size(); ++k) {
+    // Bars: a slot in each group for every series that has points (a series without any is in the
+    // legend only).
+    size_t slots = 0;
+    for (const Series& s : chart.series) slots += !s.x.empty();
+    const double bar_w = chart.bars ? chart.bar_group / std::max<size_t>(1, slots) : 0;
+    for (size_t k = 0, slot = 0; chart.bars && k < chart.series.size(); ++k) {
       const Series& s = chart.series[k];
-      set_colour(cr, kLineColours[k % std::size(kLineColours)]);
+      if (s.x.empty()) continue;
+      const double offset = -chart.bar_group / 2 + bar_w * slot++;
+      for (size_t i = 0; i < s.x.size(); ++i) {
+        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+        const double x0 = X(s.x[i] + offset), x1 = X(s.x[i] + offset + bar_w);
+        set_colour(cr, series_colour(s, k));
+        cairo_rectangle(cr, x0 + 0.5, Y(s.y[i]), x1 - x0 - 1, Y(d.y_min) - Y(s.y[i]));
+        cairo_fill(cr);
+        const double xc = (x0 + x1) / 2;
+        if (!s.lo.empty() && std::isfinite(s.lo[i]) && std::isfinite(s.hi[i])) {  // the interval
+          set_colour(cr, kInk);
+          cairo_set_line_width(cr, 1.5);
+          cairo_move_to(cr, xc, Y(s.lo[i])), cairo_line_to(cr, xc, Y(s.hi[i]));
+          cairo_move_to(cr, xc - 3, Y(s.lo[i])), cairo_line_to(cr, xc + 3, Y(s.lo[i]));
+          cairo_move_to(cr, xc - 3, Y(s.hi[i])), cairo_line_to(cr, xc + 3, Y(s.hi[i]));
+          cairo_stroke(cr);
+        }
+        if (!s.notes.empty() && !s.notes[i].empty()) {  // over the whole group at this x, above its tallest bar
+          double top = -INFINITY;
+          for (const Series& o : chart.series)
+            for (size_t n = 0; n < o.x.size(); ++n)
+              if (o.x[n] == s.x[i] && std::isfinite(o.y[n]))
+                top = std::max({top, o.y[n], !o.hi.empty() && std::isfinite(o.hi[n]) ? o.hi[n] : o.y[n]});
+          set_colour(cr, kInk);
+          t.set(s.notes[i], kTickPx).draw(X(s.x[i]), Y(top) - 3, 0.5, 1);
+        }
+      }
+    }
+    for (size_t k = 0; !chart.bars && k < chart.series.size(); ++k) {
+      const Series& s = chart.series[k];
+      set_colour(cr, series_colour(s, k));
       cairo_set_line_width(cr, 2);
       bool open = false;
       for (size_t i = 0; i < s.x.size(); ++i) {
@@ -688,11 +747,16 @@ Drawn draw(const std::string& path, const Figure& figure, const LineChart& chart
     cairo_restore(cr);
     for (size_t k = 0; k < chart.series.size(); ++k) {  // the legend, right of the plot
       const double y = d.plot_y + row_h * (k + 0.5);
-      set_colour(cr, kLineColours[k % std::size(kLineColours)]);
-      cairo_set_line_width(cr, 2);
-      cairo_move_to(cr, legend_x, y), cairo_line_to(cr, legend_x + 22, y), cairo_stroke(cr);
-      cairo_arc(cr, legend_x + 11, y, 3, 0, 2 * M_PI);
-      cairo_fill(cr);
+      set_colour(cr, series_colour(chart.series[k], k));
+      if (chart.bars) {
+        cairo_rectangle(cr, legend_x + 4, y - 6, 14, 12);
+        cairo_fill(cr);
+      } else {
+        cairo_set_line_width(cr, 2);
+        cairo_move_to(cr, legend_x, y), cairo_line_to(cr, legend_x + 22, y), cairo_stroke(cr);
+        cairo_arc(cr, legend_x + 11, y, 3, 0, 2 * M_PI);
+        cairo_fill(cr);
+      }
       t.set(chart.series[k].name, kNamePx).draw(legend_x + 30, y, 0, 0.5);
     }
   };

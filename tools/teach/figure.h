@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ordo::teach {
@@ -46,16 +47,26 @@ struct Heatmap {
   // A name for each row and each column (token pieces, any UTF-8), or empty: numbered ticks.
   std::vector<std::string> row_labels, col_labels;
   int cell_w = 0, cell_h = 0;  // pixels per cell; 0: choose_cells(rows, cols, false)
+  // Each cell's value written in it (two decimals), dark on light cells and white on dark ones,
+  // where the cells are at least 40 × 24 px.
+  bool show_values = false;
 };
 
 // Cell sizes that make the table about `target` pixels across its longer side, each within
 // [1, 48] px; `square` keeps cells square (token × token and position × position tables).
 void choose_cells(int rows, int cols, bool square, int* cell_w, int* cell_h, int target = 640);
 
-// Lines through points, one colour each, named in a legend.
+// Lines through points, or bars, one colour each, named in a legend.
 struct Series {
+  Series() = default;
+  Series(std::string name, std::vector<double> x, std::vector<double> y)
+      : name(std::move(name)), x(std::move(x)), y(std::move(y)) {}
   std::string name;
-  std::vector<double> x, y;  // the same length; a NaN y leaves a gap in the line
+  std::vector<double> x, y;        // the same length; a NaN y leaves a gap in the line (no bar)
+  std::vector<double> lo, hi;      // empty, or an interval per point drawn as a whisker (e.g. 95%)
+  std::vector<std::string> notes;  // empty, or a short text per point, drawn above its point or bar
+  int colour = -1;                 // index into the palette; -1: the series' own index
+  bool light = false;              // a paler shade of its colour (a second measure of the same thing)
 };
 struct LineChart {
   std::vector<Series> series;
@@ -66,6 +77,10 @@ struct LineChart {
   double marker_x = NAN;
   std::string marker_label;
   int plot_w = 640, plot_h = 400;  // the plot area in pixels
+  // Bars instead of lines: at each x, one bar per series side by side, together bar_group wide (in
+  // x units), from y_min up to y. Points that are not joined: separate groups, not a trend.
+  bool bars = false;
+  double bar_group = 0;
 };
 
 // Where things landed, in pixels from the top-left corner (in an SVG: in its user units, the same

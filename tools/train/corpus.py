@@ -27,6 +27,8 @@ joined with single spaces into texts of LONG_MIN..LONG_MAX pieces (2N..4N) with 
 A line is added to the current text; if that makes the text longer than LONG_MAX pieces, the current
 text (then still shorter than LONG_MIN) is dropped and a new one starts at this line (a line alone
 longer than LONG_MAX is skipped); as soon as the text has at least LONG_MIN pieces it is written.
+models/heldout/wordnet-heldout-256.txt is made the same way with 6N..8N (192..256) pieces, eight times
+the training length at the most.
 
 The training sequences (see packed_sequences): the training lines, in corpus order, are tokenized
 one by one and packed greedily into sequences of at most N pieces by concatenating their ids (the
@@ -53,6 +55,7 @@ TOKENIZER = os.path.join(ROOT, "models", "default", "tokenizer.model")
 HELDOUT_DIR = os.path.join(ROOT, "models", "heldout")
 HELDOUT = os.path.join(HELDOUT_DIR, "wordnet-heldout.txt")
 HELDOUT_LONG = os.path.join(HELDOUT_DIR, "wordnet-heldout-long.txt")
+HELDOUT_256 = os.path.join(HELDOUT_DIR, "wordnet-heldout-256.txt")
 HELDOUT_AUSTEN = os.path.join(HELDOUT_DIR, "austen-heldout.txt")
 HELDOUT_SEED = 20170612
 HELDOUT_FRACTION = 0.02
@@ -219,8 +222,9 @@ def split(lines):
     return training, heldout
 
 
-def long_texts(heldout, sp):
-    """Held-out lines packed into texts of LONG_MIN..LONG_MAX pieces; see the module's description."""
+def long_texts(heldout, sp, low=LONG_MIN, high=LONG_MAX):
+    """Held-out lines packed into texts of low..high pieces; see the module's description."""
+    LONG_MIN, LONG_MAX = low, high  # noqa: N806 (the module's names for the default bounds)
     out, current = [], []
     for line in heldout:
         current.append(line)
@@ -283,12 +287,13 @@ def tokenizer(path=TOKENIZER):
 
 
 def heldout_files():
-    """{path: text} of the three held-out files."""
+    """{path: text} of the four held-out files."""
     _, heldout = split(wordnet_lines())
     long = long_texts(heldout, tokenizer())
+    longer = long_texts(heldout, tokenizer(), 6 * N, 8 * N)
     _, austen = split(austen_lines())
     return {HELDOUT: "".join(s + "\n" for s in heldout), HELDOUT_LONG: "".join(s + "\n" for s in long),
-            HELDOUT_AUSTEN: "".join(s + "\n" for s in austen)}
+            HELDOUT_256: "".join(s + "\n" for s in longer), HELDOUT_AUSTEN: "".join(s + "\n" for s in austen)}
 
 
 def main(argv=None):

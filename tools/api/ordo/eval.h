@@ -72,6 +72,7 @@ struct Options {
   bool order = true;        // the order test (pseudo-log-likelihoods: the costly part)
   int batch_tokens = 8192;  // pieces per batch of masked lines
   int max_pieces = 0;       // > 0: lines of more pieces are left out (and counted), as past a learned table
+  int offset = 0;           // every line's first piece stands at this position (ordo eval --offset)
 };
 
 // One order comparison (natural against shuffled, or against one adjacent swap), over the lines tested.
@@ -100,7 +101,24 @@ struct Report {
   Order shuffle, swap;
   int order_lines = 0;          // lines of kOrderMin..kOrderMax pieces (within the limit)
   std::vector<Bucket> buckets;  // ascending, only buckets with masked pieces
+  struct Piece {
+    int line = 0, position = 0, rank = 0;  // rank_of the true piece there
+  };
+  std::vector<Piece> pieces;  // every masked piece, by line then position: for paired comparisons
 };
+
+// Two models' top-1 hits on the masked pieces both were scored on (the same lines and positions: the
+// rule draws them from the line alone), compared pair by pair. McNemar's exact test: of the pieces
+// exactly one model gets right, a_only went to a and b_only to b; if the two were equally good each
+// such piece would be a fair coin, so p = min(1, 2·P(X ≤ min(a_only, b_only))), X ~ Binomial(a_only +
+// b_only, ½). The difference in top-1 is (b_only − a_only)/n, with a 95% interval from the paired
+// normal approximation: ± 1.96·√(a_only + b_only − (b_only − a_only)²/n) / n.
+struct Paired {
+  long pieces = 0, a_only = 0, b_only = 0, both = 0;
+  double difference = 0, low = 0, high = 0;  // b's top-1 minus a's, as fractions
+  double p = 1;                              // McNemar's exact two-sided p-value
+};
+Paired paired_top1(const Report& a, const Report& b);
 
 // Pseudo-log-likelihoods: for each text of each set, log p(piece t | the text with piece t replaced by
 // <mask>) summed over t (by pll_sum). A text of L pieces is L masked copies; the texts of one set (e.g.
@@ -108,7 +126,8 @@ struct Report {
 // batch (up to about batch_tokens padded pieces). out[s][k] is text k of set s.
 std::vector<std::vector<double>> pseudo_log_likelihoods(Pipeline& pipeline,
                                                         const std::vector<std::vector<std::vector<int32_t>>>& sets,
-                                                        bool positions = true, int batch_tokens = 8192);
+                                                        bool positions = true, int batch_tokens = 8192,
+                                                        int first_position = 0);
 
 // Runs the rule over `lines` (each line's ids, as the model's tokenizer gives them without BOS/EOS;
 // index = line number). Needs a model with a head and a tokenizer with <mask> (InputError otherwise).

@@ -215,8 +215,9 @@ class Pipeline {
   // not values that differ in the last bits by summation order; a row asked for twice, or equal to
   // another without order, is computed once.
   // Throws InputError for an id out of range or a sequence past a learned position table.
+  // first_position: where each sequence's first token stands (ordo eval --offset).
   std::vector<float> logits(const std::vector<std::vector<int32_t>>& ids, const std::vector<Row>& rows,
-                            bool positions = true);
+                            bool positions = true, int first_position = 0);
 
   // Pseudo-log-likelihood of id sequences: for each sequence of L ids, the L copies with one
   // position replaced by the mask id run as one batch (split only past kPllBatchTokens tokens),
@@ -227,8 +228,10 @@ class Pipeline {
                                             int skip_front = 0, int skip_back = 0);
 
   // `ordo fill`: each <mask> of the text (at least one; else InputError(where)) with its top_k
-  // pieces, from one run of the text.
-  Filled fill(std::string_view text, int top_k = 5, bool positions = true, const std::string& where = "input");
+  // pieces, from one run of the text. words: only pieces that start a word ("▁" and at least one
+  // more character), each still with its probability over the whole vocabulary.
+  Filled fill(std::string_view text, int top_k = 5, bool positions = true, const std::string& where = "input",
+              bool words = false, int first_position = 0);
 
   // `ordo score`: texts tokenized (no <mask> markers: "<mask>" is ordinary text here), each
   // text's pseudo-log-likelihood. An empty text scores 0 with no pieces.

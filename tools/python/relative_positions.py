@@ -1,0 +1,102 @@
+"""Rotary (RoPE) and ALiBi positions in PyTorch: the module ordo's rope and alibi models are trained
+with, and the formulas engine/reference.cpp has in C++.
+
+Neither adds anything to the token vectors. Both act inside each head's attention:
+
+  rope   q and k of every head rotated pair by pair by the angle t·θ_i of their position t
+         (Su et al., "RoFormer", 2021, eq. 34), θ_i = base^(−2i/dh); pairs are the interleaved
+         dimensions (2i, 2i+1), as in that equation and in ordo's interleaved sinusoids:
+             q'_{2i}   = q_{2i}·cos(tθ_i) − q_{2i+1}·sin(tθ_i)
+             q'_{2i+1} = q_{2i}·sin(tθ_i) + q_{2i+1}·cos(tθ_i)
+         so q'_t·k'_s depends on t − s and not on t or s alone.
+  alibi  a bias added to each head's scores q·k/√dh before the softmax (Press, Smith and Lewis,
+         "Train Short, Test Long", 2022): −m_h·|i − j|, the slopes m_h = 2^(−8h/H) for h = 1..H (the
+         paper's geometric sequence for H a power of two; for other H its rule of interleaving the
+         next power's slopes). The paper's models are causal and see only j ≤ i; an encoder sees both
+         sides, and this one uses the same slope on each (|i − j|, symmetric), so a head cannot tell
+         the piece before from the piece after by the bias alone.
+
+PositionalLayer is nn.TransformerEncoderLayer (post-LN, the same parameters under the same names,
+so ordo's export reads it unchanged) with the self-attention written out so that the rotation or
+the bias can enter it.
+"""
+
+import math
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+def alibi_slopes(n_heads):
+    """m_h for h = 1..n_heads (Press et al. 2022, their get_slopes)."""
+    def power_of_two(n):
+        return [2.0 ** (-8.0 * (k + 1) / n) for k in range(n)]
+    if n_heads & (n_heads - 1) == 0:
+        return power_of_two(n_heads)
+    lower = 2 ** math.floor(math.log2(n_heads))
+    return power_of_two(lower) + power_of_two(2 * lower)[0::2][:n_heads - lower]
+
+
+def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32):
+    """(n_heads, S, S): −m_h·|i − j| (a shift of every position changes nothing)."""
+    pos = torch.arange(S, dtype=torch.float64) + first_position
+    distance = (pos[:, None] - pos[None, :]).abs()
+    m = torch.tensor(alibi_slopes(n_heads), dtype=torch.float64)
+    return (-m[:, None, None] * distance).to(dtype)
+
+
+def rope_angles(S, dh, base=10000.0, first_position=0):
+    """(S, dh/2) angles t·θ_i, θ_i = base^(−2i/dh), computed in float64."""
+    pos = torch.arange(S, dtype=torch.float64) + first_position
+    theta = base ** (-2.0 * torch.arange(dh // 2, dtype=torch.float64) / dh)
+    return pos[:, None] * theta[None, :]
+
+
+def rope(x, base=10000.0, first_position=0):
+    """x (..., S, dh) rotated pair by pair (2i, 2i+1) by t·θ_i; an odd last dimension is left as it is."""
+    S, dh = x.shape[-2], x.shape[-1]
+    a = rope_angles(S, dh, base, first_position)
+    cos, sin = torch.cos(a).to(x.dtype), torch.sin(a).to(x.dtype)
+    even, odd = x[..., 0:2 * (dh // 2):2], x[..., 1:2 * (dh // 2):2]
+    out = x.clone()
+    out[..., 0:2 * (dh // 2):2] = even * cos - odd * sin
+    out[..., 1:2 * (dh // 2):2] = even * sin + odd * cos
+    return out
+
+
+class PositionalLayer(nn.TransformerEncoderLayer):
+    """A post-LN encoder layer whose attention applies `positions` ("rope" or "alibi")."""
+
+    def __init__(self, *args, positions="rope", base=10000.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        if positions not in ("rope", "alibi"):
+            raise ValueError(f"positions {positions!r}: expected rope or alibi")
+        if self.norm_first:
+            raise ValueError("PositionalLayer is post-LN (norm_first=False)")
+        self.positions, self.base = positions, base
+        self.use_positions = True  # False: the layer without its rotation or bias (ordo's --no-pe)
+
+    def attention(self, x, key_padding_mask):
+        B, S, d = x.shape
+        a = self.self_attn
+        h = a.num_heads
+        dh = d // h
+        qkv = F.linear(x, a.in_proj_weight, a.in_proj_bias)  # [q k v] = x·W_inᵀ + b_in
+        q, k, v = (t.reshape(B, S, h, dh).transpose(1, 2) for t in qkv.split(d, dim=-1))  # (B, h, S, dh)
+        if self.use_positions and self.positions == "rope":
+            q, k = rope(q, self.base), rope(k, self.base)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # (B, h, S, S)
+        if self.use_positions and self.positions == "alibi":
+            scores = scores + alibi_bias(S, h, dtype=scores.dtype)
+        if key_padding_mask is not None:  # keys past a sequence's end get no weight
+            scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        out = (weights @ v).transpose(1, 2).reshape(B, S, d)
+        return a.out_proj(out)
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, **kwargs):
+        if src_mask is not None:
+            raise ValueError("PositionalLayer takes no attention mask beyond the padding")
+        x = self.norm1(src + self.dropout1(self.attention(src, src_key_padding_mask)))
+        return self.norm2(x + self._ff_block(x))
