@@ -225,6 +225,15 @@ try {
   if (option("predictions") !== null)
     check(wantPredictions === +option("predictions"), `the data holds ${wantPredictions} prediction list(s), want ${option("predictions")}`);
 
+  // The compare report's verdict and the two texts' PLL, when the model has a head.
+  if (data.compare && data.compare.verdict) {
+    const shown = await page.$eval("#verdict", (p) => p.textContent).catch(() => "");
+    check(shown === data.compare.verdict, `the verdict is shown: "${shown}"`);
+    const pll = await page.$$eval("#compare td.num", (tds) => tds.map((td) => td.textContent));
+    check(pll.includes(data.compare.pll.a.with_pe.toFixed(4)) && pll.includes(data.compare.pll.b.without_pe.toFixed(4)),
+      "the PLL of A and B, with and without positions, are in the compare table");
+  }
+
   // A screenshot, with positions, that is not blank: many colours, much of it not white.
   // --shot-from CSS puts that element at the top (under the sticky switch); --shot-hover CSS points at one.
   await page.click("label:has(input[value=with_pe])");

@@ -479,8 +479,20 @@ function renderCompare() {
     ["cosine of the mean-pooled vectors", c.cosine],
     ["largest |A − B| of the pooled vectors", c.max_abs_diff],
   ].map(([name, v]) => el("tr", {}, el("td", {}, name), el("td", { class: "num" }, num(v.with_pe)), el("td", { class: "num" }, num(v.without_pe))));
+  if (c.pll) {  // the head's verdict: pseudo-log-likelihood, a score for ranking orders of the same pieces
+    rows.push(el("tr", {}, el("td", {}, "PLL of A (ordo score; higher = more natural)"),
+      el("td", { class: "num" }, c.pll.a.with_pe.toFixed(4)), el("td", { class: "num" }, c.pll.a.without_pe.toFixed(4))));
+    rows.push(el("tr", {}, el("td", {}, "PLL of B"),
+      el("td", { class: "num" }, c.pll.b.with_pe.toFixed(4)), el("td", { class: "num" }, c.pll.b.without_pe.toFixed(4))));
+  }
   box.append(el("h3", {}, "A against B (the report of ordo compare)"),
     el("table", { class: "numbers-table" }, el("tr", {}, el("th", {}, ""), el("th", {}, "with positions"), el("th", {}, "without positions")), ...rows));
+  if (c.verdict) {
+    box.append(el("p", { id: "verdict" }, c.verdict),
+      el("p", { class: "muted" }, "PLL (pseudo-log-likelihood; Salazar et al., 2020, \"Masked Language Model Scoring\") " +
+        "sums each piece's log-probability with all the other pieces in view. It ranks texts made of the same " +
+        "pieces; it is not the probability of a text, and a difference of 1 is not a likelihood ratio of e."));
+  }
   if (!c.tokens.length) {
     box.append(el("p", { class: "muted" }, "The texts hold different pieces, so there is no per-piece comparison: that needs the same pieces reordered."));
     return;
@@ -572,7 +584,9 @@ function runNote() {
   return state.run === "with_pe"
     ? `x_t = E[id_t]${scale} + PE(t): the same piece at two positions enters as two different vectors.`
     : `x_t = E[id_t]${scale}: the encoder sees a bag of pieces. Equal pieces get equal rows and columns, and a ` +
-      "reordered text gives the same maps with rows and columns permuted.";
+      "reordered text gives the same maps with rows and columns permuted. This is an ablation: the model was " +
+      "trained with positions, so its heads now see inputs unlike any in training and spread their weight; a " +
+      "model trained without positions (models/position-none) has sharp heads that look at pieces, not places.";
 }
 
 // Everything that depends on the run, the chosen head or the order.
