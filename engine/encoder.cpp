@@ -276,7 +276,8 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     for (int task = 0; task < B * h; ++task) head(task, 0);
   else {
     if (!kHaveGemm) blas_check_room(kernel_threads());  // attention_head's cblas_sgemm, on every thread
-    parallel_for(B * h, head);
+    // q·kᵀ and weights·v: 2·2·L²·dh FLOPs per head at most
+    parallel_for(B * h, 4.0 * B * h * double(S) * S * dh, head);
   }
   for (int b = 0; b < B; ++b)
     std::fill(s.context.data() + (size_t(b) * S + lengths[b]) * d, s.context.data() + size_t(b + 1) * S * d, 0.0f);

@@ -12,9 +12,22 @@
 
 namespace ordo {
 
+// OpenBLAS (the pthreads build) starts its own worker threads when it is loaded, and each one spins
+// for about 2^28 cycles (its THREAD_TIMEOUT, ~90 ms here) before it sleeps: in a short process, the
+// whole of `ordo encode "a sentence"`, one core was taken by a thread that never gets work, and the
+// engine's helper thread was placed on the core it left (perf sched timehist: the helper and the
+// spinning OpenBLAS thread taking turns on one core for 70 ms while the passes ran 3-4x slower).
+// Those workers are stopped here; OpenBLAS starts them again if a call asks for more than one thread
+// (bench --gemm). blas_thread_shutdown_ is not in cblas.h, so it is called only where the library has it.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 void blas_setup() {
   // The engine's own threads share the work, so OpenBLAS must not start threads inside them.
-  static const bool once = (openblas_set_num_threads(1), true);
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+    return true;
+  }();
   (void)once;
 }
 

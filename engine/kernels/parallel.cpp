@@ -1,5 +1,7 @@
 #include "engine/kernels/parallel.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "engine/kernels/blas.h"
+
+#ifdef ORDO_OPENMP
+#include <omp.h>
+#endif
+
 namespace ordo {
 
 namespace {
@@ -22,9 +30,26 @@ inline void cpu_relax() {
 #endif
 }
 
+// The state of the current job in one word, so that a helper can never take a task of a job that has
+// ended or not yet begun: generation (24 bits) | tasks in the job (20) | next task to hand out (20).
+// A helper takes task i by compare-and-swap of the whole word; a word of an older job no longer matches.
+struct JobWord {
+  static constexpr int kBits = 20;
+  static constexpr uint64_t kMask = (uint64_t(1) << kBits) - 1;
+  static constexpr int kMaxTasks = int(kMask);
+  static constexpr uint64_t kGenerations = (uint64_t(1) << 24) - 1;  // a mask: generations wrap
+  static uint64_t make(uint64_t generation, int n, int next) {
+    return (generation << (2 * kBits)) | (uint64_t(n) << kBits) | uint64_t(next);
+  }
+  static uint64_t generation(uint64_t w) { return w >> (2 * kBits); }
+  static int tasks(uint64_t w) { return int((w >> kBits) & kMask); }
+  static int next(uint64_t w) { return int(w & kMask); }
+};
+
 class Pool {
  public:
   Pool() {
+    blas_setup();  // before the helpers start: OpenBLAS's own idle threads must not take their cores
     try {
       resize(int(std::max(1u, std::thread::hardware_concurrency())));
     } catch (const ThreadStartError&) {
@@ -37,12 +62,16 @@ class Pool {
 
   void resize(int threads) {
     std::lock_guard<std::mutex> job(job_mutex_);
+#ifdef ORDO_OPENMP
+    size_.store(std::max(threads, 1), std::memory_order_release);
+    return;
+#endif
     stop_helpers();
-    // A helper starts from the generation current now: a job posted before its thread first runs is still its job.
-    const uint64_t start = generation_.load(std::memory_order_acquire);
+    cpu_.reset(new std::atomic<int>[size_t(std::max(threads, 1))]);
+    for (int i = 0; i < std::max(threads, 1); ++i) cpu_[i].store(-1, std::memory_order_relaxed);
     for (int i = 1; i < threads; ++i) {
       try {
-        helpers_.emplace_back([this, i, start] { helper(i, start); });
+        helpers_.emplace_back([this, i] { helper(i); });
       } catch (const std::system_error& e) {
         const int started = int(helpers_.size()) + 1;
         stop_helpers();
@@ -56,66 +85,133 @@ class Pool {
     size_.store(int(helpers_.size()) + 1, std::memory_order_release);
   }
 
+  // A pass begins or ends (PassThreads). While any pass runs, idle helpers spin for the next job
+  // instead of sleeping; the first pass to begin wakes them, so they are awake by its first job.
+  void pass_begins() {
+    active_passes_.fetch_add(1, std::memory_order_seq_cst);
+    pass_epoch_.fetch_add(1, std::memory_order_seq_cst);
+    wake_sleepers();
+  }
+  void pass_ends() {
+    active_passes_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
   void run(int n_tasks, const std::function<void(int, int)>& body) {
     if (size() == 1 || n_tasks <= 1) {
       for (int i = 0; i < n_tasks; ++i) body(i, 0);
       return;
     }
+#ifdef ORDO_OPENMP  // the comparison build (cmake -DORDO_OPENMP=ON): libgomp's team does the same tasks
+    std::lock_guard<std::mutex> job(job_mutex_);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(size())
+    for (int i = 0; i < n_tasks; ++i) body(i, omp_get_thread_num());
+    return;
+#endif
+    for (int first = 0; first < n_tasks; first += JobWord::kMaxTasks) {  // never more than a few hundred
+      const int n = std::min(JobWord::kMaxTasks, n_tasks - first);
+      if (first == 0)
+        run_job(n, body);
+      else
+        run_job(n, [&](int i, int thread) { body(first + i, thread); });
+    }
+  }
+
+ private:
+  void run_job(int n_tasks, const std::function<void(int, int)>& body) {
     std::lock_guard<std::mutex> job(job_mutex_);
     if (helpers_.empty()) {  // resized to one thread while this caller waited for the job lock
       for (int i = 0; i < n_tasks; ++i) body(i, 0);
       return;
     }
     body_ = &body;
-    n_tasks_ = n_tasks;
-    next_.store(0, std::memory_order_relaxed);
-    busy_.store(int(helpers_.size()), std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
-    work(0);
-    // The helpers finish within microseconds unless the machine is oversubscribed; then give way.
-    for (int spins = 0; busy_.load(std::memory_order_acquire) > 0; ++spins)
-      if (spins < 4096)
+    done_.store(0, std::memory_order_relaxed);
+    caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
+    const uint64_t generation =
+        (JobWord::generation(word_.load(std::memory_order_relaxed)) + 1) & JobWord::kGenerations;
+    word_.store(JobWord::make(generation, n_tasks, 0), std::memory_order_seq_cst);
+    wake_sleepers();
+    // The caller works too, and then waits only for tasks a helper has taken and not finished: a
+    // helper that is asleep or off the CPU when the job comes holds nothing up, its share is done here.
+    work(0, generation);
+    // Waiting for a helper on another core: spin, it finishes within microseconds. On this core (the
+    // scheduler put both threads on one), or after a long wait (the machine is oversubscribed), give
+    // the core away, or the helper cannot finish.
+    bool share = false;
+    for (int spins = 0; done_.load(std::memory_order_acquire) < n_tasks; ++spins) {
+      if (spins % 64 == 63) share = helper_on_cpu(caller_cpu_.load(std::memory_order_relaxed));
+      if (spins < 4096 && !share)
         cpu_relax();
       else
         std::this_thread::yield();
+    }
   }
 
- private:
+  bool helper_on_cpu(int cpu) const {
+    for (size_t i = 1; i <= helpers_.size(); ++i)
+      if (cpu_[i].load(std::memory_order_relaxed) == cpu) return true;
+    return false;
+  }
+
+  void wake_sleepers() {
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    { std::lock_guard<std::mutex> lock(mutex_); }  // a helper between its check and its wait is now waiting
+    wake_.notify_all();
+  }
+
   void stop_helpers() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
+      stop_.store(true, std::memory_order_seq_cst);
     }
     wake_.notify_all();
     for (std::thread& t : helpers_) t.join();
     helpers_.clear();
-    stop_ = false;
+    stop_.store(false, std::memory_order_relaxed);
   }
 
-  void work(int thread) {
-    for (int i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n_tasks_;) (*body_)(i, thread);
-  }
-
-  void helper(int thread, uint64_t seen) {
+  // Takes tasks of job `generation` until none is left.
+  void work(int thread, uint64_t generation) {
+    uint64_t w = word_.load(std::memory_order_acquire);
     for (;;) {
-      // Jobs come in bursts (one per matrix product of a layer): spin ~50 µs before sleeping.
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-      for (int spins = 0; generation_.load(std::memory_order_acquire) == seen; ++spins) {
+      if (JobWord::generation(w) != generation || JobWord::next(w) >= JobWord::tasks(w)) return;
+      if (!word_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      if (thread > 0) cpu_[thread].store(sched_getcpu(), std::memory_order_relaxed);
+      (*body_)(JobWord::next(w), thread);
+      done_.fetch_add(1, std::memory_order_release);
+      w = word_.load(std::memory_order_acquire);
+    }
+  }
+
+  void helper(int thread) {
+    uint64_t seen = JobWord::generation(word_.load(std::memory_order_acquire));
+    for (;;) {
+      // Between jobs of a pass, spin (a pass hands out a job every few to few hundred µs, and waking
+      // a sleeping thread costs tens of µs on a virtual machine); with no pass running, or after
+      // kSpin without a job, sleep.
+      constexpr auto kSpin = std::chrono::milliseconds(2);
+      auto until = std::chrono::steady_clock::now() + kSpin;
+      for (int spins = 0;; ++spins) {
+        if (stop_.load(std::memory_order_acquire)) return;
+        if (JobWord::generation(word_.load(std::memory_order_acquire)) != seen) break;
         cpu_relax();
-        if (spins % 64 == 63 && std::chrono::steady_clock::now() > until) {
-          std::unique_lock<std::mutex> lock(mutex_);
-          wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-        }
+        if (spins % 64 != 63) continue;
+        // Spinning on the caller's core would take the core from the thread that hands out the work.
+        if (active_passes_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < until &&
+            sched_getcpu() != caller_cpu_.load(std::memory_order_relaxed))
+          continue;
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        const uint64_t epoch = pass_epoch_.load(std::memory_order_seq_cst);
+        wake_.wait(lock, [&] {  // a job, a new pass, or stop
+          return stop_.load(std::memory_order_seq_cst) ||
+                 JobWord::generation(word_.load(std::memory_order_seq_cst)) != seen ||
+                 pass_epoch_.load(std::memory_order_seq_cst) != epoch;
+        });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        until = std::chrono::steady_clock::now() + kSpin;
       }
-      seen = generation_.load(std::memory_order_acquire);
-      if (stop_) return;
-      work(thread);
-      busy_.fetch_sub(1, std::memory_order_release);
+      seen = JobWord::generation(word_.load(std::memory_order_acquire));
+      work(thread, seen);
     }
   }
 
@@ -123,12 +219,16 @@ class Pool {
   std::mutex job_mutex_;  // one job at a time
   std::mutex mutex_;      // guards sleeping on wake_
   std::condition_variable wake_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> next_{0}, busy_{0};
+  std::atomic<uint64_t> word_{0};
+  std::atomic<int> done_{0};
+  std::atomic<int> sleepers_{0}, active_passes_{0};
+  std::atomic<uint64_t> pass_epoch_{0};
+  std::atomic<int> caller_cpu_{-1};  // the core of the thread running the current job
+  std::unique_ptr<std::atomic<int>[]>
+      cpu_;  // [thread]: the core each helper last took a task on  // passes begun: a sleeping helper wakes for each
+  std::atomic<bool> stop_{false};
   std::atomic<int> size_{1};  // helpers + 1, readable without the job lock
   const std::function<void(int, int)>* body_ = nullptr;
-  int n_tasks_ = 0;
-  bool stop_ = false;
 };
 
 Pool& pool() {
@@ -162,6 +262,7 @@ PassThreads::PassThreads() {
     std::unique_lock<std::mutex> lock(g.mutex);
     g.changed.wait(lock, [&] { return !g.writing && g.waiting_writers == 0; });
     ++g.passes;
+    pool().pass_begins();
   }
   threads_ = pool().size();
 }
@@ -170,6 +271,7 @@ PassThreads::~PassThreads() {
   if (--pass_depth == 0) {
     Gate& g = gate();
     std::lock_guard<std::mutex> lock(g.mutex);
+    pool().pass_ends();
     if (--g.passes == 0) g.changed.notify_all();
   }
 }
@@ -204,6 +306,13 @@ int kernel_threads() {
 
 void parallel_for(int n_tasks, const std::function<void(int, int)>& body) {
   pool().run(n_tasks, body);
+}
+
+void parallel_for(int n_tasks, double flops, const std::function<void(int, int)>& body) {
+  if (flops < kMinSplitFlops)
+    for (int i = 0; i < n_tasks; ++i) body(i, 0);
+  else
+    pool().run(n_tasks, body);
 }
 
 }  // namespace ordo

@@ -45,4 +45,11 @@ class PassThreads {
 // Returns when all are done. Jobs do not nest: a body must not call parallel_for.
 void parallel_for(int n_tasks, const std::function<void(int task, int thread)>& body);
 
+// The same for a job whose whole work is about `flops` floating-point operations: below
+// kMinSplitFlops it runs on the calling thread alone. Handing a job to an awake helper costs about
+// a microsecond; `bench_kernels --only split` measured the break-even at 1-2 µs of work, which our
+// vectorised kernels do in ~2·10^5 FLOPs (the 8 heads of a sequence of 8 tokens are 1.3·10^5).
+constexpr double kMinSplitFlops = 2e5;
+void parallel_for(int n_tasks, double flops, const std::function<void(int task, int thread)>& body);
+
 }  // namespace ordo

@@ -1,6 +1,7 @@
 // `ordo bench`: its JSON carries the keys, and its figures agree with each other.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -17,9 +18,14 @@ TEST(Bench, JsonHasTheKeysAndConsistentFigures) {
       run_ordo(std::string("bench --json --batch 2 --seq 5 --repeat 3 --threads 1 --model ") + ORDO_DEFAULT_MODEL);
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
-  for (const char* key : {"batch", "seq", "threads", "ms_median", "ms_min", "tokens_per_s", "gflops"})
+  for (const char* key : {"batch", "seq", "threads", "ms_median", "ms_min", "tokens_per_s", "gflops", "ms"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 7u);
+  EXPECT_EQ(j.size(), 8u);
+  ASSERT_EQ(j["ms"].size(), 3u);  // each run, in order: the median and minimum are theirs
+  std::vector<double> each = j["ms"];
+  std::sort(each.begin(), each.end());
+  EXPECT_EQ(double(j["ms_median"]), each[1]);
+  EXPECT_EQ(double(j["ms_min"]), each[0]);
   EXPECT_EQ(j["batch"], 2);
   EXPECT_EQ(j["seq"], 5);
   EXPECT_EQ(j["threads"], 1);
@@ -31,6 +37,25 @@ TEST(Bench, JsonHasTheKeysAndConsistentFigures) {
   const double T = 10, d = 64, F = 256,
                flops = 2 * (2 * T * d * 3 * d + 2 * T * d * d + 4 * 2 * 25 * d + 4 * T * d * F);
   EXPECT_NEAR(double(j["gflops"]), flops / (ms / 1e3) / 1e9, 1e-6 * double(j["gflops"]));
+}
+
+// --processes N: N fresh processes; the median of their medians, the fastest and slowest of them.
+TEST(Bench, ProcessesReportsEachProcessAndTheSpread) {
+  const auto r =
+      run_ordo(std::string("bench --json --seq 4 --repeat 3 --threads 1 --processes 3 --model ") + ORDO_DEFAULT_MODEL);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["processes"], 3);
+  std::vector<double> m = j["process_medians"];
+  ASSERT_EQ(m.size(), 3u);
+  std::sort(m.begin(), m.end());
+  EXPECT_EQ(double(j["ms_median"]), m[1]);
+  EXPECT_EQ(double(j["ms_min"]), m[0]);
+  EXPECT_EQ(double(j["ms_max"]), m[2]);
+  EXPECT_NEAR(double(j["slowest_over_fastest"]), m[2] / m[0], 1e-12);
+  const auto bad = run_ordo(std::string("bench --stdin --processes 2 --model ") + ORDO_DEFAULT_MODEL);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--processes times the forward pass only"), std::string::npos) << bad.err;
 }
 
 TEST(Bench, StdinModeAnswersEachLine) {

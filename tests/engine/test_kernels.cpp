@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -302,6 +303,54 @@ TEST(Parallel, EveryTaskRunsOnceOnAValidThread) {
       EXPECT_EQ(bad_thread.load(), 0);
     }
   }
+}
+
+// Jobs back to back, inside a pass (the helpers spin between them) and outside (they sleep), at
+// several sizes: a helper that wakes late must never take a task of a job that has ended or run one twice.
+TEST(Parallel, JobsBackToBackEachTaskOnce) {
+  ThreadsGuard guard;
+  for (int threads : {2, 3}) {
+    set_kernel_threads(threads);
+    for (bool in_pass : {true, false}) {
+      std::optional<PassThreads> pass;
+      if (in_pass) pass.emplace();
+      for (int job = 0; job < 3000; ++job) {
+        const int n = 1 + job % 7;
+        std::vector<std::atomic<int>> runs(n);
+        parallel_for(n, [&](int task, int) { runs[task].fetch_add(1); });
+        for (int i = 0; i < n; ++i) ASSERT_EQ(runs[i].load(), 1) << "job " << job << " task " << i;
+      }
+    }
+  }
+}
+
+// More tasks than one job word can count (2^20 - 1) run in several jobs, each task once.
+TEST(Parallel, MoreTasksThanOneJobHolds) {
+  ThreadsGuard guard;
+  set_kernel_threads(2);
+  const int n = (1 << 20) + 3;
+  std::vector<std::atomic<uint8_t>> runs(n);
+  parallel_for(n, [&](int task, int) { runs[task].fetch_add(1, std::memory_order_relaxed); });
+  for (int i = 0; i < n; ++i) ASSERT_EQ(runs[i].load(), 1) << i;
+}
+
+// A job smaller than the cost of waking a helper runs on the caller alone; a larger one is shared out.
+TEST(Parallel, SmallJobsStayOnTheCaller) {
+  ThreadsGuard guard;
+  set_kernel_threads(2);
+  std::atomic<int> off_caller{0}, runs{0};
+  parallel_for(64, kMinSplitFlops / 2, [&](int, int thread) {
+    runs.fetch_add(1);
+    if (thread != 0) off_caller.fetch_add(1);
+  });
+  EXPECT_EQ(runs.load(), 64);
+  EXPECT_EQ(off_caller.load(), 0);
+  runs = 0;
+  parallel_for(64, kMinSplitFlops * 2, [&](int, int thread) {
+    runs.fetch_add(1);
+    ASSERT_TRUE(thread == 0 || thread == 1);
+  });
+  EXPECT_EQ(runs.load(), 64);
 }
 
 }  // namespace

@@ -3,12 +3,16 @@
 // FLOPs of one forward pass of n_layers encoder layers on B × S tokens (a multiply-add is 2 FLOPs):
 //   in_proj 2·BS·d·3d + out_proj 2·BS·d² + scores and weighted values 2·2·B·S²·d + FFN 2·2·BS·d·F
 #include <cblas.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -35,12 +39,14 @@ double ms_since(Clock::time_point start) {
 
 struct Timing {
   double median = 0, min = 0;
+  std::vector<double> each;  // in the order they ran
 };
 
-Timing summarize(std::vector<double> ms) {
+Timing summarize(const std::vector<double>& each) {
+  std::vector<double> ms = each;
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
-  return {n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), ms.front()};
+  return {n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), ms.front(), each};
 }
 
 double forward_flops(const Config& c, double B, double S) {
@@ -101,7 +107,8 @@ nlohmann::json forward_json(const Config& c, int B, int S, int threads, const Ti
           {"ms_median", t.median},
           {"ms_min", t.min},
           {"tokens_per_s", double(B) * S / (t.median / 1e3)},
-          {"gflops", forward_flops(c, B, S) / (t.median / 1e3) / 1e9}};
+          {"gflops", forward_flops(c, B, S) / (t.median / 1e3) / 1e9},
+          {"ms", t.each}};
 }
 
 // What in the environment changes OpenBLAS, said plainly: the kernels it picked, and the variables
@@ -125,6 +132,73 @@ void print_blas_environment() {
                                                 "kernels matter");
 }
 
+// --processes N: the same bench in N fresh processes, one after another, each as a user runs it; the
+// median of their medians and the slowest against the fastest, so that a slow mode a process can
+// fall into for its life (or its first passes) shows instead of averaging away in one long process.
+int run_processes(int argc, char** argv, int n, bool json) {
+  std::vector<std::string> args = {"/proc/self/exe", "bench"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--processes") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--processes=", 0) == 0 || a == "--json") continue;
+    args.push_back(a);
+  }
+  args.push_back("--json");
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::vector<double> medians;
+  nlohmann::json last;
+  for (int p = 0; p < n; ++p) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("bench --processes: pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    pid_t pid = 0;
+    const int err = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargs.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    if (err != 0) {
+      ::close(out[0]);
+      throw std::runtime_error(std::string("bench --processes: cannot start a process: ") + std::strerror(err));
+    }
+    std::string text;
+    char buf[4096];
+    for (ssize_t got; (got = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(got));
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    last = nlohmann::json::parse(text);
+    medians.push_back(last["ms_median"]);
+  }
+  const Timing t = summarize(medians);
+  const double slowest = *std::max_element(medians.begin(), medians.end());
+  if (json) {
+    last.erase("ms");
+    last["processes"] = n;
+    last["process_medians"] = medians;
+    last["ms_median"] = t.median;  // of the processes' medians
+    last["ms_min"] = t.min;        // the fastest process's median
+    last["ms_max"] = slowest;
+    last["slowest_over_fastest"] = slowest / t.min;
+    std::cout << last << "\n";
+  } else {
+    std::printf(
+        "%d fresh processes, %d x %d, %d threads: median of medians %.3f ms; fastest %.3f, slowest %.3f "
+        "(%.2fx)\n  each:",
+        n, int(last["batch"]), int(last["seq"]), int(last["threads"]), t.median, t.min, slowest, slowest / t.min);
+    for (double m : medians) std::printf(" %.3f", m);
+    std::printf("\n");
+  }
+  return 0;
+}
+
 void check_shape(int B, int S) {
   if (B < 1 || B > 65536) throw UsageError("--batch must be in 1 .. 65536");
   if (S < 1 || S > 65536) throw UsageError("--seq must be in 1 .. 65536");
@@ -145,7 +219,8 @@ int cmd_bench(int argc, char** argv) {
       "peak", "sgemm peak in GFLOP/s to compare with (default: measure it)", cxxopts::value<double>())(
       "stdin",
       "read lines \"B S REPEAT\" from stdin and answer each with one JSON line (for tools/dev/bench_peers.py)")(
-      "json", "one JSON object instead of the report");
+      "processes", "run the bench in N fresh processes and report the median of their medians and their spread",
+      cxxopts::value<int>())("json", "one JSON object instead of the report");
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const int repeat = int_option(args, "repeat", 1, 100000);
@@ -153,6 +228,10 @@ int cmd_bench(int argc, char** argv) {
   set_num_threads(threads_option(args));
   const int threads = num_threads();
   const bool json = args.count("json") > 0;
+  if (args.count("processes")) {
+    if (args.count("stdin") || args.count("gemm")) throw UsageError("--processes times the forward pass only");
+    return run_processes(argc, argv, int_option(args, "processes", 1, 1000), json);
+  }
 
   if (args.count("gemm")) {
     blas_setup();  // the kernels the engine uses, with OpenBLAS's own threads for this one product

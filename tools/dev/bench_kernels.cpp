@@ -1,7 +1,7 @@
 // Each of ordo's own kernels against cblas_sgemm on the base encoder's shapes (d = 512, h = 8,
 // F = 2048, 6 layers), the evidence behind the choices in engine/ops.cpp (docs/performance.md).
 //
-//   env -u OPENBLAS_CORETYPE build/bench_kernels [--threads 2] [--rounds 9] [--only linear|attention]
+//   env -u OPENBLAS_CORETYPE build/bench_kernels [--threads 2] [--rounds 9] [--only linear|attention|split]
 //
 // linear: one pass of the 24 weight products of a forward pass (distinct weights, 75.5 MB, as in
 // the model) at M rows, through each kernel that handles M: linear_small_m, linear_stream,
@@ -158,6 +158,36 @@ void bench_attention(const std::vector<int>& Ls, int rounds, const std::vector<i
   }
 }
 
+// split: the break-even of handing work to a helper. A job of two equal tasks, each `flops` of
+// multiply-adds on data in cache, run on the caller alone against split over the threads, inside a
+// pass (the helpers awake, as between the products of a forward pass).
+void bench_split(int rounds) {
+  std::printf("\n## split: one job of 2 tasks, µs per job (median), caller alone vs spread over the threads\n");
+  std::printf("| FLOPs per job | alone | split | split/alone |\n|---|---|---|---|\n");
+  std::vector<float> a(1 << 16, 1.0f);
+  for (double flops = 2e3; flops <= 5e6; flops *= 2.5) {
+    const int n = int(flops / 4);  // per task: n multiply-adds over an array in L1/L2, repeated
+    volatile float sink = 0;
+    auto task = [&](int t, int) {
+      float acc = float(t);
+      for (int i = 0; i < n; ++i) acc = acc * 0.999f + a[size_t(i) & 0xFFFF];
+      sink = acc;
+    };
+    const PassThreads pass;
+    std::vector<double> alone, split;
+    for (int r = 0; r < rounds * 50; ++r) {
+      auto t0 = Clock::now();
+      task(0, 0), task(1, 0);
+      auto t1 = Clock::now();
+      parallel_for(2, task);
+      auto t2 = Clock::now();
+      alone.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      split.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+    }
+    std::printf("| %.0f | %.2f | %.2f | %.2f |\n", flops, median(alone), median(split), median(split) / median(alone));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -170,7 +200,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: bench_kernels [--threads N] [--rounds N] [--only linear|attention] [--m M,...] [--l L,...]"
+          "usage: bench_kernels [--threads N] [--rounds N] [--only linear|attention|split] [--m M,...] [--l L,...]"
           " [--blocks B,...]\n");
       return 0;
     }
@@ -210,5 +240,6 @@ int main(int argc, char** argv) {
               openblas_get_corename(), coretype ? coretype : "unset");
   if (only.empty() || only == "linear") bench_linear(ms, rounds);
   if (only.empty() || only == "attention") bench_attention(Ls, rounds, blocks);
+  if (only.empty() || only == "split") bench_split(rounds);
   return 0;
 }

@@ -149,7 +149,7 @@ def peak_rss_mb(pid):
 
 class Peer:
     def __init__(self, name, cmd, env):
-        self.name = name
+        self.name, self.cmd, self.env = name, cmd, env
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.peak_mb = None
 
@@ -183,6 +183,9 @@ def main():
     ap.add_argument("--shapes", default=",".join(f"{b}x{s}" for b, s in SHAPES), help="e.g. 1x8,4x512")
     ap.add_argument("--peers", default="ordo,ort,torch")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fresh", action="store_true",
+                    help="time each (peer, shape, round) in a new process, as a user runs a command: a slow mode "
+                         "of a process's first passes cannot hide behind a long-lived benchmark process")
     ap.add_argument("--worker-torch", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     vocab_size, max_len = 8000, 8192
@@ -211,23 +214,34 @@ def main():
 
     load_start = os.getloadavg()[0]
     results = {(p.name, s): [] for p in peers for s in shapes}
+    peak = {p.name: 0.0 for p in peers}
     for r in range(args.rounds):
         for B, S in shapes:
             for i in range(len(peers)):
                 p = peers[(i + r) % len(peers)]
+                if args.fresh:  # a new process for this one measurement, as a user runs a command
+                    p = Peer(p.name, p.cmd, p.env)
                 results[(p.name, (B, S))].append(p.time(B, S, repeats_for(B, S)))
+                if args.fresh:
+                    p.close()
+                    peak[p.name] = max(peak[p.name], p.peak_mb or 0.0)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     for p in peers:
         p.close()
+        if args.fresh:
+            p.peak_mb = max(peak[p.name], p.peak_mb or 0.0)
 
     med = {k: statistics.median(v) for k, v in results.items()}
     load = os.getloadavg()
-    print(f"# {args.rounds} rounds, medians; threads {args.threads}; OPENBLAS_CORETYPE unset for every peer; "
+    print(f"# {args.rounds} rounds, medians{' of fresh processes' if args.fresh else ''}; threads {args.threads}; "
+          f"OPENBLAS_CORETYPE unset for every peer; "
           f"load average (1 min) {load_start:.1f} at the start, {load[0]:.1f} at the end")
     cols = [p.name for p in peers]
     head = "| B x S | " + " | ".join(f"{c} ms" for c in cols)
     if "ordo" in cols:
         head += " | ordo GFLOP/s" + "".join(f" | ordo/{c}" for c in cols if c != "ordo")
+        if args.fresh:
+            head += " | ordo slowest/fastest process"
     print(head + " |")
     print("|---" * (head.count("|")) + "|")
     for B, S in shapes:
@@ -236,6 +250,8 @@ def main():
             o = med[("ordo", (B, S))]
             row += f" | {flops(B, S) / o / 1e6:.0f}"
             row += "".join(f" | {o / med[(c, (B, S))]:.2f}" for c in cols if c != "ordo")
+            if args.fresh:
+                row += f" | {max(results[('ordo', (B, S))]) / min(results[('ordo', (B, S))]):.2f}"
         print(row + " |")
     weights = os.path.getsize(os.path.join(args.out, "model.safetensors")) / 2**20
     print(f"# peak RSS over the run (each peer's largest shape); the weights file is {weights:.1f} MiB")
