@@ -89,6 +89,32 @@ inline std::string read_file(const std::string& path) {
   return s.str();
 }
 
+// A config of these sizes, everything else at its default.
+inline Config sized_config(int vocab, int d, int heads, int ff, int layers) {
+  Config c;
+  c.vocab_size = vocab;
+  c.d_model = d;
+  c.n_heads = heads;
+  c.d_ff = ff;
+  c.n_layers = layers;
+  return c;
+}
+
+// dir/model.safetensors with every tensor the config asks for, random (biases and LayerNorm
+// parameters included, the norms' weights around 1), so that a wrong wire shows.
+inline void write_random_weights(const Config& c, const std::string& dir, uint64_t seed, float head_bias_scale = 0.5f) {
+  std::vector<TensorBytes> tensors;
+  for (const TensorSpec& spec : expected_tensors(c)) {
+    uint64_t n = 1;
+    for (uint64_t k : spec.shape) n *= k;
+    auto v = random_floats(n, ++seed * 7919, spec.name == "head.bias" ? head_bias_scale : 0.5f);
+    if (spec.name.find("norm") != std::string::npos && spec.name.find(".weight") != std::string::npos)
+      for (float& x : v) x += 1.0f;
+    tensors.push_back(f32_tensor(spec.name, spec.shape, v));
+  }
+  write_safetensors(dir + "/model.safetensors", tensors);
+}
+
 // A fresh directory under the test temp dir, removed by the caller's TempDir destructor.
 struct TempDir {
   std::string path;

@@ -23,26 +23,12 @@ const std::string kTokenizer = std::string(ORDO_SOURCE_DIR) + "/models/default/t
 struct HeadModel {
   test::TempDir dir;
   explicit HeadModel(PositionalEncoding pe = PositionalEncoding::Sinusoidal, bool head = true, uint64_t seed = 11) {
-    Config c;
-    c.vocab_size = 8000;
-    c.d_model = 16;
-    c.n_heads = 2;
-    c.d_ff = 32;
-    c.n_layers = 2;
+    Config c = test::sized_config(8000, 16, 2, 32, 2);
     c.final_norm = true;
     c.positional_encoding = pe;
     c.max_positions = pe == PositionalEncoding::Learned ? 24 : 0;
     c.head = head ? Head::MaskedLM : Head::None;
-    std::vector<TensorBytes> tensors;
-    for (const TensorSpec& spec : expected_tensors(c)) {
-      uint64_t n = 1;
-      for (uint64_t k : spec.shape) n *= k;
-      auto v = test::random_floats(n, ++seed * 7919, spec.name == "head.bias" ? 2.0f : 0.5f);
-      if (spec.name.find("norm") != std::string::npos && spec.name.find(".weight") != std::string::npos)
-        for (float& x : v) x += 1.0f;
-      tensors.push_back(f32_tensor(spec.name, spec.shape, v));
-    }
-    write_safetensors(dir.path + "/model.safetensors", tensors);
+    test::write_random_weights(c, dir.path, seed, /*head_bias_scale=*/2.0f);
     std::ofstream(dir.path + "/config.json") << config_to_json(c);
     fs::copy_file(kTokenizer, dir.path + "/tokenizer.model");
   }

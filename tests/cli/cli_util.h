@@ -74,4 +74,15 @@ inline void expect_one_error(const Run& r, const std::string& must_mention) {
   EXPECT_EQ(r.out, "") << "nothing should be half-written";
 }
 
+// The names most command-line tests use, brought in by `using namespace test::cli;`.
+namespace cli {
+using nlohmann::json;
+using test::expect_one_error;
+using test::json_lines;
+using test::quote;
+using test::run_ordo;
+// " --model <the default model> ", for command lines.
+inline const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+}  // namespace cli
+
 }  // namespace ordo::test

@@ -10,14 +10,7 @@
 namespace ordo {
 namespace {
 
-using test::expect_one_error;
-using test::json_lines;
-
-using nlohmann::json;
-using test::quote;
-using test::run_ordo;
-
-const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+using namespace test::cli;
 
 TEST(Cli, EncodeJsonHasTheFieldsInInputOrder) {
   const auto r = run_ordo("encode --json" + kModel + quote("the cat sat on the mat") + " " + quote("a dog"));

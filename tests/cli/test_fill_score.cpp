@@ -14,11 +14,7 @@
 namespace ordo {
 namespace {
 
-using test::json_lines;
-
-using nlohmann::json;
-using test::quote;
-using test::run_ordo;
+using namespace test::cli;
 
 class FillScore : public testing::Test {
  protected:

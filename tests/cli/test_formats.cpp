@@ -14,13 +14,7 @@
 namespace ordo {
 namespace {
 
-using test::json_lines;
-
-using nlohmann::json;
-using test::quote;
-using test::run_ordo;
-
-const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+using namespace test::cli;
 const std::string kTexts = " " + quote("the cat sat on the mat") + " " + quote("a") + " " + quote("dogs bark");
 
 std::vector<std::string> lines_of(const std::string& s) {

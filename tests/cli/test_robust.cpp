@@ -33,12 +33,7 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
-using test::json_lines;
-
-using test::quote;
-using test::run_ordo;
-
-const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+using namespace test::cli;
 
 TEST(Input, TenMegabyteLineFailsCleanlyOrIsCut) {
   test::TempDir dir;

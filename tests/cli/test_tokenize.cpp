@@ -9,13 +9,7 @@
 namespace ordo {
 namespace {
 
-using test::json_lines;
-
-using nlohmann::json;
-using test::quote;
-using test::run_ordo;
-
-const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+using namespace test::cli;
 const std::string kTiny = std::string(" --model ") + ORDO_SOURCE_DIR + "/tests/corpus/odd/bos_eos ";
 const std::string kSpace = "\xE2\x96\x81";  // ▁
 

@@ -15,11 +15,7 @@
 namespace ordo {
 namespace {
 
-using nlohmann::json;
-using test::quote;
-using test::run_ordo;
-
-const std::string kModel = std::string(" --model ") + ORDO_DEFAULT_MODEL + " ";
+using namespace test::cli;
 
 // natural, a shuffle of its words, one adjacent pair of its words swapped
 const char* kSentences[][3] = {

@@ -24,31 +24,28 @@ namespace {
 using test::max_abs_diff;
 
 Config small_config() {
-  Config c;
-  c.vocab_size = 50;
-  c.d_model = 12;
-  c.n_heads = 3;
-  c.d_ff = 20;
-  c.n_layers = 2;
-  return c;
+  return test::sized_config(50, 12, 3, 20, 2);
 }
 
 // A model whose every tensor is random, biases and LayerNorm parameters included, so that a
 // wrong wire shows.
 Model random_model(const Config& c, const std::string& dir, uint64_t seed = 1) {
-  std::vector<TensorBytes> tensors;
-  uint64_t s = seed;
-  for (const TensorSpec& spec : expected_tensors(c)) {
-    uint64_t n = 1;
-    for (uint64_t k : spec.shape) n *= k;
-    auto v = test::random_floats(n, ++s * 7919, 0.5f);
-    if (spec.name.find("norm") != std::string::npos && spec.name.find(".weight") != std::string::npos)
-      for (float& x : v) x += 1.0f;
-    tensors.push_back(f32_tensor(spec.name, spec.shape, v));
-  }
-  write_safetensors(dir + "/model.safetensors", tensors);
+  test::write_random_weights(c, dir, seed);
   return Model(c, dir + "/model.safetensors");
 }
+
+// An encoder over a random small model with positions `p`.
+struct RandomEncoder {
+  explicit RandomEncoder(PositionalEncoding p) : model(random_model(with(p), dir.path)), enc(model) {}
+  static Config with(PositionalEncoding p) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    return c;
+  }
+  test::TempDir dir;
+  Model model;
+  Encoder enc;
+};
 
 // max |h − ref| over sequence b's rows; ref (L, d) from reference::forward.
 double diff_to_reference(const Hidden& h, int b, const std::vector<double>& ref) {
@@ -113,11 +110,8 @@ double largest_move(const Hidden& h, int b0, int b1, const std::vector<int>& to)
 // permutation of the tokens permutes the outputs, and with them on it does not.
 TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
   for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi}) {
-    Config c = small_config();
-    c.positional_encoding = p;
-    test::TempDir dir;
-    const Model m = random_model(c, dir.path);
-    Encoder enc(m);
+    RandomEncoder r(p);
+    Encoder& enc = r.enc;
     const std::vector<int32_t> a = {5, 9, 2, 7}, b = {9, 5, 2, 7};  // b: a's first two swapped
     const std::vector<int> to_b = {1, 0, 2, 3};                     // a's token t stands at to_b[t] in b
     EncodeOptions off;
@@ -132,11 +126,8 @@ TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
 // rotation has a direction.)
 TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
   for (PositionalEncoding p : {PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
-    Config c = small_config();
-    c.positional_encoding = p;
-    test::TempDir dir;
-    const Model m = random_model(c, dir.path);
-    Encoder enc(m);
+    RandomEncoder re(p);
+    Encoder& enc = re.enc;
     const std::vector<int32_t> a = {5, 9, 2, 7, 11}, r = {11, 7, 2, 9, 5};
     const double moved = largest_move(enc.forward({a, r}), 0, 1, {4, 3, 2, 1, 0});
     if (p == PositionalEncoding::Alibi)

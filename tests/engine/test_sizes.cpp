@@ -55,12 +55,7 @@ TEST(Sizes, ConfigOfManyKeys) {
 
 // 5,000 layers (60,002 tensors): loads, and the encoder still agrees with the plain one.
 TEST(Sizes, FiveThousandLayers) {
-  Config c;
-  c.vocab_size = 16;
-  c.d_model = 4;
-  c.n_heads = 2;
-  c.d_ff = 4;
-  c.n_layers = 5000;
+  Config c = test::sized_config(16, 4, 2, 4, 5000);
   c.norm_first = true;  // pre-LN with a final norm: the residual stream stays a sum, the output finite
   c.final_norm = true;
   test::TempDir dir;

@@ -12,6 +12,7 @@
 
 #include <ordo/errors.h>
 
+#include "teach/figure_util.h"
 #include "teach/png_read.h"
 #include "test_util.h"
 #include "tools/teach/figure.h"
@@ -19,19 +20,7 @@
 namespace ordo {
 namespace {
 
-using test::numbers_of;
-using test::read_png;
-using test::read_png_text;
-using Colour = std::array<int, 3>;
-
-Colour rgb(teach::Rgb c) {
-  return {c.r, c.g, c.b};
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
+using namespace test;  // the PNG readers, colours, files and commands of the test helpers
 
 // The names in a directory (a temporary file left behind would show here).
 std::vector<std::string> listing(const std::string& dir) {

@@ -13,6 +13,7 @@
 #include <ordo/errors.h>
 
 #include "cli/cli_util.h"
+#include "teach/figure_util.h"
 #include "teach/png_read.h"
 #include "test_util.h"
 #include "tools/teach/figure.h"
@@ -20,20 +21,7 @@
 namespace ordo {
 namespace {
 
-using test::numbers_of;
-using test::read_png;
-using test::read_png_text;
-using test::run_ordo;
-using Colour = std::array<int, 3>;
-
-Colour rgb(teach::Rgb c) {
-  return {c.r, c.g, c.b};
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
+using namespace test;  // the PNG readers, colours, files and commands of the test helpers
 
 // A picture read back: the pixels and where its table is.
 struct Picture {

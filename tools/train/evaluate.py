@@ -102,12 +102,7 @@ def _batches(items, size):
 
 def _run(model, seqs, use_positions):
     """Runs id lists (one padded batch); returns h (B, S, d)."""
-    S = max(len(s) for s in seqs)
-    ids = torch.zeros(len(seqs), S, dtype=torch.long)
-    pad = torch.ones(len(seqs), S, dtype=torch.bool)
-    for b, s in enumerate(seqs):
-        ids[b, :len(s)] = torch.tensor(s)
-        pad[b, :len(s)] = False
+    ids, pad = mlm.batch_tensors(seqs)
     return model.hidden(ids, pad if len(seqs) > 1 else None, use_positions)
 
 

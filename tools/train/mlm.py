@@ -104,6 +104,17 @@ class MaskedLM(nn.Module):
                 "n_layers": len(self.encoder.layers)}
 
 
+def batch_tensors(seqs):
+    """Id lists as one padded batch: ids (B, S) and the padding mask (True where there is no token)."""
+    S = max(len(s) for s in seqs)
+    ids = torch.zeros(len(seqs), S, dtype=torch.long)
+    pad = torch.ones(len(seqs), S, dtype=torch.bool)
+    for b, s in enumerate(seqs):
+        ids[b, :len(s)] = torch.tensor(s)
+        pad[b, :len(s)] = False
+    return ids, pad
+
+
 def read_safetensors(path):
     with open(path, "rb") as f:
         raw = f.read()

@@ -92,14 +92,6 @@ import mlm  # noqa: E402
 from export_pytorch import export  # noqa: E402
 
 
-def batch_tensors(seqs):
-    S = max(len(s) for s in seqs)
-    ids = torch.zeros(len(seqs), S, dtype=torch.long)
-    pad = torch.ones(len(seqs), S, dtype=torch.bool)
-    for b, s in enumerate(seqs):
-        ids[b, :len(s)] = torch.tensor(s)
-        pad[b, :len(s)] = False
-    return ids, pad
 
 
 def mask_batch(ids, pad, mask_id, ordinary, g):
@@ -180,7 +172,7 @@ def main():
             cursor = 0
         batch = [seqs[i] for i in order[cursor:cursor + BATCH]]
         cursor += BATCH
-        ids, pad = batch_tensors(batch)
+        ids, pad = mlm.batch_tensors(batch)
         x, chosen = mask_batch(ids, pad, mask_id, ordinary, g)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, a.steps)
