@@ -3,9 +3,11 @@
 // (other Python threads run meanwhile; one Model may serve several of them, see ordo.h on
 // threads), and takes it back to build the results.
 #include <pybind11/stl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -68,6 +70,13 @@ class Model {
   explicit Model(const std::optional<std::string>& path) {
     path_ = path ? *path : default_model_dir(default_model_dir_hint);
     if (path_.empty()) throw ArgumentError("no model found: pass Model(path) or set ORDO_MODEL");
+    // A directory named by the environment says so when it is wrong: the call did not name it.
+    const char* env = std::getenv("ORDO_MODEL");
+    struct stat st {};
+    if (!path && env && *env && path_ == env && !(::stat(env, &st) == 0 && S_ISDIR(st.st_mode)))
+      throw InputError(path_,
+                       "no such model directory (named by the environment variable ORDO_MODEL; unset it to use "
+                       "the default model, or pass Model(path))");
     py::gil_scoped_release unlocked;
     pipeline_ = std::make_unique<Pipeline>(path_);
   }

@@ -26,6 +26,14 @@ def test_bad_path_has_the_cli_words(tmp_path):
     assert missing in str(e.value)
 
 
+def test_model_named_by_the_environment(tmp_path, monkeypatch):
+    missing = str(tmp_path / "gone")
+    monkeypatch.setenv("ORDO_MODEL", missing)
+    assert ordo.default_model_dir() == missing
+    with pytest.raises(ordo.InputError, match=f"^{missing}: no such model directory \\(named by the environment "):
+        ordo.Model()
+
+
 def test_bad_pooling(model):
     with pytest.raises(ordo.InputError, match='^pooling must be mean, first, max or none, got "sum"$'):
         model.encode(["a"], pooling="sum")
@@ -140,3 +148,18 @@ def test_set_num_threads():
 def test_help_documents_encode():
     doc = ordo.Model.encode.__doc__
     assert "pooling" in doc and "batch_size" in doc and "InputError" in doc
+
+
+def test_readme_example_runs():
+    """The README's "From Python" block, run as written (its code between -c '...')."""
+    import re
+    import subprocess
+    import sys
+    from conftest import ROOT
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = readme[readme.index("## From Python"):]
+    code = re.search(r"python3 -c '\n(.*?)'\n```", section, re.S).group(1)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "(1, 64)"
+    piece, id_, prob = eval(out[1])  # noqa: S307 - the repr of a tuple the test just printed
+    assert isinstance(piece, str) and isinstance(id_, int) and 0 < prob < 1
