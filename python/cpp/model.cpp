@@ -32,17 +32,29 @@ Pooling parse_pooling(const std::string& s) {
   throw ArgumentError("pooling must be mean, first, max or none, got \"" + s + "\"");
 }
 
+// A str as UTF-8. Only a lone surrogate (U+D800 .. U+DFFF, from a file decoded with
+// errors="surrogateescape") has no UTF-8 form.
+std::string utf8(const py::handle& s, const std::string& where) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
+  if (!p) {
+    PyErr_Clear();
+    throw ArgumentError(where + ": the text has a lone surrogate (U+D800 .. U+DFFF), which is not UTF-8");
+  }
+  return std::string(p, size_t(n));
+}
+
 // A str, or a sequence of str: the texts, and whether one str was given.
 std::vector<std::string> texts_of(const py::handle& texts, bool* single) {
   *single = py::isinstance<py::str>(texts);
-  if (*single) return {texts.cast<std::string>()};
+  if (*single) return {utf8(texts, "texts")};
   if (py::isinstance<py::bytes>(texts)) throw ArgumentError("texts must be a str or a sequence of str, not bytes");
   std::vector<std::string> out;
   for (const py::handle& t : py::iter(texts)) {
+    const std::string where = "texts[" + std::to_string(out.size()) + "]";
     if (!py::isinstance<py::str>(t))
-      throw ArgumentError("texts[" + std::to_string(out.size()) + "] is " +
-                          std::string(py::str(py::type::handle_of(t).attr("__name__"))) + ", not str");
-    out.push_back(t.cast<std::string>());
+      throw ArgumentError(where + " is " + std::string(py::str(py::type::handle_of(t).attr("__name__"))) + ", not str");
+    out.push_back(utf8(t, where));
   }
   return out;
 }

@@ -75,6 +75,9 @@ def test_other_errors(model):
         model.encode(["a"], batch_size=0)
     with pytest.raises(ordo.InputError, match=r"texts\[1\] is int, not str"):
         model.encode(["a", 3])
+    with pytest.raises(ordo.InputError, match=r"^texts\[1\]: the text has a lone surrogate"):
+        model.encode(["fine", "\udc80 from surrogateescape"])
+    assert model.encode(["a\0b"]).shape == (1, 64)  # a NUL byte is text like any other here
     with pytest.raises(ordo.InputError, match="has no <mask>|no <mask>|at least one"):
         model.fill("no masks here")
     with pytest.raises(ordo.InputError, match="^the text has no tokens$"):
