@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -436,7 +437,8 @@ Every head's attention weights (`ordo attention`): A[l, h, i, j] is how much que
 to key piece j in layer l, head h; each row sums to 1.)")
       .def("__repr__",
            [](const Model& self) { return "ordo.Model(" + std::string(py::repr(py::str(self.path()))) + ")"; })
-      .def(py::pickle([](const Model& self) { return py::make_tuple(self.path()); },
+      // Pickled as an absolute path: the process that loads it (a Dask worker) may run elsewhere in the tree.
+      .def(py::pickle([](const Model& self) { return py::make_tuple(std::filesystem::absolute(self.path()).string()); },
                       [](const py::tuple& state) {
                         if (state.size() != 1) throw ArgumentError("a pickled ordo.Model holds its path");
                         return Model(state[0].cast<std::string>());

@@ -114,6 +114,14 @@ def test_pickle_round_trip(model):
     assert max_diff(again.encode(["the cat sat"]), model.encode(["the cat sat"])) == 0.0
 
 
+def test_pickle_of_a_relative_path_loads_elsewhere(model_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(model_dir))
+    relative = ordo.Model(os.path.basename(model_dir))
+    data = pickle.dumps(relative)
+    monkeypatch.chdir(tmp_path)  # another working directory, as a worker's may be
+    assert pickle.loads(data).path == model_dir
+
+
 def rss_kib():
     with open("/proc/self/status") as f:
         for line in f:
