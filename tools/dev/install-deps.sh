@@ -11,6 +11,10 @@ packages=(
   wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
   r-cran-janeaustenr                   # Jane Austen's novels, the default model's other training text
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests, export and training tools
+  pybind11-dev python3-pybind11 python3-dev          # the Python module, python/ (ORDO_PYTHON)
+  python3-pytest                                     # its tests
+  python3-distributed                                # python/examples/dask_encode.py and its test
+  jupyter-nbconvert python3-nbconvert python3-ipykernel python3-matplotlib  # docs/ordo.ipynb, run by a test
   libpng-dev libcairo2-dev libpango1.0-dev  # pictures: ordo pe --png, ordo attention --png (PNG or SVG)
   fonts-dejavu-core fonts-droid-fallback     # their labels: Latin, Greek, Cyrillic, "▁"; Chinese, Japanese, Korean
   clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)

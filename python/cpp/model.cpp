@@ -1,0 +1,448 @@
+// ordo.Model: one model directory's ordo::Pipeline, with the commands' calls as methods.
+// Each method converts its arguments while it holds the GIL, releases it for the engine's work
+// (other Python threads run meanwhile; one Model may serve several of them, see ordo.h on
+// threads), and takes it back to build the results.
+#include <pybind11/stl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+
+#include <ordo/errors.h>
+#include <ordo/ordo.h>
+
+#include "python/cpp/binding.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/compare.h"
+
+namespace ordo::python {
+
+namespace {
+
+Pooling parse_pooling(const std::string& s) {
+  if (s == "mean") return Pooling::Mean;
+  if (s == "first") return Pooling::First;
+  if (s == "max") return Pooling::Max;
+  if (s == "none") return Pooling::None;
+  throw ArgumentError("pooling must be mean, first, max or none, got \"" + s + "\"");
+}
+
+// A str as UTF-8. Only a lone surrogate (U+D800 .. U+DFFF, from a file decoded with
+// errors="surrogateescape") has no UTF-8 form.
+std::string utf8(const py::handle& s, const std::string& where) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
+  if (!p) {
+    PyErr_Clear();
+    throw ArgumentError(where + ": the text has a lone surrogate (U+D800 .. U+DFFF), which is not UTF-8");
+  }
+  return std::string(p, size_t(n));
+}
+
+// A str, or a sequence of str: the texts, and whether one str was given.
+std::vector<std::string> texts_of(const py::handle& texts, bool* single) {
+  *single = py::isinstance<py::str>(texts);
+  if (*single) return {utf8(texts, "texts")};
+  if (py::isinstance<py::bytes>(texts)) throw ArgumentError("texts must be a str or a sequence of str, not bytes");
+  std::vector<std::string> out;
+  for (const py::handle& t : py::iter(texts)) {
+    const std::string where = "texts[" + std::to_string(out.size()) + "]";
+    if (!py::isinstance<py::str>(t))
+      throw ArgumentError(where + " is " + std::string(py::str(py::type::handle_of(t).attr("__name__"))) + ", not str");
+    out.push_back(utf8(t, where));
+  }
+  return out;
+}
+
+// The longest prefix of at most n bytes that does not split a UTF-8 character.
+size_t utf8_prefix(const std::string& s, size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
+  return n;
+}
+
+// A JSON value (nlohmann) as the Python value json.loads would give.
+py::object to_python(const nlohmann::ordered_json& j) {
+  return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// Texts run in batches of similar length, as `ordo encode` runs them, so little compute goes to
+// padding: at most batch_size texts and kBatchTokens padded tokens (B · S) per batch.
+constexpr size_t kBatchTokens = 8192;
+
+}  // namespace
+
+class Model {
+ public:
+  explicit Model(const std::optional<std::string>& path) {
+    path_ = path ? *path : default_model_dir(default_model_dir_hint);
+    if (path_.empty()) throw ArgumentError("no model found: pass Model(path) or set ORDO_MODEL");
+    // A directory named by the environment says so when it is wrong: the call did not name it.
+    const char* env = std::getenv("ORDO_MODEL");
+    struct stat st {};
+    if (!path && env && *env && path_ == env && !(::stat(env, &st) == 0 && S_ISDIR(st.st_mode)))
+      throw InputError(path_,
+                       "no such model directory (named by the environment variable ORDO_MODEL; unset it to use "
+                       "the default model, or pass Model(path))");
+    py::gil_scoped_release unlocked;
+    pipeline_ = std::make_unique<Pipeline>(path_);
+  }
+
+  const std::string& path() const { return path_; }
+  py::object config() const { return to_python(nlohmann::ordered_json::parse(config_to_json(cfg()))); }
+
+  // `ordo tokenize --json`: pieces, ids, offsets ([begin, end) bytes of the text), unknown.
+  py::dict tokenize(const std::string& text) const {
+    std::vector<Span> spans;
+    Tokenization t;
+    int unknown = 0;
+    {
+      py::gil_scoped_release unlocked;
+      t = pipeline_->tokenize(text, "text", &spans);
+      unknown = pipeline_->unknown_pieces(t);
+    }
+    py::list offsets;
+    for (const Span& s : spans) offsets.append(py::make_tuple(s.begin, s.end));
+    py::dict out;
+    out["pieces"] = t.pieces, out["ids"] = t.ids, out["offsets"] = offsets, out["unknown"] = unknown;
+    return out;
+  }
+
+  // `ordo encode`: the same rules for a text too long (max_tokens, truncate), the same batches.
+  py::object encode(const py::handle& texts_in, const std::string& pooling_name, bool normalize, bool positions,
+                    long long batch_size_in, long long max_tokens_in, bool truncate) {
+    bool single = false;
+    const std::vector<std::string> texts = texts_of(texts_in, &single);
+    const Pooling pooling = parse_pooling(pooling_name);
+    const size_t batch_size = size_t(checked("batch_size", batch_size_in, 1, cli::kMaxCount));
+    const int max_tokens = checked("max_tokens", max_tokens_in, 1, cli::kMaxCount);
+    const size_t n = texts.size();
+    const int d = cfg().d_model;
+    // Pooled: one (n, d) array, allocated first so that each batch's rows go straight into it.
+    py::array_t<float> pooled;
+    float* rows_out = nullptr;
+    if (pooling != Pooling::None) {
+      pooled = py::array_t<float>({py::ssize_t(n), py::ssize_t(d)});
+      rows_out = pooled.mutable_data();
+    }
+    std::vector<std::vector<float>> per_token(pooling == Pooling::None ? n : 0);  // (S_i, d) each
+    {
+      py::gil_scoped_release unlocked;
+      // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
+      const bool flag_limits = max_tokens <= pipeline_->max_tokens();
+      const int limit = flag_limits ? max_tokens : pipeline_->max_tokens();
+      const std::string limit_name =
+          flag_limits ? "max_tokens=" + std::to_string(max_tokens) : pipeline_->max_tokens_reason();
+      const std::string advice = flag_limits ? "raise it, or pass truncate=True" : "pass truncate=True to cut it";
+      const size_t max_bytes = cli::max_text_bytes(limit);
+      std::vector<Tokenization> tokens(n);
+      for (size_t i = 0; i < n; ++i) {
+        const std::string where = "texts[" + std::to_string(i) + "]";
+        std::string_view text = texts[i];
+        if (text.size() > max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
+          if (!truncate)
+            throw InputError(where, "text is " + std::to_string(text.size()) + " bytes, more than " + limit_name +
+                                        " allows (" + std::to_string(max_bytes) + " bytes; " + advice + ")");
+          const size_t cut = utf8_prefix(texts[i], max_bytes);
+          if (max_bytes - cut > 3) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(cut));
+          text = text.substr(0, cut);
+        }
+        tokens[i] = pipeline_->tokenize(text, where);
+        if (int(tokens[i].ids.size()) > limit) {
+          if (!truncate)
+            throw InputError(where, "text has " + std::to_string(tokens[i].ids.size()) + " tokens, more than " +
+                                        limit_name + " (" + advice + ")");
+          pipeline_->truncate(tokens[i], limit);
+        }
+      }
+      // Sorted by length, so each batch holds texts of similar lengths; results go back in input order.
+      std::vector<size_t> order(n);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return tokens[a].ids.size() < tokens[b].ids.size(); });
+      EncodeOptions options;
+      options.positions = positions;
+      for (size_t done = 0; done < n;) {
+        size_t end = done + 1;  // sorted ascending, so the last text of a batch is its longest
+        while (end < n && end - done < batch_size &&
+               (end - done + 1) * std::max<size_t>(tokens[order[end]].ids.size(), 1) <= kBatchTokens)
+          ++end;
+        std::vector<Tokenization> batch;
+        for (size_t i = done; i < end; ++i) batch.push_back(std::move(tokens[order[i]]));
+        std::vector<Encoded> results;
+        try {
+          results = pipeline_->encode(std::move(batch), pooling, normalize, options);
+        } catch (const NonFiniteActivations& e) {  // named by its index in the call, not in the batch
+          throw InputError(e.file, "texts[" + std::to_string(order[done + e.sequence]) + "]: " + e.message);
+        }
+        for (size_t i = done; i < end; ++i) {
+          Encoded& r = results[i - done];
+          if (pooling == Pooling::None) {
+            per_token[order[i]] = std::move(r.values);
+          } else if (r.tokens.ids.empty()) {  // no tokens, no vector: NaN, as in `ordo encode --format npy`
+            std::fill_n(rows_out + order[i] * d, d, std::nanf(""));
+          } else {
+            std::copy_n(r.values.data(), d, rows_out + order[i] * d);
+          }
+        }
+        done = end;
+      }
+    }
+    if (pooling != Pooling::None) return single ? py::object(pooled[py::int_(0)]) : py::object(pooled);
+    py::list out;
+    for (auto& v : per_token) {
+      const py::ssize_t rows = py::ssize_t(v.size() / size_t(d));
+      out.append(as_array(std::move(v), {rows, d}));
+    }
+    return single ? out[0] : py::object(out);
+  }
+
+  // `ordo fill --json`: for each <mask>, the top pieces as (piece, id, prob).
+  py::list fill(const std::string& text, long long top_in, bool positions) {
+    const int top = checked("top", top_in, 1, cli::kMaxCount);
+    Filled f;
+    {
+      py::gil_scoped_release unlocked;
+      pipeline_->require_head();
+      const std::string where = "text";
+      cli::check_runnable(*pipeline_, pipeline_->tokenize_masked(text, where), where);
+      try {
+        f = pipeline_->fill(text, std::min(top, cfg().vocab_size), positions, where);
+      } catch (const NonFiniteActivations& e) {
+        throw InputError(e.file, where + ": " + e.message);
+      }
+    }
+    py::list out;
+    for (const Filled::Mask& m : f.masks) {
+      py::list guesses;
+      for (const Guess& g : m.top) guesses.append(py::make_tuple(g.piece, g.id, g.prob));
+      out.append(guesses);
+    }
+    return out;
+  }
+
+  // `ordo score`: each text's pseudo-log-likelihood, one text per pass as the command runs them.
+  py::object score(const py::handle& texts_in, bool positions, bool per_piece, long long max_tokens_in) {
+    bool single = false;
+    const std::vector<std::string> texts = texts_of(texts_in, &single);
+    const int max_pieces = checked("max_tokens", max_tokens_in, 1, cli::kMaxCount);
+    std::vector<double> plls(texts.size());
+    std::vector<std::vector<double>> log_probs(texts.size());
+    {
+      py::gil_scoped_release unlocked;
+      pipeline_->require_head();
+      const size_t max_bytes = cli::max_text_bytes(pipeline_->max_tokens());
+      for (size_t i = 0; i < texts.size(); ++i) {
+        const std::string where = "texts[" + std::to_string(i) + "]";
+        if (texts[i].size() > max_bytes)
+          throw InputError(where, "is " + std::to_string(texts[i].size()) + " bytes, more than the " +
+                                      std::to_string(max_bytes) + " a text may have");
+        Tokenization t = pipeline_->tokenize(texts[i], where);
+        cli::check_runnable(*pipeline_, t, where);
+        if (int(t.ids.size()) > max_pieces)
+          throw InputError(where, "text has " + std::to_string(t.ids.size()) +
+                                      " pieces, more than max_tokens=" + std::to_string(max_pieces) +
+                                      " (scoring S pieces costs S passes of S pieces, growing with S^3: raise "
+                                      "max_tokens to score it anyway)");
+        Scored s;
+        try {
+          s = std::move(pipeline_->score({std::move(t)}, positions)[0]);
+        } catch (const NonFiniteActivations& e) {
+          throw InputError(e.file, where + ": " + e.message);
+        }
+        plls[i] = s.pll;
+        log_probs[i] = std::move(s.log_probs);
+      }
+    }
+    py::list pieces;
+    for (auto& v : log_probs) {
+      const py::ssize_t L = py::ssize_t(v.size());
+      pieces.append(as_array(std::move(v), {L}));
+    }
+    if (single) return per_piece ? py::object(py::make_tuple(plls[0], pieces[0])) : py::object(py::float_(plls[0]));
+    const py::ssize_t count = py::ssize_t(plls.size());
+    py::object out = as_array(std::move(plls), {count});
+    return per_piece ? py::object(py::make_tuple(out, pieces)) : out;
+  }
+
+  // `ordo compare --json`: the same report, as a dict.
+  py::object compare(const std::string& text_a, const std::string& text_b) {
+    nlohmann::ordered_json j;
+    {
+      py::gil_scoped_release unlocked;
+      const Tokenization a = pipeline_->tokenize(text_a, "a"), b = pipeline_->tokenize(text_b, "b");
+      for (const auto& [t, where] : {std::pair{&a, "a"}, std::pair{&b, "b"}})
+        if (t->ids.size() > size_t(pipeline_->max_tokens()))
+          throw InputError(where, "text has " + std::to_string(t->ids.size()) + " tokens, more than " +
+                                      pipeline_->max_tokens_reason());
+      const cli::Comparison c = cli::compare_texts(*pipeline_, a, b);
+      auto side = [](const std::string& text, const Tokenization& t) {
+        return nlohmann::ordered_json{{"text", text}, {"pieces", t.pieces}, {"ids", t.ids}};
+      };
+      j = {{"a", side(text_a, a)}, {"b", side(text_b, b)}};
+      j.update(cli::comparison_json(c, a));
+    }
+    return to_python(j);
+  }
+
+  // `ordo trace --json`: every stage the engine shows, as arrays, then the final rows and their mean.
+  py::dict trace(const std::string& text, bool positions) {
+    struct Kept {
+      std::string key;
+      std::vector<float> values;
+      int rows, cols;
+    };
+    std::vector<Kept> stages;
+    std::vector<float> hidden;
+    int S = 0;
+    const int d = cfg().d_model;
+    {
+      py::gil_scoped_release unlocked;
+      const Tokenization tok = runnable(text);
+      S = int(tok.ids.size());
+      EncodeOptions options;
+      options.positions = positions;
+      options.observe = [&](const Stage& s) {
+        // "layer 0: qkv", "layer 1, head 2: attention weights": the stage's name where trace prints it.
+        std::string key = s.name;
+        if (s.head >= 0) key = "head " + std::to_string(s.head) + ": " + key;
+        if (s.layer >= 0) key = "layer " + std::to_string(s.layer) + (s.head >= 0 ? ", " : ": ") + key;
+        Kept k{key, std::vector<float>(size_t(s.rows) * s.cols), s.rows, s.cols};
+        for (int t = 0; t < s.rows; ++t)
+          std::copy_n(s.data + size_t(t) * s.stride, s.cols, k.values.data() + size_t(t) * s.cols);
+        stages.push_back(std::move(k));
+      };
+      const Hidden h = pipeline_->encoder().forward({tok.ids}, options);
+      hidden.assign(h.row(0, 0), h.row(0, 0) + size_t(S) * d);
+    }
+    py::dict out;
+    for (Kept& k : stages) out[py::str(k.key)] = as_array(std::move(k.values), {k.rows, k.cols});
+    std::vector<float> mean = pool(hidden.data(), S, d, Pooling::Mean);
+    out["hidden"] = as_array(std::move(hidden), {S, d});
+    out["pooled"] = as_array(std::move(mean), {d});
+    return out;
+  }
+
+  // `ordo attention`, every layer and head at once: A[l, h] = softmax(q_h k_hᵀ / √dh).
+  py::array_t<float> attention(const std::string& text, bool positions) {
+    const Config& c = cfg();
+    std::vector<float> A;
+    int S = 0;
+    {
+      py::gil_scoped_release unlocked;
+      const Tokenization tok = runnable(text);
+      S = int(tok.ids.size());
+      A.assign(size_t(c.n_layers) * c.n_heads * S * S, 0.0f);
+      EncodeOptions options;
+      options.positions = positions;
+      options.observe = [&](const Stage& s) {
+        if (s.kind != StageKind::AttentionWeights) return;
+        float* to = A.data() + (size_t(s.layer) * c.n_heads + s.head) * S * S;
+        for (int t = 0; t < s.rows; ++t) std::copy_n(s.data + size_t(t) * s.stride, s.cols, to + size_t(t) * S);
+      };
+      pipeline_->encoder().forward({tok.ids}, options);
+    }
+    return as_array(std::move(A), {c.n_layers, c.n_heads, S, S});
+  }
+
+ private:
+  const Config& cfg() const { return pipeline_->model().config(); }
+
+  // One text for trace and attention: at least one token, no more than the model can run.
+  Tokenization runnable(const std::string& text) const {
+    Tokenization tok = pipeline_->tokenize(text, "text");
+    if (tok.ids.empty()) throw ArgumentError("the text has no tokens");
+    if (int(tok.ids.size()) > pipeline_->max_tokens())
+      throw InputError("text", "text has " + std::to_string(tok.ids.size()) + " tokens, more than " +
+                                   pipeline_->max_tokens_reason());
+    return tok;
+  }
+
+  std::string path_;
+  std::unique_ptr<Pipeline> pipeline_;
+};
+
+void bind_model(py::module_& m) {
+  py::class_<Model>(m, "Model", R"(A model directory (config.json, model.safetensors, tokenizer.model), loaded once.
+
+Model(path=None): None loads the default model (see ordo.default_model_dir()). A Model may be
+shared by Python threads: the engine runs without the GIL, and each call gets what it would get
+alone. It pickles as its path, so it can be sent to other processes (Dask workers), which load it
+again.)")
+      .def(py::init<const std::optional<std::string>&>(), py::arg("path") = py::none())
+      .def_property_readonly("path", &Model::path, "The model directory.")
+      .def_property_readonly("config", &Model::config,
+                             "config.json as the engine reads it, every key written (a dict; `ordo info`).")
+      .def("tokenize", &Model::tokenize, py::arg("text"),
+           R"(tokenize(text) -> dict
+
+The text's pieces as `ordo tokenize --json` gives them: {"pieces": [str], "ids": [int],
+"offsets": [(begin, end)], "unknown": int}. offsets are the bytes of the UTF-8 text each piece
+came from; unknown counts the pieces the vocabulary cannot spell (<unk>).)")
+      .def(
+          "encode", &Model::encode, py::arg("texts"), py::arg("pooling") = "mean", py::arg("normalize") = false,
+          py::arg("positions") = true, py::arg("batch_size") = 256, py::arg("max_tokens") = 8192,
+          py::arg("truncate") = false,
+          R"(encode(texts, pooling='mean', normalize=False, positions=True, batch_size=256, max_tokens=8192, truncate=False)
+
+Texts -> vectors, as `ordo encode` computes them.
+texts: a str, or a sequence of str.
+pooling: 'mean' | 'first' | 'max' give one vector per text: a float32 array (n, d), or (d,) for
+  one str; a text of no tokens gets a row of NaN. 'none' gives each text's rows: a list of
+  float32 arrays (S_i, d), or one array (S, d) for one str.
+normalize: scale each vector (each row with 'none') to unit L2 length.
+positions: False leaves out the positional encoding (the ablation of `ordo encode --no-pe`).
+batch_size: at most this many texts per forward pass (texts are sorted by length into batches
+  of at most 8192 padded tokens; the results come back in input order).
+max_tokens, truncate: a text of more tokens is an InputError, or with truncate=True is cut.
+Raises InputError naming the text: "texts[2]: text has 9000 tokens, more than max_tokens=8192 ...".)")
+      .def("fill", &Model::fill, py::arg("text"), py::arg("top") = 5, py::arg("positions") = true,
+           R"(fill(text, top=5, positions=True) -> [[(piece, id, prob)]]
+
+The masked-language-model head at work (`ordo fill`): for each "<mask>" in the text, in order,
+the `top` pieces most likely there, highest first, each with its probability over the whole
+vocabulary. Needs a model with a head (the default model has one).)")
+      .def("score", &Model::score, py::arg("texts"), py::arg("positions") = true, py::arg("per_piece") = false,
+           py::arg("max_tokens") = 512,
+           R"(score(texts, positions=True, per_piece=False, max_tokens=512)
+
+Each text's pseudo-log-likelihood (`ordo score`): PLL = sum over pieces t of log p(piece t | the
+text with piece t masked), natural log; higher = more natural to the model. A float64 array (n,)
+for a sequence of texts, a float for one str. per_piece=True returns (plls, log_probs), log_probs
+one float64 array per text. A text of more than max_tokens pieces is an InputError (scoring S
+pieces costs S passes of S pieces).)")
+      .def("compare", &Model::compare, py::arg("a"), py::arg("b"),
+           R"(compare(a, b) -> dict
+
+The word-order report of `ordo compare --json`: both texts encoded with and without positions;
+keys a, b (text, pieces, ids), same_tokens_reordered, cosine and max_abs_diff (with_pe,
+without_pe), tokens (how far each piece moved), and with a head pll, prefers and verdict.)")
+      .def("trace", &Model::trace, py::arg("text"), py::arg("positions") = true,
+           R"(trace(text, positions=True) -> dict of str -> ndarray
+
+One text through the encoder, every stage `ordo trace --json` shows, as float32 arrays (rows =
+tokens): "scaled embedding", "layer 0: qkv", "layer 0, head 1: attention weights", ...; then
+"hidden" (S, d), the final rows, and "pooled" (d,), their mean. Each head's inside (its q, k, v,
+the scores) is there too: "layer 0, head 1: head query", ... Keys in the order the encoder runs.)")
+      .def("attention", &Model::attention, py::arg("text"), py::arg("positions") = true,
+           R"(attention(text, positions=True) -> ndarray (layers, heads, S, S)
+
+Every head's attention weights (`ordo attention`): A[l, h, i, j] is how much query piece i attends
+to key piece j in layer l, head h; each row sums to 1.)")
+      .def("__repr__",
+           [](const Model& self) { return "ordo.Model(" + std::string(py::repr(py::str(self.path()))) + ")"; })
+      // Pickled as an absolute path: the process that loads it (a Dask worker) may run elsewhere in the tree.
+      .def(py::pickle([](const Model& self) { return py::make_tuple(std::filesystem::absolute(self.path()).string()); },
+                      [](const py::tuple& state) {
+                        if (state.size() != 1) throw ArgumentError("a pickled ordo.Model holds its path");
+                        return Model(state[0].cast<std::string>());
+                      }));
+}
+
+}  // namespace ordo::python

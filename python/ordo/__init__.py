@@ -1,0 +1,25 @@
+"""ordo: a small transformer encoder you can read, from Python.
+
+    import ordo
+    model = ordo.Model()                      # the default model
+    v = model.encode(["the cat sat on the mat"])  # float32 (1, d)
+    model.fill("the cat sat on the <mask>.")  # [[(piece, id, prob), ...]]
+
+The module is a thin client of the C++ library (tools/api/ordo/ordo.h), like the `ordo` command:
+the same numbers, the same error messages (ordo.InputError). docs/python.md has the details.
+"""
+import os as _os
+
+from . import _location
+from ._ordo import (InputError, Model, __version__, default_model_dir, num_threads, positional_encoding,
+                    set_num_threads)
+from ._ordo import _set_default_model_dir
+
+# The build tree's model, or (installed) the one installed beside this package: see _location.py.
+_set_default_model_dir(_os.path.normpath(_os.path.join(_os.path.dirname(__file__), _location.MODEL_DIR)))
+
+# Shown (and pickled) as ordo.Model, ordo.InputError: the names a reader imports.
+InputError.__module__ = Model.__module__ = __name__
+
+__all__ = ["InputError", "Model", "default_model_dir", "num_threads", "positional_encoding", "set_num_threads",
+           "__version__"]

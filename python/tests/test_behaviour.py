@@ -1,0 +1,176 @@
+"""ordo.Model beyond single calls: errors, threads, pickling, memory."""
+import os
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import ordo
+from conftest import max_diff
+
+
+def test_input_error_is_a_value_error():
+    assert issubclass(ordo.InputError, ValueError)
+
+
+def test_bad_path_has_the_cli_words(tmp_path):
+    missing = str(tmp_path / "nowhere")
+    with pytest.raises(ordo.InputError) as e:
+        ordo.Model(missing)
+    import subprocess
+    cli = subprocess.run([os.environ["ORDO_BINARY"], "encode", "--model", missing, "x"], capture_output=True,
+                         text=True)
+    assert cli.returncode == 2
+    assert cli.stderr.strip() == "error: " + str(e.value)
+    assert missing in str(e.value)
+
+
+def test_model_named_by_the_environment(tmp_path, monkeypatch):
+    missing = str(tmp_path / "gone")
+    monkeypatch.setenv("ORDO_MODEL", missing)
+    assert ordo.default_model_dir() == missing
+    with pytest.raises(ordo.InputError, match=f"^{missing}: no such model directory \\(named by the environment "):
+        ordo.Model()
+
+
+def test_bad_pooling(model):
+    with pytest.raises(ordo.InputError, match='^pooling must be mean, first, max or none, got "sum"$'):
+        model.encode(["a"], pooling="sum")
+
+
+def test_text_too_long(model):
+    with pytest.raises(ordo.InputError) as e:
+        model.encode(["fine", "the cat sat on the mat " * 5], max_tokens=10)
+    assert str(e.value) == "texts[1]: text has 30 tokens, more than max_tokens=10 (raise it, or pass truncate=True)"
+    with pytest.raises(ordo.InputError, match=r"^texts\[0\]: text has 30 pieces, more than max_tokens=10 "):
+        model.score(["the cat sat on the mat " * 5], max_tokens=10)
+
+
+def test_no_head_has_the_cli_words(tmp_path, model_dir):
+    # A random model of the default's shape without a head (ordo init).
+    import json
+    import subprocess
+    config = json.loads(open(os.path.join(model_dir, "config.json")).read())
+    del config["head"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    d = tmp_path / "nohead"
+    subprocess.run([os.environ["ORDO_BINARY"], "init", "--config", str(tmp_path / "config.json"), "--out", str(d)],
+                   check=True, capture_output=True)
+    m = ordo.Model(str(d))
+    with pytest.raises(ordo.InputError) as e:
+        m.fill("the <mask> sat")
+    import subprocess
+    cli = subprocess.run([os.environ["ORDO_BINARY"], "fill", "--model", str(d), "the <mask> sat"],
+                         capture_output=True, text=True)
+    assert cli.stderr.strip() == "error: " + str(e.value)
+    assert "has no masked-language-model head" in str(e.value)
+    with pytest.raises(ordo.InputError, match="has no masked-language-model head"):
+        m.score(["the cat"])
+    assert m.encode("the cat").shape == (64,)  # encoding needs no head
+
+
+def test_other_errors(model):
+    with pytest.raises(ordo.InputError, match=r"^batch_size must be in 1 \.\. "):
+        model.encode(["a"], batch_size=0)
+    with pytest.raises(ordo.InputError, match=r"texts\[1\] is int, not str"):
+        model.encode(["a", 3])
+    with pytest.raises(ordo.InputError, match=r"^texts\[1\]: the text has a lone surrogate"):
+        model.encode(["fine", "\udc80 from surrogateescape"])
+    assert model.encode(["a\0b"]).shape == (1, 64)  # a NUL byte is text like any other here
+    with pytest.raises(ordo.InputError, match="has no <mask>|no <mask>|at least one"):
+        model.fill("no masks here")
+    with pytest.raises(ordo.InputError, match="^the text has no tokens$"):
+        model.attention("")
+    with pytest.raises(ordo.InputError, match=r"^layout must be interleaved or split"):
+        ordo.positional_encoding(4, 8, layout="diagonal")
+
+
+def test_threads_share_one_model(model):
+    texts = [f"sentence {i}: the cat sat on the mat " * (1 + i % 5) for i in range(64)]
+    alone = model.encode(texts, batch_size=8)
+    results, errors = [None] * 4, []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                results[k] = model.encode(texts, batch_size=8)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for r in results:
+        assert max_diff(r, alone) == 0.0
+
+
+def test_pickle_round_trip(model):
+    again = pickle.loads(pickle.dumps(model))
+    assert isinstance(again, ordo.Model) and again.path == model.path
+    assert max_diff(again.encode(["the cat sat"]), model.encode(["the cat sat"])) == 0.0
+
+
+def test_pickle_of_a_relative_path_loads_elsewhere(model_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(model_dir))
+    relative = ordo.Model(os.path.basename(model_dir))
+    data = pickle.dumps(relative)
+    monkeypatch.chdir(tmp_path)  # another working directory, as a worker's may be
+    assert pickle.loads(data).path == model_dir
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_no_memory_growth_over_10000_calls(model):
+    texts = ["the cat sat on the mat", "a dog"]
+    for _ in range(500):  # warm up: the engine's working memory and the allocator's pools settle
+        model.encode(texts)
+        model.encode(texts, pooling="none")
+    before = rss_kib()
+    for i in range(10000):
+        v = model.encode(texts, pooling="none" if i % 2 else "mean")
+        del v
+        if i % 10 == 0:
+            model.score(["the cat"])
+            model.tokenize("the cat")
+    grown = rss_kib() - before
+    # Each call returns ~1 KB of arrays; a leak of them would be ~10 MB. Allow 2 MB of allocator noise.
+    assert grown < 2048, f"RSS grew by {grown} KiB over 10,000 calls"
+
+
+def test_set_num_threads():
+    n = ordo.num_threads()
+    ordo.set_num_threads(1)
+    assert ordo.num_threads() == 1
+    ordo.set_num_threads(n)
+    with pytest.raises(ordo.InputError, match=r"^threads must be in 0 \.\. 1024, got -1$"):
+        ordo.set_num_threads(-1)
+
+
+def test_help_documents_encode():
+    doc = ordo.Model.encode.__doc__
+    assert "pooling" in doc and "batch_size" in doc and "InputError" in doc
+
+
+def test_readme_example_runs():
+    """The README's "From Python" block, run as written (its code between -c '...')."""
+    import re
+    import subprocess
+    import sys
+    from conftest import ROOT
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = readme[readme.index("## From Python"):]
+    code = re.search(r"python3 -c '\n(.*?)'\n```", section, re.S).group(1)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "(1, 64)"
+    piece, id_, prob = eval(out[1])  # noqa: S307 - the repr of a tuple the test just printed
+    assert isinstance(piece, str) and isinstance(id_, int) and 0 < prob < 1

@@ -1,0 +1,46 @@
+"""python/examples/dask_encode.py on a LocalCluster of 2 worker processes (1 thread each): its rows, read
+back through the manifest, equal `ordo encode --format npy` on the same file (1e-6), in input order."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from conftest import ROOT, max_diff, run_ordo
+
+SCRIPT = os.path.join(ROOT, "python", "examples", "dask_encode.py")
+
+
+def test_two_workers_equal_the_cli(tmp_path):
+    words = "the cat sat on a mat while dogs bark at night and birds sing in the morning".split()
+    rng = np.random.default_rng(3)
+    lines = [" ".join(rng.choice(words, size=rng.integers(1, 30))) for _ in range(300)]
+    lines[17] = ""  # no tokens: a row of NaN in both
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "vectors"
+    run = subprocess.run([sys.executable, SCRIPT, str(path), "--out", str(out), "--workers", "2", "--lines", "40"],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["parts"]) == 8 and manifest["rows"] == 300
+    assert [p["first_line"] for p in manifest["parts"]] == list(range(1, 301, 40))
+    got = np.concatenate([np.load(out / p["file"]) for p in manifest["parts"]])
+
+    run_ordo("encode", "--input", str(path), "--format", "npy", "--output", str(tmp_path / "cli.npy"))
+    expected = np.load(tmp_path / "cli.npy")
+    assert got.shape == expected.shape == (300, 64)
+    assert np.isnan(got[17]).all() and np.isnan(expected[17]).all()
+    keep = np.arange(300) != 17
+    diff = max_diff(got[keep], expected[keep])
+    assert diff <= 1e-6, f"max |dask - cli| = {diff}"
+
+
+def test_bad_line_is_named(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"fine\nalso fine\n\xff\xfe broken\n")
+    run = subprocess.run([sys.executable, SCRIPT, str(path), "--out", str(tmp_path / "v"), "--workers", "1"],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1] == f"error: {path}: line 3: invalid UTF-8 at byte 0"
