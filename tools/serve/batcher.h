@@ -1,0 +1,70 @@
+// ordo serve: texts of concurrent requests gathered into one forward pass.
+//
+// Each request's texts wait in a queue; one thread takes them out in batches and runs each batch as
+// one padded encode, then hands every request exactly its own rows. A batch closes when it holds
+// max_texts texts or max_tokens tokens, or when its first request has waited `wait` (the rule of
+// text-embeddings-inference's router: max_batch_requests, max_batch_tokens). A request is never
+// split: one larger than the limits runs as a batch of its own.
+//
+// Why it pays: a pass over B short texts costs little more than a pass over one (the matrix
+// products get B times the rows for nearly the same overhead), so 64 requests answered by one pass
+// take far less time than 64 passes running side by side on the same cores.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <ordo/ordo.h>
+
+namespace ordo::serve {
+
+struct BatchLimits {
+  int max_texts = 64;                    // texts in one pass
+  int max_tokens = 4096;                 // tokens in one pass (the sum of the texts' lengths)
+  std::chrono::microseconds wait{2000};  // the longest the first request of a batch waits for others
+};
+
+class Batcher {
+ public:
+  // Starts the batching thread.
+  Batcher(Pipeline& pipeline, BatchLimits limits);
+  // Runs what is still queued, then ends the thread.
+  ~Batcher();
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // The mean-pooled vectors (d floats each) of one request's texts, in order, once their batch
+  // has run. The future holds the pass's exception (an InputError naming the text) if it failed.
+  std::future<std::vector<std::vector<float>>> submit(std::vector<Tokenization> texts);
+
+  // How many passes ran and how many texts they held (for the log at exit).
+  size_t passes() const { return passes_; }
+  size_t texts() const { return texts_; }
+
+ private:
+  struct Job {
+    std::vector<Tokenization> texts;
+    size_t tokens = 0;
+    std::chrono::steady_clock::time_point arrived;
+    std::promise<std::vector<std::vector<float>>> done;
+  };
+  void loop();
+  // One pass over the jobs' texts; the rows go back to each job in order.
+  void run(std::vector<Job>& batch);
+
+  Pipeline& pipeline_;
+  const BatchLimits limits_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  size_t passes_ = 0, texts_ = 0;
+  std::thread thread_;  // last: started once everything above exists
+};
+
+}  // namespace ordo::serve
