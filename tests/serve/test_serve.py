@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -92,6 +93,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=60)
+        self.last_stderr = self.stderr()
         os.unlink(self.log.name)
         return code
 
@@ -230,6 +232,36 @@ def test_errors(s):
     check(status == 200, "the server still answers after all of them")
 
 
+def test_no_batching(ordo, model):
+    s = Server(ordo, model, "--no-batching")
+    texts = ["the cat sat on the mat", "she opened the door and went out"]
+    status, body = s.post("/v1/embeddings", {"input": texts})
+    same([d["embedding"] for d in body["data"]], embed_cli(ordo, model, texts),
+         "--no-batching: /v1/embeddings = ordo encode --json")
+    code = s.stop()
+    check(code == 0 and "passes held" not in s.last_stderr, "--no-batching: stops with 0, no batches")
+
+
+def test_slow_client(ordo, model):
+    # One connection at a time (--http-threads 1) and a client that sends half a request and goes
+    # silent: after --timeout 1 s the server drops it, and the next client is answered.
+    s = Server(ordo, model, "--http-threads", "1", "--timeout", "1")
+    slow = socket.create_connection(("127.0.0.1", s.port))
+    slow.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"input\"")
+    slow.settimeout(60)
+    try:
+        dropped = slow.recv(4096) is not None  # the server's close (b"") or its 400, not our timeout
+    except socket.timeout:
+        dropped = False
+    slow.close()
+    check(dropped, "a client silent mid-request is dropped after --timeout")
+    status, body = s.post("/v1/embeddings", {"input": "the cat"})
+    check(status == 200, "... and the next client, on the one thread, is answered")
+    check(s.stop() == 0, "and the server stops with 0")
+    check(re.search(r"stopped \(SIGTERM\) after \d+ requests; 1 pass held 1 text", s.last_stderr),
+          "its last line counts the batches")
+
+
 def test_queue_full(ordo, model):
     # One request waits 3 s for company (--batch-wait-ms 3000) and fills the queue of one.
     s = Server(ordo, model, "--queue", "1", "--batch-wait-ms", "3000")
@@ -331,6 +363,8 @@ def main():
         test_concurrency(c, a.ordo, a.model)
     finally:
         c.stop()
+    test_no_batching(a.ordo, a.model)
+    test_slow_client(a.ordo, a.model)
     test_queue_full(a.ordo, a.model)
     test_shutdown_in_flight(a.ordo, a.model)
     if failures:

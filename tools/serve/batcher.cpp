@@ -57,10 +57,10 @@ void Batcher::loop() {
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    ++passes_, texts_ += texts;
     lock.unlock();
     run(batch);
     lock.lock();
-    ++passes_, texts_ += texts;
   }
 }
 

@@ -42,9 +42,15 @@ class Batcher {
   // has run. The future holds the pass's exception (an InputError naming the text) if it failed.
   std::future<std::vector<std::vector<float>>> submit(std::vector<Tokenization> texts);
 
-  // How many passes ran and how many texts they held (for the log at exit).
-  size_t passes() const { return passes_; }
-  size_t texts() const { return texts_; }
+  // How many passes ran and how many texts they held (for the line at exit).
+  size_t passes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return passes_;
+  }
+  size_t texts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return texts_;
+  }
 
  private:
   struct Job {
@@ -59,7 +65,7 @@ class Batcher {
 
   Pipeline& pipeline_;
   const BatchLimits limits_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable arrived_;
   std::deque<Job> queue_;
   bool stopping_ = false;

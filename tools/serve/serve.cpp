@@ -158,8 +158,15 @@ class Service {
   std::string page();
   const Settings& settings() const { return settings_; }
 
-  // Runs what the batcher holds and stops it (after the last request has been answered).
-  void finish() { batcher_.reset(); }
+  // Stops the batcher (after the last request has been answered) and says what it did:
+  // "; 812 passes held 5000 texts", or "" without batching.
+  std::string finish() {
+    if (!batcher_) return "";
+    const std::string done = "; " + count(long(batcher_->passes()), "pass", "passes") + " held " +
+                             count(long(batcher_->texts()), "text", "texts");
+    batcher_.reset();
+    return done;
+  }
 
  private:
   // A text's tokens, refused by name (422) past the server's limit on one text.
@@ -481,9 +488,11 @@ int cmd_serve(int argc, char** argv) {
   server.set_payload_max_length(size_t(max_body));
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the same
   // port starts without complaint and the kernel shares the connections between the two.
-  server.set_socket_options([](socket_t sock) {
+  socket_t listening = INVALID_SOCKET;
+  server.set_socket_options([&listening](socket_t sock) {
     const int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening = sock;  // the socket being bound (the last one tried is the one that listens)
   });
   // A slow or silent client gives up its thread after `timeout` seconds instead of holding it.
   server.set_read_timeout(timeout);
@@ -570,6 +579,12 @@ int cmd_serve(int argc, char** argv) {
                                 "; --host takes an address of this machine, such as 127.0.0.1)");
   }
 
+  // httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
+  // library): when more clients connect at once than the accepting thread has taken, the kernel
+  // drops their handshakes and they try again after 1, 2, 4, ... s. Listening again on the same
+  // socket sets a backlog of the system's largest (net.core.somaxconn).
+  if (listening != INVALID_SOCKET) ::listen(listening, SOMAXCONN);
+
   // Stop on SIGTERM and SIGINT: the handler wakes the watcher through the pipe.
   if (::pipe(g_stop_pipe) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   for (int sig : {SIGTERM, SIGINT}) {
@@ -602,12 +617,12 @@ int cmd_serve(int argc, char** argv) {
     (void)n;
   }
   watcher.join();
-  service.finish();
-  std::fprintf(stderr, "ordo serve: stopped%s after %ld requests\n",
+  const std::string batches = service.finish();
+  std::fprintf(stderr, "ordo serve: stopped%s after %ld requests%s\n",
                g_stop_signal == SIGTERM  ? " (SIGTERM)"
                : g_stop_signal == SIGINT ? " (SIGINT)"
                                          : "",
-               answered.load());
+               answered.load(), batches.c_str());
   return 0;
 }
 
