@@ -439,8 +439,12 @@ int cmd_serve(int argc, char** argv) {
                      "/view (the JSON of each command's --json), and at / the page of ordo view, live: type a "
                      "sentence and every map follows. Binds to 127.0.0.1 unless --host says otherwise; one line per "
                      "request on stderr; SIGTERM or SIGINT finishes the requests in flight, then exits 0.");
-  add_model_options(o);
-  o.add_options()("host", "address to listen on", cxxopts::value<std::string>()->default_value("127.0.0.1"))(
+  o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
+      "threads",
+      "the engine's threads for one pass's matrix work (0: one per core); 1 by default: requests and batches "
+      "already run side by side, and see docs/serve.md for what helper threads cost on a loaded machine",
+      cxxopts::value<int>()->default_value("1"))("host", "address to listen on",
+                                                 cxxopts::value<std::string>()->default_value("127.0.0.1"))(
       "port", "port to listen on (0: any free one, printed at start)", cxxopts::value<int>()->default_value("8080"))(
       "http-threads",
       "connections served at once; a request waiting for its batch holds one, so this also bounds how many "
@@ -561,9 +565,15 @@ int cmd_serve(int argc, char** argv) {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   std::atomic<long> answered{0};
+  // The time from routing to the answer written. A request httplib refuses before routing (one it
+  // cannot parse) has no start: "- ms".
   server.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t_request_start).count();
-    std::fprintf(stderr, "%s %s %d %.1f ms\n", req.method.c_str(), req.path.c_str(), res.status, ms);
+    char ms[32] = "-";
+    if (t_request_start != Clock::time_point{})
+      std::snprintf(ms, sizeof ms, "%.1f",
+                    std::chrono::duration<double, std::milli>(Clock::now() - t_request_start).count());
+    std::fprintf(stderr, "%s %s %d %s ms\n", req.method.c_str(), req.path.c_str(), res.status, ms);
+    t_request_start = Clock::time_point{};
     ++answered;
   });
 
