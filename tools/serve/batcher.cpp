@@ -37,9 +37,10 @@ void Batcher::loop() {
   for (;;) {
     arrived_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and nothing left to run
-    // Wait for more requests until the batch is full or its first request has waited long enough.
+    // Wait for more requests until the batch is full or its first request has waited long enough
+    // (with no wait, the batch is what is queued now).
     const auto deadline = queue_.front().arrived + limits_.wait;
-    for (;;) {
+    while (limits_.wait.count() > 0) {
       size_t texts = 0, tokens = 0;
       for (const Job& j : queue_) texts += j.texts.size(), tokens += j.tokens;
       if (stopping_ || texts >= size_t(limits_.max_texts) || tokens >= size_t(limits_.max_tokens)) break;

@@ -6,9 +6,10 @@
 // text-embeddings-inference's router: max_batch_requests, max_batch_tokens). A request is never
 // split: one larger than the limits runs as a batch of its own.
 //
-// Why it pays: a pass over B short texts costs little more than a pass over one (the matrix
-// products get B times the rows for nearly the same overhead), so 64 requests answered by one pass
-// take far less time than 64 passes running side by side on the same cores.
+// Why it can pay: a pass over B short texts costs far less than B passes (the matrix products get
+// B times the rows for the same per-pass overhead). It pays when the passes are what a request
+// costs; for the default model a pass of one short text is cheaper than its request's HTTP and
+// JSON work, and docs/serve.md measures how little batching then gains.
 #pragma once
 
 #include <chrono>
@@ -24,9 +25,12 @@
 namespace ordo::serve {
 
 struct BatchLimits {
-  int max_texts = 64;                    // texts in one pass
-  int max_tokens = 4096;                 // tokens in one pass (the sum of the texts' lengths)
-  std::chrono::microseconds wait{2000};  // the longest the first request of a batch waits for others
+  int max_texts = 64;     // texts in one pass
+  int max_tokens = 4096;  // tokens in one pass (the sum of the texts' lengths)
+  // The longest the first request of a batch waits for others. 0: none, a batch is what queued up
+  // while the last pass ran (text-embeddings-inference's way); more trades latency at low load for
+  // fuller batches, and rests on timed waits, which a busy virtual machine can wake seconds late.
+  std::chrono::microseconds wait{0};
 };
 
 class Batcher {

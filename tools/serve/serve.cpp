@@ -452,7 +452,9 @@ int cmd_serve(int argc, char** argv) {
       cxxopts::value<int>()->default_value("64"))("batch-texts", "a batch closes at this many texts",
                                                   cxxopts::value<int>()->default_value("64"))(
       "batch-tokens", "... or this many tokens", cxxopts::value<int>()->default_value("4096"))(
-      "batch-wait-ms", "... or when its first request has waited this long", cxxopts::value<int>()->default_value("2"))(
+      "batch-wait-ms",
+      "... or when its first request has waited this long (0: a batch is what is queued when the last pass ends)",
+      cxxopts::value<int>()->default_value("0"))(
       "no-batching", "run each request's texts as a pass of their own, in the request's thread (for comparison)")(
       "queue", "embedding requests waiting at once; one more is answered 503",
       cxxopts::value<int>()->default_value("1024"))("max-body", "largest request body in bytes (413 past it)",
