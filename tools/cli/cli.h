@@ -140,5 +140,6 @@ int cmd_score(int argc, char** argv);
 int cmd_view(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_serve(int argc, char** argv);  // tools/serve/serve.cpp
 
 }  // namespace ordo::cli

@@ -162,6 +162,17 @@ nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& 
   return j;
 }
 
+nlohmann::ordered_json compare_json(const std::string& text_a, const std::string& text_b, const Tokenization& a,
+                                    const Tokenization& b, const Comparison& c) {
+  using ojson = nlohmann::ordered_json;  // keys in the order documented, not alphabetical
+  auto side = [](const std::string& text, const Tokenization& t) {
+    return ojson{{"text", text}, {"pieces", t.pieces}, {"ids", t.ids}};
+  };
+  ojson j = {{"a", side(text_a, a)}, {"b", side(text_b, b)}};
+  j.update(comparison_json(c, a));
+  return j;
+}
+
 int cmd_compare(int argc, char** argv) {
   cxxopts::Options o("ordo compare",
                      "The word-order report: encode two texts with and without the positional encoding and measure "
@@ -199,13 +210,8 @@ int cmd_compare(int argc, char** argv) {
   const std::vector<Comparison::Move>& moves = c.moves;
 
   if (args.count("json")) {
-    using ojson = nlohmann::ordered_json;  // keys in the order documented, not alphabetical
-    auto side = [](const std::string& text, const Tokenization& t) {
-      return ojson{{"text", text}, {"pieces", t.pieces}, {"ids", t.ids}};
-    };
-    ojson j = {{"a", side(texts[0], a)}, {"b", side(texts[1], b)}};
-    j.update(comparison_json(c, a));
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << compare_json(texts[0], texts[1], a, b, c).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
     return 0;
   }
 

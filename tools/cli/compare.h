@@ -36,4 +36,8 @@ Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokeni
 // verdict when the model has a head.
 nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& a);
 
+// The whole of `ordo compare --json`: a and b (text, pieces, ids), then comparison_json's keys.
+nlohmann::ordered_json compare_json(const std::string& text_a, const std::string& text_b, const Tokenization& a,
+                                    const Tokenization& b, const Comparison& c);
+
 }  // namespace ordo::cli

@@ -7,7 +7,7 @@
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
-#include "tools/cli/json_out.h"
+#include "tools/cli/results_json.h"
 
 namespace ordo::cli {
 
@@ -50,16 +50,9 @@ int cmd_fill(int argc, char** argv) {
   }();
 
   if (args.count("json")) {
-    nlohmann::ordered_json masks = nlohmann::ordered_json::array();
-    for (const Filled::Mask& m : f.masks) {
-      nlohmann::ordered_json guesses = nlohmann::ordered_json::array();
-      for (const Guess& g : m.top) guesses.push_back({{"piece", g.piece}, {"id", g.id}, {"prob", g.prob}});
-      masks.push_back({{"position", m.position}, {"top", guesses}});
-      if (args.count("logits")) masks.back()["logits"] = json_floats(m.logits.data(), m.logits.size());
-    }
-    const nlohmann::ordered_json j = {
-        {"text", text}, {"pieces", f.tokens.pieces}, {"ids", f.tokens.ids}, {"masks", masks}};
-    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout
+        << fill_json(text, f, args.count("logits") > 0).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
     return 0;
   }
 

@@ -39,6 +39,8 @@ const Command kCommands[] = {
     {"score", ordo::cli::cmd_score, "texts -> pseudo-log-likelihood: how natural the model finds each (word order)"},
     {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
     {"view", ordo::cli::cmd_view, "one text's attention, with and without positions, as a page for a browser"},
+    {"serve", ordo::cli::cmd_serve,
+     "a local HTTP server: embeddings (batched across requests), every command, the live page"},
     {"eval", ordo::cli::cmd_eval, "held-out masked accuracy, word-order preferences and accuracy by position"},
 };
 

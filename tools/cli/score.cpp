@@ -7,6 +7,7 @@
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
+#include "tools/cli/results_json.h"
 
 namespace ordo::cli {
 
@@ -64,12 +65,7 @@ int cmd_score(int argc, char** argv) {
     }
     ++scored;
     if (json) {
-      const nlohmann::ordered_json j = {{"text", in.text},
-                                        {"pieces", s.tokens.pieces},
-                                        {"ids", s.tokens.ids},
-                                        {"pll", s.pll},
-                                        {"log_probs", s.log_probs}};
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+      std::cout << score_json(in.text, s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
       continue;
     }
     std::printf("%12.4f  %s\n", s.pll, in.text.c_str());

@@ -7,6 +7,7 @@
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
+#include "tools/cli/results_json.h"
 
 namespace ordo::cli {
 
@@ -43,11 +44,9 @@ int cmd_tokenize(int argc, char** argv) {
     const Tokenization t = pipeline.tokenize(in.text, in.where, &spans);
     const int unknown = pipeline.unknown_pieces(t);
     if (json) {
-      nlohmann::ordered_json offsets = nlohmann::ordered_json::array();
-      for (const Span& s : spans) offsets.push_back({s.begin, s.end});
-      const nlohmann::ordered_json j = {
-          {"text", in.text}, {"pieces", t.pieces}, {"ids", t.ids}, {"offsets", offsets}, {"unknown", unknown}};
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      std::cout
+          << tokenize_json(in.text, t, spans, unknown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
       continue;
     }
     std::string out = "\"" + in.text + "\"\n  " + count(long(t.ids.size()), "piece", "pieces");

@@ -9,7 +9,7 @@
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
-#include "tools/cli/json_out.h"
+#include "tools/cli/results_json.h"
 
 namespace ordo::cli {
 
@@ -90,18 +90,17 @@ int cmd_trace(int argc, char** argv) {
   const std::vector<std::string>& pieces = tok.pieces;
 
   const std::string model_name = args.count("model") ? args["model"].as<std::string>() : "the default model";
-  const bool json = args.count("json") > 0;
+  if (args.count("json")) {
+    TraceRequest r;
+    r.text = text, r.model_name = model_name, r.positions = !args.count("no-pe"), r.reference = args.count("reference");
+    r.inside_layer = inside_layer, r.inside_head = inside_head, r.top = top;
+    std::cout << trace_json(pipeline, r, tok).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
   // Positions the model has but --no-pe leaves out: their stage keeps its number, marked skipped, so
   // two traces line up stage by stage.
   const bool skipped_positions = args.count("no-pe") && added_to_input(c.positional_encoding);
-  using ojson = nlohmann::ordered_json;
-  ojson stages = ojson::array();
-  auto rows_json = [](const float* data, int rows, int cols, int stride) {
-    ojson out = ojson::array();
-    for (int t = 0; t < rows; ++t) out.push_back(json_floats<ojson>(data + size_t(t) * stride, size_t(cols)));
-    return out;
-  };
-  if (!json) {
+  {
     std::printf("model %s: d = %d, h = %s of dh = %d, F = %d, %s, %s, %s", model_name.c_str(), d,
                 count(c.n_heads, "head", "heads").c_str(), c.head_dim(), c.d_ff,
                 count(c.n_layers, "layer", "layers").c_str(), c.norm_first ? "pre-LN" : "post-LN",
@@ -118,13 +117,11 @@ int cmd_trace(int argc, char** argv) {
   int step = 0;
   auto heading = [&](const std::string& name, const std::string& shape_text, const std::string& equation) {
     ++step;
-    if (!json) std::printf("\n[%d] %s   %s\n    %s\n", step, name.c_str(), shape_text.c_str(), equation.c_str());
+    std::printf("\n[%d] %s   %s\n    %s\n", step, name.c_str(), shape_text.c_str(), equation.c_str());
   };
 
   heading("pieces and ids", "(S) = (" + std::to_string(S) + ")", "sentencepiece: text -> pieces -> ids");
-  if (json) stages.push_back({{"stage", step}, {"name", "pieces and ids"}, {"shape", {S}}});  // top-level pieces, ids
-  if (!json)
-    for (int t = 0; t < S; ++t) std::printf("  %s id %d\n", row_label(t, pieces[t]).c_str(), tok.ids[t]);
+  for (int t = 0; t < S; ++t) std::printf("  %s id %d\n", row_label(t, pieces[t]).c_str(), tok.ids[t]);
 
   const std::string dims = "(S, d) = (" + std::to_string(S) + ", " + std::to_string(d) + ")";
   int last_layer = -2;
@@ -135,18 +132,6 @@ int cmd_trace(int argc, char** argv) {
     if (s.kind == StageKind::Input && skipped_positions) {
       heading(c.positional_encoding == PositionalEncoding::Learned ? "learned positions" : "positional encoding",
               "skipped", "--no-pe: no positions are added");
-      if (json) stages.push_back({{"stage", step}, {"name", "positions"}, {"skipped", true}});
-    }
-    if (json) {
-      heading(s.name, "", "");
-      stages.push_back({{"stage", step},
-                        {"name", s.name},
-                        {"equation", s.equation},
-                        {"layer", s.layer >= 0 ? ojson(s.layer) : ojson(nullptr)},
-                        {"head", s.head >= 0 ? ojson(s.head) : ojson(nullptr)},
-                        {"shape", {s.rows, s.cols}},
-                        {"values", rows_json(s.data, s.rows, s.cols, s.stride)}});
-      return;
     }
     if (s.layer != last_layer && s.layer >= 0) std::printf("\n======== layer %d of %d ========\n", s.layer, c.n_layers);
     last_layer = s.layer;
@@ -214,29 +199,6 @@ int cmd_trace(int argc, char** argv) {
     for (int t = 0; t < S; ++t) guesses.push_back(top_k(logits.data() + size_t(t) * V, V, top));
   }
   auto piece_of = [&](int32_t id) { return pipeline.tokenizer().piece(id); };
-  if (json) {
-    ojson j = {{"text", text},
-               {"model", model_name},
-               {"encoder", args.count("reference") ? "reference" : "fast"},
-               {"positions", !args.count("no-pe") && c.positional_encoding != PositionalEncoding::None},
-               {"pieces", pieces},
-               {"ids", tok.ids},
-               {"stages", std::move(stages)},
-               {"hidden", rows_json(hidden.data(), S, d, d)},
-               {"pooled", json_floats<ojson>(pooled.data(), pooled.size())}};
-    if (!guesses.empty()) {
-      ojson rows = ojson::array();
-      for (const auto& g : guesses) {
-        ojson row = ojson::array();
-        for (const auto& [id, p] : g) row.push_back({{"piece", piece_of(id)}, {"id", id}, {"prob", p}});
-        rows.push_back(std::move(row));
-      }
-      j["mlm_top"] = std::move(rows);
-    }
-    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
-  }
-
   std::printf("\n======== output ========\n");
   heading("final hidden states", dims, "one vector per token: the encoder's output");
   print_rows(hidden.data(), S, d, d, 0, K, pieces);

@@ -17,6 +17,7 @@
 #include "tools/cli/cli.h"
 #include "tools/cli/compare.h"
 #include "tools/cli/json_out.h"
+#include "tools/cli/results_json.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
 namespace ordo::cli {
@@ -161,6 +162,36 @@ nlohmann::json positions_json(const std::vector<float>& P, int d) {
 
 }  // namespace
 
+Tokenization view_tokens(Pipeline& pipeline, const std::string& text, const std::string& where) {
+  // "<mask>" marks a piece for the head to fill in (ordo fill's rule), when the model has one.
+  Tokenization t = pipeline.has_head() && pipeline.mask_id() >= 0 ? pipeline.tokenize_masked(text, where)
+                                                                  : pipeline.tokenize(text, where);
+  const int S = int(t.ids.size());
+  if (S == 0) throw InputError(where, "the text has no pieces to show");
+  // The model's (or the machine's) limit, and the page's own: each map holds S² numbers.
+  if (S > std::min(kMaxPieces, pipeline.max_tokens()))
+    throw InputError(where,
+                     "text has " + std::to_string(S) + " pieces, more than " +
+                         (pipeline.max_tokens() < kMaxPieces ? pipeline.max_tokens_reason()
+                                                             : "the " + std::to_string(kMaxPieces) + " a page shows"));
+  return t;
+}
+
+nlohmann::json view_json(Pipeline& pipeline, const std::vector<std::string>& texts,
+                         const std::vector<Tokenization>& tokens, const std::string& model_name) {
+  const Config& c = pipeline.model().config();
+  nlohmann::json data = {{"format", "ordo-view/1"}, {"decimals", kDecimals}};
+  data["model"] = model_json(c, model_name);
+  std::vector<float> positions;  // (N, d), N the longer text's length
+  data["texts"] = nlohmann::json::array();
+  for (size_t i = 0; i < texts.size(); ++i)
+    data["texts"].push_back(text_json(pipeline, texts[i], tokens[i], &positions));
+  data["positions"] = positions_json(positions, c.d_model);
+  data["compare"] = texts.size() == 2 ? comparison_json(compare_texts(pipeline, tokens[0], tokens[1]), tokens[0])
+                                      : nlohmann::ordered_json(nullptr);
+  return data;
+}
+
 int cmd_view(int argc, char** argv) {
   cxxopts::Options o("ordo view",
                      "Write one page that shows a text's way through the encoder, to open in a browser (offline, "
@@ -180,33 +211,11 @@ int cmd_view(int argc, char** argv) {
   const std::string path = args["html"].as<std::string>();
   set_num_threads(threads_option(args));
   Pipeline pipeline(model_dir(args));
-  const Config& c = pipeline.model().config();
-
   std::vector<Tokenization> tokens;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const std::string where = "argument " + std::to_string(i + 1);
-    // "<mask>" marks a piece for the head to fill in (ordo fill's rule), when the model has one.
-    tokens.push_back(pipeline.has_head() && pipeline.mask_id() >= 0 ? pipeline.tokenize_masked(texts[i], where)
-                                                                    : pipeline.tokenize(texts[i], where));
-    const int S = int(tokens.back().ids.size());
-    if (S == 0) throw InputError(where, "the text has no pieces to show");
-    // The model's (or the machine's) limit, and the page's own: each map holds S² numbers.
-    if (S > std::min(kMaxPieces, pipeline.max_tokens()))
-      throw InputError(
-          where, "text has " + std::to_string(S) + " pieces, more than " +
-                     (pipeline.max_tokens() < kMaxPieces ? pipeline.max_tokens_reason()
-                                                         : "the " + std::to_string(kMaxPieces) + " a page shows"));
-  }
-
-  nlohmann::json data = {{"format", "ordo-view/1"}, {"decimals", kDecimals}};
-  data["model"] = model_json(c, args.count("model") ? args["model"].as<std::string>() : "the default model");
-  std::vector<float> positions;  // (N, d), N the longer text's length
-  data["texts"] = nlohmann::json::array();
   for (size_t i = 0; i < texts.size(); ++i)
-    data["texts"].push_back(text_json(pipeline, texts[i], tokens[i], &positions));
-  data["positions"] = positions_json(positions, c.d_model);
-  data["compare"] = texts.size() == 2 ? comparison_json(compare_texts(pipeline, tokens[0], tokens[1]), tokens[0])
-                                      : nlohmann::ordered_json(nullptr);
+    tokens.push_back(view_tokens(pipeline, texts[i], "argument " + std::to_string(i + 1)));
+  const nlohmann::json data =
+      view_json(pipeline, texts, tokens, args.count("model") ? args["model"].as<std::string>() : "the default model");
 
   const std::string json = json_for_html(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   std::string page = teach::kViewPage;

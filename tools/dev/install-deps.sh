@@ -7,6 +7,7 @@ packages=(
   libopenblas-dev                      # matrix work (cblas_sgemm)
   libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train/train_tokenizer.sh)
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
+  libcpp-httplib-dev                   # ordo serve's HTTP (cpp-httplib; its tests' client is Python's http.client)
   libgtest-dev googletest              # tests
   wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
   r-cran-janeaustenr                   # Jane Austen's novels, the default model's other training text

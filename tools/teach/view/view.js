@@ -26,14 +26,21 @@
 //              tokens: one per piece of A when B is A reordered (the k-th occurrence of an id in A matched
 //              with its k-th occurrence in B), else empty
 //
-// For tests, window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs, renderMs }: scriptMs
-// the time this script took to draw the page, renderMs the time from the start of loading until it was painted.
+//   live       true when `ordo serve` sent the page (absent in a page written by `ordo view --html`): the
+//              page then shows text boxes, asks the server for fresh data as the reader types (POST /view,
+//              the same JSON), and shows the chosen head from the inside (POST /attention: q, k, the
+//              scaled scores q·k/√dh and their softmax)
+//
+// For tests, window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs, renderMs, updates,
+// updateMs, inside }: scriptMs the time this script took to draw the page, renderMs the time from the start
+// of loading until it was painted; live, updates counts the redraws from fresh data and updateMs is the last
+// one's time from sending the request to painted.
 "use strict";
 
 const started = performance.now();
-const data = JSON.parse(document.getElementById("ordo-data").textContent);
-const model = data.model;
-const texts = data.texts;
+let data = JSON.parse(document.getElementById("ordo-data").textContent);
+let model = data.model;
+let texts = data.texts;
 const RUNS = { with_pe: "with positions", without_pe: "without positions" };
 
 const state = {
@@ -115,10 +122,14 @@ const hideTip = () => (tip.hidden = true);
 // ---- which piece sits where -------------------------------------------------------------------------
 
 // bPos[i]: where A's piece i stands in B, when B holds A's pieces reordered; bIndex is its inverse.
-const tokens = data.compare && data.compare.same_tokens_reordered ? data.compare.tokens : [];
-const bPos = tokens.length ? range(tokens.length) : null;
-const bIndex = tokens.length ? range(tokens.length) : null;
-for (const m of tokens) (bPos[m.position_a] = m.position_b), (bIndex[m.position_b] = m.position_a);
+let bPos = null, bIndex = null;
+function matchPieces() {
+  const tokens = data.compare && data.compare.same_tokens_reordered ? data.compare.tokens : [];
+  bPos = tokens.length ? range(tokens.length) : null;
+  bIndex = tokens.length ? range(tokens.length) : null;
+  for (const m of tokens) (bPos[m.position_a] = m.position_b), (bIndex[m.position_b] = m.position_a);
+}
+matchPieces();
 
 // order(t)[r]: the piece of text t drawn at row (and column) r.
 function order(t) {
@@ -247,6 +258,7 @@ const predictionBoxes = [];
 
 function renderPieces() {
   const box = document.getElementById("piece-rows");
+  box.replaceChildren();
   texts.forEach((x, t) => {
     const row = el("div", { class: "chips" });
     if (texts.length > 1) row.append(el("span", { class: "which" }, letter(t)));
@@ -350,11 +362,14 @@ let bigMaps = [];
 
 function renderHeadViews() {
   const pickLayer = document.getElementById("pick-layer"), pickHead = document.getElementById("pick-head");
-  pickLayer.append(...range(model.n_layers).map((l) => el("option", { value: l }, String(l))));
-  pickHead.append(...range(model.n_heads).map((h) => el("option", { value: h }, String(h))));
-  pickLayer.addEventListener("change", () => pick(+pickLayer.value, state.head));
-  pickHead.addEventListener("change", () => pick(state.layer, +pickHead.value));
+  if (!pickLayer.options.length) {  // the model stays the same when the texts change
+    pickLayer.append(...range(model.n_layers).map((l) => el("option", { value: l }, String(l))));
+    pickHead.append(...range(model.n_heads).map((h) => el("option", { value: h }, String(h))));
+    pickLayer.addEventListener("change", () => pick(+pickLayer.value, state.head));
+    pickHead.addEventListener("change", () => pick(state.layer, +pickHead.value));
+  }
   const box = document.getElementById("head-views");
+  box.replaceChildren();
   texts.forEach((x, t) => {
     headViews[t] = headView(t);
     box.append(el("div", { class: "side" }, el("h3", { class: `text-${t}` }, quote(t)),
@@ -396,8 +411,9 @@ function pick(layer, head) {
 let panels = []; // panels[t][l][h] = { root, map }
 
 function renderGrids() {
-  document.getElementById("attention-bar").append(colourBar(SEQUENTIAL, 0, 1));
+  document.getElementById("attention-bar").replaceChildren(colourBar(SEQUENTIAL, 0, 1));
   const box = document.getElementById("grids");
+  box.replaceChildren();
   const near = Math.max(72, Math.min(120, Math.floor(860 / model.n_heads / texts.length)));
   panels = texts.map((x, t) => {
     const S = x.pieces.length, size = side(near, S);
@@ -427,7 +443,7 @@ function renderGrids() {
 
 function drawPermutation() {
   const box = document.getElementById("permutation");
-  if (!bPos) return;
+  if (!bPos) return box.replaceChildren();
   const gap = { with_pe: permutationGap("with_pe"), without_pe: permutationGap("without_pe") };
   const tol = 1.5 * 10 ** -data.decimals; // two values rounded apart
   const same = (g) => (g <= tol ? "the same maps, rows and columns permuted" : "different maps");
@@ -450,6 +466,7 @@ function bar(v, max, cls = "") {
 
 function renderOutputs() {
   const box = document.getElementById("output-tables");
+  box.replaceChildren();
   texts.forEach((x, t) => {
     const o = x.outputs;
     const max = Math.max(...o.distance);
@@ -472,8 +489,9 @@ function renderOutputs() {
 
 function renderCompare() {
   const c = data.compare;
-  if (!c) return;
   const box = document.getElementById("compare");
+  box.replaceChildren();
+  if (!c) return;
   const num = (v) => (Math.abs(v) >= 1e-3 || v === 0 ? v.toFixed(6) : v.toExponential(2));
   const rows = [
     ["cosine of the mean-pooled vectors", c.cosine],
@@ -515,6 +533,7 @@ function renderCompare() {
 
 function renderPositions() {
   const box = document.getElementById("positions-body");
+  box.replaceChildren();
   const P = data.positions;
   if (!P) {
     box.append(el("p", {}, "This model adds no positional encoding: x_t = E[id_t]" + (model.scale_embedding ? "·√d" : "") +
@@ -552,7 +571,8 @@ function renderPositions() {
 
 // ---- header, switch, redraw ---------------------------------------------------------------------------
 
-function renderHeader() {
+// The title and the model's line: again for each new text.
+function renderTitle() {
   const quoted = texts.map((x, t) => `${letter(t) ? letter(t) + " " : ""}“${x.text}”`);
   document.getElementById("title").textContent = quoted.join("   vs   ");
   document.title = `ordo view: ${texts.map((x) => x.text).join(" / ")}`;
@@ -561,15 +581,19 @@ function renderHeader() {
   document.getElementById("model-line").textContent = `Model ${m.name}: ${count(m.n_layers, "layer")} × ${count(m.n_heads, "head")}, ` +
     `d = ${m.d_model} (${m.head_dim} per head), feed-forward ${m.d_ff}, ${m.norm}, ${m.activation}; ` +
     `positions: ${m.positional_encoding}.`;
+  document.getElementById("a-order-box").hidden = !bPos;
+  if (!bPos) state.aOrder = document.getElementById("a-order").checked = false;
+}
+
+// The switch and the order box: once.
+function renderHeader() {
+  renderTitle();
   for (const input of document.querySelectorAll("input[name=run]")) input.addEventListener("change", () => setRun(input.value));
-  if (bPos) {
-    document.getElementById("a-order-box").hidden = false;
-    document.getElementById("a-order").addEventListener("change", (e) => {
-      state.aOrder = e.target.checked;
-      buildBigMaps();
-      update();
-    });
-  }
+  document.getElementById("a-order").addEventListener("change", (e) => {
+    state.aOrder = e.target.checked;
+    buildBigMaps();
+    update();
+  });
 }
 
 function setRun(run) {
@@ -605,6 +629,7 @@ function update() {
   drawPredictions();
   drawPermutation();
   updateHover();
+  if (data.live) askInside();
 }
 
 // Only what follows the pointer: the marked rows, the chips, the head view's lines.
@@ -619,16 +644,112 @@ function updateHover() {
   });
 }
 
-renderHeader();
-renderPieces();
-renderHeadViews();
-buildBigMaps();
-renderGrids();
-renderOutputs();
-renderCompare();
-renderPositions();
-update();
+// Every section from `data`: at load, and live, for each new text.
+function renderAll() {
+  renderPieces();
+  renderHeadViews();
+  buildBigMaps();
+  renderGrids();
+  renderOutputs();
+  renderCompare();
+  renderPositions();
+  update();
+}
 
-window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs: performance.now() - started, renderMs: null };
+// ---- live: the page served by `ordo serve` ------------------------------------------------------------
+
+const inside = { data: null, asked: 0 }; // the chosen head's inside (POST /attention), for text A
+
+async function post(path, body) {
+  const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const j = await r.json();
+  if (!r.ok) throw new Error(j.error ? j.error.message : `${path}: HTTP ${r.status}`);
+  return j;
+}
+
+// Asks for the chosen head of text A from the inside and draws it; an answer to an older question is dropped.
+async function askInside() {
+  const ask = ++inside.asked;
+  const body = { text: texts[0].text, layer: state.layer, head: state.head, positions: state.run === "with_pe" };
+  try {
+    const j = await post("/attention", body);
+    if (ask === inside.asked) (inside.data = j), drawInside();
+  } catch (e) {
+    if (ask === inside.asked) document.getElementById("live-status").textContent = e.message;
+  }
+}
+
+function drawInside() {
+  const j = inside.data, box = document.getElementById("inside-body");
+  const S = j.pieces.length, dh = j.q[0].length, names = j.pieces.map(label);
+  const vectors = (name, M) => el("table", { class: "numbers-table vectors", id: `inside-${name}` },
+    el("tr", {}, el("th", {}, "piece"), ...range(dh).map((e) => el("th", {}, `${name}${e}`))),
+    ...M.map((row, i) => el("tr", {}, el("td", {}, `${i} ${names[i]}`), ...row.map((v) => el("td", { class: "num" }, v.toFixed(3))))));
+  const big = Math.max(1e-6, ...j.scaled_scores.flat().map(Math.abs));
+  const size = side(Math.max(160, Math.min(360, 36 * S)), S);
+  const scores = heatmap({ rows: S, cols: S, width: size, height: size, colour: (v) => signedColour(v / big), numbers: true,
+    rowLabels: names, colLabels: names, corner: "key →\nquery ↓", tip: (r, c, v) => `q(${names[r]})·k(${names[c]})/√dh = ${v.toFixed(4)}` });
+  scores.draw(j.scaled_scores);
+  const weights = heatmap({ rows: S, cols: S, width: size, height: size, colour: attentionColour, numbers: true,
+    rowLabels: names, colLabels: names, corner: "key →\nquery ↓", tip: (r, c, v) => `softmax row ${names[r]}, key ${names[c]}: ${v.toFixed(4)}` });
+  weights.draw(j.weights);
+  box.replaceChildren(
+    el("p", {}, `Layer ${j.layer}, head ${j.head} of A, ${j.positions ? "with" : "without"} positions: each piece's query q and ` +
+      `key k (dh = ${dh}), the scaled scores q·k/√dh of every query (row) with every key (column), and their softmax along ` +
+      "each row, the weights of the maps above."),
+    el("div", { class: "sides" }, el("div", { class: "side" }, el("h3", {}, "q, one row per piece"), vectors("q", j.q)),
+      el("div", { class: "side" }, el("h3", {}, "k, one row per piece"), vectors("k", j.k))),
+    el("div", { class: "sides" },
+      el("div", { class: "side", id: "inside-scores" }, el("h3", {}, "q·k/√dh"), scores.root,
+        el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "score"), colourBar(DIVERGING, -big, big))),
+      el("div", { class: "side", id: "inside-weights" }, el("h3", {}, "softmax of each row"), weights.root,
+        el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "attention weight"), colourBar(SEQUENTIAL, 0, 1)))));
+}
+
+const live = { asked: 0, updates: 0, updateMs: null, timer: null };
+
+// After a pause in typing (150 ms), the texts go to the server and the page is drawn again from its answer.
+function startLive() {
+  const a = document.getElementById("text-a"), b = document.getElementById("text-b");
+  document.getElementById("live").hidden = false;
+  document.getElementById("inside").hidden = false;
+  a.value = texts[0].text;
+  b.value = texts.length > 1 ? texts[1].text : "";
+  const status = document.getElementById("live-status");
+  const send = async () => {
+    const ask = ++live.asked, t0 = performance.now();
+    try {
+      const next = await post("/view", b.value ? { a: a.value, b: b.value } : { a: a.value });
+      if (ask !== live.asked) return; // the reader has typed on since
+      next.live = true;
+      data = next, model = data.model, texts = data.texts;
+      state.hover = null; // the pieces under the pointer may be gone
+      matchPieces();
+      renderTitle();
+      renderAll();
+      status.textContent = "";
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        live.updateMs = performance.now() - t0;
+        live.updates++;
+      }));
+    } catch (e) {
+      if (ask === live.asked) status.textContent = e.message;
+    }
+  };
+  for (const box of [a, b])
+    box.addEventListener("input", () => {
+      clearTimeout(live.timer);
+      live.timer = setTimeout(send, 150);
+    });
+}
+
+renderHeader();
+renderAll();
+if (data.live) startLive();
+
+window.ordoView = {
+  get data() { return data; }, state, setRun, shown, permutationGap, scriptMs: performance.now() - started, renderMs: null,
+  get updates() { return live.updates; }, get updateMs() { return live.updateMs; }, get inside() { return inside.data; },
+};
 // The second animation frame starts once the first, holding everything drawn above, has been painted.
 requestAnimationFrame(() => requestAnimationFrame(() => (window.ordoView.renderMs = performance.now())));

@@ -1,0 +1,378 @@
+#!/usr/bin/python3
+"""ordo serve over real loopback HTTP: every endpoint against the command line's --json output
+(floats within 1e-6), every error status, 64 concurrent clients each getting its own rows, a
+SIGTERM while requests are in flight, and a busy port. Servers listen on port 0 (a free port the
+kernel picks) and print the port they bound, which this script reads from their stderr."""
+import argparse
+import base64
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TOL = 1e-6
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def max_diff(a, b, path="$"):
+    """The largest |a - b| over the numbers of two JSON values; other values must be equal
+    (raises ValueError naming the first place they differ)."""
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or isinstance(a, str):
+        if a != b:
+            raise ValueError(f"{path}: {a!r} != {b!r}")
+        return 0.0
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b)
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            raise ValueError(f"{path}: {len(a)} items != {len(b)}")
+        return max([max_diff(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b))], default=0.0)
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b):
+            raise ValueError(f"{path}: keys {list(a)} != {list(b)}")
+        return max([max_diff(a[k], b[k], f"{path}.{k}") for k in a], default=0.0)
+    raise ValueError(f"{path}: {type(a).__name__} != {type(b).__name__}")
+
+
+def same(a, b, what, tol=TOL):
+    try:
+        d = max_diff(a, b)
+        check(d <= tol, f"{what} (max |diff| {d:.3g})")
+    except ValueError as e:
+        check(False, f"{what}: {e}")
+
+
+class Server:
+    def __init__(self, ordo, model, *flags, port=0):
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([ordo, "serve", "--model", model, "--port", str(port), *flags],
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.stderr())
+            if m:
+                self.port = int(m.group(1))
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("ordo serve ended before listening: " + self.stderr())
+            time.sleep(0.05)
+        raise RuntimeError("ordo serve did not listen within 60 s")
+
+    def stderr(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+    def request(self, method, path, body=None, raw=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+        r = conn.getresponse()
+        text = r.read()
+        conn.close()
+        ctype = r.getheader("Content-Type", "")
+        return r.status, (json.loads(text) if ctype.startswith("application/json") else text.decode())
+
+    def post(self, path, body=None, raw=None):
+        return self.request("POST", path, body, raw)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=60)
+        self.last_stderr = self.stderr()
+        os.unlink(self.log.name)
+        return code
+
+
+def cli(ordo, model, *args):
+    out = subprocess.run([ordo, *args, "--model", model], check=True, capture_output=True, text=True).stdout
+    return out
+
+
+def cli_json(ordo, model, *args):
+    return json.loads(cli(ordo, model, *args))
+
+
+def embed_cli(ordo, model, texts):
+    lines = cli(ordo, model, "encode", "--json", *texts).splitlines()
+    return [json.loads(line)["embedding"] for line in lines]
+
+
+def test_endpoints(s, ordo, model):
+    status, body = s.request("GET", "/health")
+    check(status == 200 and body["status"] == "ok", "GET /health is 200, status ok")
+
+    texts = ["the cat sat on the mat", "the mat sat on the cat", "she opened the door and went out"]
+    expected = embed_cli(ordo, model, texts)
+    status, body = s.post("/v1/embeddings", {"input": texts, "model": "anything"})
+    check(status == 200 and body["object"] == "list" and len(body["data"]) == 3, "/v1/embeddings: a list of 3")
+    check([d["index"] for d in body["data"]] == [0, 1, 2] and all(d["object"] == "embedding" for d in body["data"]),
+          "/v1/embeddings: index 0, 1, 2 in order, object embedding")
+    same([d["embedding"] for d in body["data"]], expected, "/v1/embeddings = ordo encode --json (mean pooling)")
+    pieces = sum(len(cli_json(ordo, model, "tokenize", "--json", t)["ids"]) for t in texts)
+    check(body["usage"] == {"prompt_tokens": pieces, "total_tokens": pieces},
+          f"/v1/embeddings: usage counts the {pieces} tokens")
+    check(body["model"] == os.path.basename(model.rstrip("/")), "/v1/embeddings: model is the model directory's name")
+    status, one = s.post("/v1/embeddings", {"input": texts[1]})
+    check(status == 200 and len(one["data"]) == 1, "/v1/embeddings: one string is one text")
+    same(one["data"][0]["embedding"], expected[1], "/v1/embeddings: a string alone gives the same vector")
+    status, b64 = s.post("/v1/embeddings", {"input": texts, "encoding_format": "base64"})
+    decoded = []
+    for d in b64["data"]:
+        raw = base64.b64decode(d["embedding"])
+        decoded.append(list(struct.unpack(f"<{len(raw) // 4}f", raw)))
+    floats = [[struct.unpack("<f", struct.pack("<f", v))[0] for v in d["embedding"]] for d in body["data"]]
+    check(status == 200 and decoded == floats, "/v1/embeddings base64: little-endian float32, the same floats exactly")
+
+    text = "the cat sat on the mat"
+    same(s.post("/tokenize", {"text": text})[1], cli_json(ordo, model, "tokenize", "--json", text),
+         "/tokenize = ordo tokenize --json")
+    masked = "she opened the <mask> and went out"
+    same(s.post("/fill", {"text": masked, "top": 7, "words": True})[1],
+         cli_json(ordo, model, "fill", "--json", "--top", "7", "--words", masked), "/fill = ordo fill --json --words")
+    same(s.post("/fill", {"text": masked, "positions": False})[1],
+         cli_json(ordo, model, "fill", "--json", "--no-pe", masked), "/fill positions false = ordo fill --no-pe")
+    same(s.post("/score", {"text": text})[1], cli_json(ordo, model, "score", "--json", text),
+         "/score = ordo score --json")
+    b = "the mat sat on the cat"
+    same(s.post("/compare", {"a": text, "b": b})[1], cli_json(ordo, model, "compare", "--json", text, b),
+         "/compare = ordo compare --json")
+    trace = cli_json(ordo, model, "trace", "--json", "--inside", "1,1", text)
+    served = s.post("/trace", {"text": text, "inside": [1, 1]})[1]
+    served["model"] = trace["model"]  # the server names the model by its directory
+    same(served, trace, "/trace = ordo trace --json --inside 1,1")
+    same(s.post("/trace", {"text": text, "positions": False})[1]["stages"],
+         cli_json(ordo, model, "trace", "--json", "--no-pe", text)["stages"], "/trace positions false = --no-pe")
+
+    att = s.post("/attention", {"text": text, "layer": 1, "head": 1})[1]
+    stage = {st["name"]: st["values"] for st in trace["stages"] if st.get("layer") == 1 and st.get("head") == 1}
+    check(att["pieces"] == trace["pieces"], "/attention: the pieces of ordo trace")
+    same(att["q"], stage["query"], "/attention q = ordo trace --inside 1,1's query")
+    same(att["k"], stage["key"], "/attention k = its key")
+    scaled = [st["values"] for st in trace["stages"]
+              if st.get("layer") == 1 and st.get("head") == 1 and "sqrt" in st.get("equation", "")
+              and len(st["values"]) == len(st["values"][0]) and st["name"] != "attention weights"]
+    check(len(scaled) >= 1, "ordo trace --inside has a scaled-scores stage")
+    same(att["scaled_scores"], scaled[-1], "/attention scaled_scores = its scaled scores")
+    weights = [st["values"] for st in trace["stages"] if st["name"] == "attention weights" and st["layer"] == 1
+               and st["head"] == 1]
+    same(att["weights"], weights[0], "/attention weights = its attention weights")
+    # The weights are the softmax of the scaled scores, row by row (float64 here).
+    import math
+    worst = 0.0
+    for srow, wrow in zip(att["scaled_scores"], att["weights"]):
+        m = max(srow)
+        e = [math.exp(v - m) for v in srow]
+        worst = max(worst, max(abs(x / sum(e) - w) for x, w in zip(e, wrow)))
+    check(worst < 1e-5, f"/attention: weights = softmax(scaled_scores) (max |diff| {worst:.2g})")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        page = os.path.join(tmp, "view.html")
+        cli(ordo, model, "view", text, b, "--html", page)
+        html = open(page).read()
+        embedded = json.loads(re.search(r'<script id="ordo-data" type="application/json">(.*?)</script>', html,
+                                        re.S).group(1))
+    served = s.post("/view", {"a": text, "b": b})[1]
+    served["model"]["name"] = embedded["model"]["name"]
+    same(served, embedded, "/view = the JSON ordo view embeds in its page")
+    status, page = s.request("GET", "/")
+    check(status == 200 and '"live":true' in page and "@ORDO_VIEW_DATA@" not in page,
+          "GET / is the view page, marked live")
+
+
+def test_errors(s):
+    def expect(status, path, what, body=None, raw=None, method="POST"):
+        got, j = s.request(method, path, body, raw)
+        ok = got == status and isinstance(j, dict) and set(j) == {"error"} and j["error"]["message"] and \
+            "\n" not in j["error"]["message"] and j["error"]["type"]
+        check(ok, f"{method} {path} {what}: {status} with a JSON error (got {got}: {j})")
+
+    expect(400, "/v1/embeddings", "malformed JSON", raw=b'{"input": ')
+    expect(400, "/tokenize", "malformed JSON", raw=b"not json")
+    expect(413, "/v1/embeddings", "body past --max-body", raw=json.dumps({"input": "word " * 30000}).encode())
+    expect(422, "/v1/embeddings", "a body that is not an object", body=["x"])
+    expect(422, "/v1/embeddings", "no input", body={"model": "x"})
+    expect(422, "/v1/embeddings", "input a number", body={"input": 3})
+    expect(422, "/v1/embeddings", "input with a number", body={"input": ["a", 3]})
+    expect(422, "/v1/embeddings", "input an empty array", body={"input": []})
+    expect(422, "/v1/embeddings", "an empty text", body={"input": ["a", ""]})
+    expect(422, "/v1/embeddings", "a text over --max-tokens", body={"input": "the cat " * 100})
+    expect(422, "/v1/embeddings", "more texts than --max-texts", body={"input": ["a"] * 9})
+    expect(422, "/v1/embeddings", "an unknown encoding_format", body={"input": "a", "encoding_format": "int8"})
+    expect(422, "/v1/embeddings", "model not a string", body={"input": "a", "model": 5})
+    expect(422, "/fill", "a text without <mask>", body={"text": "the cat sat"})
+    expect(422, "/fill", "top out of range", body={"text": "the <mask> sat", "top": 0})
+    expect(422, "/tokenize", "text missing", body={})
+    expect(422, "/score", "positions not a boolean", body={"text": "a", "positions": "no"})
+    expect(422, "/compare", "b missing", body={"a": "x"})
+    expect(422, "/trace", "inside out of range", body={"text": "a cat", "inside": [9, 0]})
+    expect(422, "/trace", "an empty text", body={"text": ""})
+    expect(422, "/attention", "layer out of range", body={"text": "a cat", "layer": 99})
+    expect(422, "/view", "an empty text", body={"a": ""})
+    expect(404, "/v2/embeddings", "unknown path", body={"input": "a"})
+    expect(404, "/nothing", "unknown path", method="GET")
+    expect(405, "/v1/embeddings", "with GET", method="GET")
+    expect(405, "/health", "with POST", body={})
+    expect(405, "/view", "with DELETE", method="DELETE")
+    status, _ = s.request("GET", "/health")
+    check(status == 200, "the server still answers after all of them")
+
+
+def test_no_batching(ordo, model):
+    s = Server(ordo, model, "--no-batching")
+    texts = ["the cat sat on the mat", "she opened the door and went out"]
+    status, body = s.post("/v1/embeddings", {"input": texts})
+    same([d["embedding"] for d in body["data"]], embed_cli(ordo, model, texts),
+         "--no-batching: /v1/embeddings = ordo encode --json")
+    code = s.stop()
+    check(code == 0 and "passes held" not in s.last_stderr, "--no-batching: stops with 0, no batches")
+
+
+def test_slow_client(ordo, model):
+    # One connection at a time (--http-threads 1) and a client that sends half a request and goes
+    # silent: after --timeout 1 s the server drops it, and the next client is answered.
+    s = Server(ordo, model, "--http-threads", "1", "--timeout", "1")
+    slow = socket.create_connection(("127.0.0.1", s.port))
+    slow.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"input\"")
+    slow.settimeout(60)
+    try:
+        dropped = slow.recv(4096) is not None  # the server's close (b"") or its 400, not our timeout
+    except socket.timeout:
+        dropped = False
+    slow.close()
+    check(dropped, "a client silent mid-request is dropped after --timeout")
+    status, body = s.post("/v1/embeddings", {"input": "the cat"})
+    check(status == 200, "... and the next client, on the one thread, is answered")
+    check(s.stop() == 0, "and the server stops with 0")
+    check(re.search(r"stopped \(SIGTERM\) after \d+ requests; 1 pass held 1 text", s.last_stderr),
+          "its last line counts the batches")
+
+
+def test_queue_full(ordo, model):
+    # One request waits 3 s for company (--batch-wait-ms 3000) and fills the queue of one.
+    s = Server(ordo, model, "--queue", "1", "--batch-wait-ms", "3000")
+    first = {}
+    t = threading.Thread(target=lambda: first.update(r=s.post("/v1/embeddings", {"input": "the cat"})))
+    t.start()
+    time.sleep(0.5)
+    status, j = s.post("/v1/embeddings", {"input": "the mat"})
+    check(status == 503 and j["error"]["type"] == "overloaded", f"a full queue is 503 overloaded (got {status})")
+    t.join()
+    check(first["r"][0] == 200, "the request in the queue is answered 200")
+    check(s.stop() == 0, "and the server stops with 0")
+
+
+def test_concurrency(s, ordo, model):
+    words = ["cat", "dog", "mat", "sun", "door", "river", "house", "tree"]
+    texts = [f"the {words[i % 8]} sat on the {words[(i // 8) % 8]} {i}" for i in range(64)]
+    alone = {}
+    for t in texts:  # one at a time: each text's single-request vector
+        alone[t] = s.post("/v1/embeddings", {"input": t})[1]["data"][0]["embedding"]
+    got = {}
+    barrier = threading.Barrier(64)
+
+    def client(t):
+        barrier.wait()
+        got[t] = s.post("/v1/embeddings", {"input": t})
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in texts]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    check(all(got[t][0] == 200 for t in texts), "64 clients at once: all 200")
+    # A batch of 64 padded texts runs its products in other blocks than a text alone, so the sums
+    # round differently in the last bits of a float: 1e-5 is about 100 float32 steps at |v| ~ 1.
+    worst = max(max_diff(got[t][1]["data"][0]["embedding"], alone[t]) for t in texts)
+    scale = max(abs(v) for t in texts for v in alone[t])
+    check(worst <= 1e-5, f"64 clients at once: each gets its own text's vector (max |diff| {worst:.3g}, "
+                         f"largest |value| {scale:.3g})")
+    # ... and not a neighbour's: every other text's vector is far further away.
+    nearest = min(max_diff(got[t][1]["data"][0]["embedding"], alone[u]) for t in texts for u in texts if u != t)
+    check(nearest > 1000 * worst, f"64 clients at once: another text's vector differs by at least {nearest:.3g}")
+    distinct = len({json.dumps(got[t][1]["data"][0]["embedding"]) for t in texts})
+    check(distinct == 64, "64 clients at once: 64 different vectors")
+
+
+def test_shutdown_in_flight(ordo, model):
+    s = Server(ordo, model, "--batch-wait-ms", "1500")
+    results = []
+    lock = threading.Lock()
+
+    def client(i):
+        r = s.post("/v1/embeddings", {"input": f"text number {i}"})
+        with lock:
+            results.append(r[0])
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    time.sleep(0.5)  # all 8 are in the batch that waits 1.5 s
+    s.proc.send_signal(signal.SIGTERM)
+    for th in threads:
+        th.join()
+    code = s.proc.wait(timeout=60)
+    log = s.stderr()
+    check(results == [200] * 8, f"SIGTERM in flight: the 8 requests complete with 200 (got {results})")
+    check(code == 0, f"SIGTERM in flight: exit 0 (got {code})")
+    check("stopped (SIGTERM)" in log, "SIGTERM in flight: the server says it stopped on SIGTERM")
+    s.stop()
+
+
+def test_busy_port(s, ordo, model):
+    r = subprocess.run([ordo, "serve", "--model", model, "--port", str(s.port)], capture_output=True, text=True,
+                       timeout=60)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and
+          lines[0].startswith(f"error: 127.0.0.1:{s.port}: the port is in use ("),
+          f"a busy port: one line, exit 2 (got {r.returncode}: {r.stderr.strip()})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ordo", required=True)
+    ap.add_argument("--model", required=True)
+    a = ap.parse_args()
+    s = Server(a.ordo, a.model, "--max-body", "65536", "--max-tokens", "64", "--max-texts", "8")
+    try:
+        test_endpoints(s, a.ordo, a.model)
+        test_errors(s)
+        test_busy_port(s, a.ordo, a.model)
+    finally:
+        log = s.stderr()
+        check(s.stop() == 0, "the server stops on SIGTERM with 0")
+    lines = [ln for ln in log.splitlines() if not ln.startswith("ordo serve:")]
+    check(all(re.fullmatch(r"(GET|POST|DELETE) /\S* \d{3} \d+\.\d ms", ln) for ln in lines) and len(lines) > 40,
+          f"one log line per request: method, path, status, ms ({len(lines)} lines)")
+    c = Server(a.ordo, a.model)
+    try:
+        test_concurrency(c, a.ordo, a.model)
+    finally:
+        c.stop()
+    test_no_batching(a.ordo, a.model)
+    test_slow_client(a.ordo, a.model)
+    test_queue_full(a.ordo, a.model)
+    test_shutdown_in_flight(a.ordo, a.model)
+    if failures:
+        print(f"{len(failures)} failed:\n  " + "\n  ".join(failures))
+        return 1
+    print("all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+// The page `ordo serve` serves at /, live, in headless Chromium (puppeteer-core, the system Chromium).
+//
+//   node test_live.mjs ORDO MODEL_DIR
+//
+// Starts `ordo serve --port 0` (a free port, read from its first line), opens its page and checks: the
+// text boxes are shown; typing a sentence redraws the pieces (those of POST /tokenize), L × H maps per
+// text and the data of POST /view for the same texts; the switch shows the other run's maps and asks
+// for the chosen head's inside again (q, k, q·k/√dh and its softmax, which are the maps' weights); a
+// <mask> is filled; a second text brings the compare report; the page asks only its own server and
+// logs no console error. Prints the update time (request to painted, the median of 7 keystroke pauses
+// on a 20-piece sentence) without judging it. Exit 0 pass, 1 fail, 77 skip (no Chromium).
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+
+const CHROMIUM = process.env.ORDO_CHROMIUM || "/usr/bin/chromium";
+const ROUNDED = 1.01e-4; // the page's attention is rounded to 4 decimals
+const [ordo, modelDir] = process.argv.slice(2);
+
+let failures = 0;
+function check(ok, what) {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures++;
+}
+if (!fs.existsSync(CHROMIUM)) {
+  console.log(`skip: no Chromium at ${CHROMIUM}`);
+  process.exit(77);
+}
+let puppeteer;
+try {
+  puppeteer = (await import("puppeteer-core")).default;
+} catch {
+  console.error(`error: ${path.dirname(new URL(import.meta.url).pathname)}: puppeteer-core is not installed (run npm ci there)`);
+  process.exit(1);
+}
+
+const server = spawn(ordo, ["serve", "--model", modelDir, "--port", "0"], { stdio: ["ignore", "ignore", "pipe"] });
+const port = await new Promise((resolve, reject) => {
+  const lines = readline.createInterface({ input: server.stderr });
+  lines.once("line", (line) => {
+    const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(line);
+    m ? resolve(+m[1]) : reject(new Error(`ordo serve did not start: ${line}`));
+    lines.on("line", () => {}); // the request log: read and dropped, so the pipe never fills
+  });
+  server.once("exit", (code) => reject(new Error(`ordo serve ended with ${code}`)));
+});
+const origin = `http://127.0.0.1:${port}`;
+const post = async (p, body) => (await fetch(origin + p, { method: "POST", body: JSON.stringify(body) })).json();
+const maxDiff = (X, Y) => {
+  const x = [X].flat(Infinity), y = [Y].flat(Infinity);
+  return x.length !== y.length ? Infinity : x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i])), 0);
+};
+
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), "ordo-live-chromium-"));
+const browser = await puppeteer.launch({
+  executablePath: CHROMIUM, headless: true, userDataDir: profile,
+  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+try {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  const problems = [];
+  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  await page.setRequestInterception(true);
+  page.on("request", (r) => {
+    if (r.url().startsWith(origin + "/") || r.url().startsWith("data:")) return r.continue();
+    problems.push(`request for ${r.url()}`);
+    r.abort();
+  });
+  await page.goto(origin + "/", { waitUntil: "load" });
+  await page.waitForFunction(() => window.ordoView && window.ordoView.inside !== null, { timeout: 20000 });
+  check(await page.$eval("#live", (e) => !e.hidden), "the live page shows its text boxes");
+  const view = () => page.evaluate(() => window.ordoView.data);
+
+  // Typing: after the pause the page is drawn again from the server's answer.
+  const type = async (selector, text) => {
+    const before = await page.evaluate(() => window.ordoView.updates);
+    await page.click(selector, { clickCount: 3 });
+    await page.keyboard.press("Backspace");
+    await page.type(selector, text);
+    await page.waitForFunction((n) => window.ordoView.updates > n && window.ordoView.updateMs !== null, { timeout: 20000 }, before);
+    await page.waitForFunction((t) => window.ordoView.data.texts.map((x) => x.text).join("|") === t, { timeout: 20000 },
+      [await page.$eval("#text-a", (e) => e.value), await page.$eval("#text-b", (e) => e.value)].filter((x) => x).join("|"));
+  };
+  const sentence = "the old man walked slowly along the river and then sat down under a tall tree near his house";
+  await type("#text-b", "");
+  await type("#text-a", sentence);
+  const tokens = await post("/tokenize", { text: sentence });
+  let data = await view();
+  const L = data.model.n_layers, H = data.model.n_heads, S = tokens.pieces.length;
+  const chips = await page.$$eval('.chip[data-text="0"] b', (bs) => bs.map((b) => b.textContent));
+  check(data.texts.length === 1 && chips.join() === tokens.pieces.join(), `typing a sentence: its ${S} pieces are shown (${chips.length})`);
+  const served = await post("/view", { a: sentence });
+  check(maxDiff(data.texts[0].with_pe.attention, served.texts[0].with_pe.attention) === 0 &&
+    JSON.stringify(data.positions) === JSON.stringify(served.positions), "the page's data is POST /view's for that text");
+  const panels = await page.$$eval('#grids .panel[data-text="0"]', (p) => p.length);
+  check(panels === L * H, `${panels} maps, one per layer × head (${L} × ${H})`);
+  const shownAll = () => page.evaluate(() => {
+    const v = window.ordoView, m = v.data.model;
+    return Array.from({ length: m.n_layers }, (_, l) => Array.from({ length: m.n_heads }, (_, h) => v.shown(0, l, h)));
+  });
+  check(maxDiff(await shownAll(), data.texts[0].with_pe.attention) === 0, "the maps drawn are the new text's, with positions");
+  const pe = await page.$$eval("#positions-body canvas", (cs) => cs.map((c) => c.height));
+  check(data.positions.count === S && pe.length === 2 && pe[1] === S, `the PE table and similarity cover the ${S} positions`);
+
+  // The chosen head from the inside: the weights are the softmax of the scaled scores, and the maps'.
+  await page.select("#pick-layer", "1");
+  await page.select("#pick-head", "1");
+  await page.waitForFunction(() => { const i = window.ordoView.inside; return i.layer === 1 && i.head === 1 && i.positions; }, { timeout: 20000 });
+  const softmaxGap = (j) => Math.max(...j.scaled_scores.map((row, r) => {
+    const m = Math.max(...row), e = row.map((v) => Math.exp(v - m)), z = e.reduce((a, b) => a + b, 0);
+    return Math.max(...e.map((v, c) => Math.abs(v / z - j.weights[r][c])));
+  }));
+  let inside = await page.evaluate(() => window.ordoView.inside);
+  check(inside.q.length === S && inside.k.length === S && inside.q[0].length === data.model.head_dim,
+    `inside layer 1 head 1: q and k of each of the ${S} pieces (dh = ${inside.q[0].length})`);
+  check(softmaxGap(inside) < 1e-5 && maxDiff(inside.weights, data.texts[0].with_pe.attention[1][1]) <= ROUNDED,
+    "its softmax(q·k/√dh) is the head's map, with positions");
+  const cells = await page.$$eval("#inside-q tr", (rows) => rows.length - 1);
+  check(cells === S, `the q table has a row per piece (${cells})`);
+
+  // The switch: the other run's maps, and the inside asked again without positions.
+  await page.click("label:has(input[value=without_pe])");
+  await page.waitForFunction(() => window.ordoView.inside.positions === false, { timeout: 20000 });
+  inside = await page.evaluate(() => window.ordoView.inside);
+  check(maxDiff(await shownAll(), data.texts[0].without_pe.attention) === 0, "the switch: the maps are the run without positions");
+  check(softmaxGap(inside) < 1e-5 && maxDiff(inside.weights, data.texts[0].without_pe.attention[1][1]) <= ROUNDED,
+    "the switch acts on the inside: its weights are the map without positions");
+  check(maxDiff(inside.weights, data.texts[0].with_pe.attention[1][1]) > 1e-3, "... and differ from those with positions");
+  await page.click("label:has(input[value=with_pe])");
+
+  // The update time after a pause in typing, for this 20-odd piece sentence.
+  const times = [];
+  for (let n = 0; n < 7; ++n) {
+    await type("#text-a", n % 2 ? sentence : sentence + ".");
+    times.push(await page.evaluate(() => window.ordoView.updateMs));
+  }
+  times.sort((a, b) => a - b);
+  console.log(`update time for ${S} pieces (request sent to painted): median ${times[3].toFixed(0)} ms over 7 ` +
+    `(min ${times[0].toFixed(0)}, max ${times[6].toFixed(0)})`);
+
+  // A <mask>, and a second text: the fill and the compare report.
+  await type("#text-a", "she opened the <mask> and went out");
+  data = await view();
+  const filled = await page.$$eval(".prediction li b", (bs) => bs.map((b) => b.textContent));
+  check(data.texts[0].with_pe.predictions.length === 1 && filled.length === 5, `the <mask> is filled: ${filled.join(", ")}`);
+  await type("#text-a", "the cat sat on the mat");
+  await type("#text-b", "the mat sat on the cat");
+  data = await view();
+  const verdict = await page.$eval("#verdict", (p) => p.textContent).catch(() => "");
+  check(data.texts.length === 2 && verdict === data.compare.verdict && verdict.length > 0, `B brings the compare report: "${verdict}"`);
+  const panelsB = await page.$$eval('#grids .panel[data-text="1"]', (p) => p.length);
+  check(panelsB === L * H && !(await page.$eval("#a-order-box", (e) => e.hidden)), "B has its maps and the reorder box");
+  check(problems.length === 0, `no console error, no request but to the server${problems.length ? ":\n  " + problems.join("\n  ") : ""}`);
+} finally {
+  await browser.close();
+  fs.rmSync(profile, { recursive: true, force: true });
+  server.kill("SIGTERM");
+}
+console.log(failures ? `${failures} check(s) failed` : "all checks passed");
+process.exit(failures ? 1 : 0);
