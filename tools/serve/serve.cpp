@@ -440,10 +440,8 @@ int cmd_serve(int argc, char** argv) {
                      "sentence and every map follows. Binds to 127.0.0.1 unless --host says otherwise; one line per "
                      "request on stderr; SIGTERM or SIGINT finishes the requests in flight, then exits 0.");
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
-      "threads",
-      "the engine's threads for one pass's matrix work (0: one per core); 1 by default: requests and batches "
-      "already run side by side, and see docs/serve.md for what helper threads cost on a loaded machine",
-      cxxopts::value<int>()->default_value("1"))("host", "address to listen on",
+      "threads", "the engine's threads for one pass's matrix work (0: one per core)",
+      cxxopts::value<int>()->default_value("0"))("host", "address to listen on",
                                                  cxxopts::value<std::string>()->default_value("127.0.0.1"))(
       "port", "port to listen on (0: any free one, printed at start)", cxxopts::value<int>()->default_value("8080"))(
       "http-threads",
