@@ -76,10 +76,10 @@ class Server:
         with open(self.log.name) as f:
             return f.read()
 
-    def request(self, method, path, body=None, raw=None):
+    def request(self, method, path, body=None, raw=None, ctype="application/json"):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+        conn.request(method, path, body=data, headers={"Content-Type": ctype} if data else {})
         r = conn.getresponse()
         text = r.read()
         conn.close()
@@ -203,6 +203,14 @@ def test_errors(s):
 
     expect(400, "/v1/embeddings", "malformed JSON", raw=b'{"input": ')
     expect(400, "/tokenize", "malformed JSON", raw=b"not json")
+    expect(400, "/v1/embeddings", "a number past a double", raw=b'{"input": "a", "user": 1e999}')
+    got, j = s.request("POST", "/v1/embeddings", raw=b'{"input": "x"}', ctype="multipart/form-data; boundary=b")
+    check(got == 415 and "multipart" in j["error"]["message"], f"a multipart body is 415 (got {got}: {j})")
+    # JSON sent as application/x-www-form-urlencoded (curl -d's header) past 8 KiB: still JSON, still answered
+    texts = ["the cat sat on the mat"] * 8
+    big = json.dumps({"input": texts, "user": "x" * 9000}).encode()
+    got, j = s.request("POST", "/v1/embeddings", raw=big, ctype="application/x-www-form-urlencoded")
+    check(got == 200 and len(j["data"]) == 8, f"a 9 KB JSON body labelled form-urlencoded is answered (got {got})")
     expect(413, "/v1/embeddings", "body past --max-body", raw=json.dumps({"input": "word " * 30000}).encode())
     expect(422, "/v1/embeddings", "a body that is not an object", body=["x"])
     expect(422, "/v1/embeddings", "no input", body={"model": "x"})
