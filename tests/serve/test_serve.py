@@ -240,6 +240,44 @@ def test_errors(s):
     check(status == 200, "the server still answers after all of them")
 
 
+def test_mutated_bodies(s):
+    """Valid bodies of every endpoint, mutated at random (fixed seed): every answer is a JSON object with
+    a status the API has (200, 400, 413, 415 or 422), never a 500 or a dropped connection, and the server
+    still answers afterwards."""
+    import random
+    rng = random.Random(20171206)
+    seeds = [("/v1/embeddings", {"input": ["the cat sat on the mat", "a"], "encoding_format": "base64"}),
+             ("/tokenize", {"text": "the cat sat"}), ("/fill", {"text": "the <mask> sat", "top": 3}),
+             ("/score", {"texts": ["the cat sat"]}), ("/compare", {"a": "the cat", "b": "cat the"}),
+             ("/trace", {"text": "the cat", "inside": [0, 1]}), ("/attention", {"text": "a b", "layer": 0, "head": 0}),
+             ("/view", {"a": "the cat", "b": "cat the"})]
+    odd = [b"\x00", b"\xff", b"\\u0000", b"\\ud800", b"1e999", b"-0", b"[]", b"{}", b"null", b'"', b"<mask>" * 50]
+    bad = []
+    for i in range(1200):
+        path, body = seeds[i % len(seeds)]
+        data = bytearray(json.dumps(body).encode())
+        for _ in range(rng.randint(1, 4)):
+            op, at = rng.randrange(4), rng.randrange(len(data) + 1)
+            if op == 0 and data:
+                del data[min(at, len(data) - 1)]
+            elif op == 1:
+                data[at:at] = rng.choice(odd)
+            elif op == 2 and data:
+                data[min(at, len(data) - 1)] = rng.randrange(256)
+            else:
+                data[at:at] = data[at:at + rng.randint(1, 20)]
+        try:
+            got, j = s.request("POST", path, raw=bytes(data))
+        except (OSError, http.client.HTTPException) as e:
+            bad.append((path, bytes(data), repr(e)))
+            continue
+        if got not in (200, 400, 413, 415, 422) or not isinstance(j, dict):
+            bad.append((path, bytes(data), got))
+    check(not bad, f"1,200 mutated bodies: every answer a JSON status of the API (bad: {bad[:3]})")
+    status, _ = s.request("GET", "/health")
+    check(status == 200, "the server still answers after the mutated bodies")
+
+
 def test_no_batching(ordo, model):
     s = Server(ordo, model, "--no-batching")
     texts = ["the cat sat on the mat", "she opened the door and went out"]
@@ -359,6 +397,7 @@ def main():
     try:
         test_endpoints(s, a.ordo, a.model)
         test_errors(s)
+        test_mutated_bodies(s)
         test_busy_port(s, a.ordo, a.model)
     finally:
         log = s.stderr()
