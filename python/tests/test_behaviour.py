@@ -86,6 +86,23 @@ def test_other_errors(model):
         ordo.positional_encoding(4, 8, layout="diagonal")
 
 
+def test_hostile_arguments(model):
+    # what a caller may pass by mistake: one clear InputError each, nothing allocated for absurd sizes
+    with pytest.raises(ordo.InputError, match=r"^texts\[0\] is bytes, not str"):
+        model.encode([b"abc"])
+    with pytest.raises(ordo.InputError, match=r"^texts\[0\] is NoneType, not str"):
+        model.encode([None])
+    with pytest.raises(ordo.InputError, match=r"^positions x dim is too large"):
+        ordo.positional_encoding(16777216, 65536)
+    with pytest.raises(ordo.InputError, match=r"^top must be in 1 \.\. "):
+        model.fill("the <mask>", top=10**9)
+    with pytest.raises(ordo.InputError, match=r"^threads must be in 0 \.\. "):
+        ordo.set_num_threads(-5)
+    with pytest.raises(ordo.InputError, match=r"max_tokens=512"):
+        model.score(["word " * 2000])
+    assert model.encode(x for x in ["a", "b"]).shape == (2, 64)  # any iterable of str
+
+
 def test_threads_share_one_model(model):
     texts = [f"sentence {i}: the cat sat on the mat " * (1 + i % 5) for i in range(64)]
     alone = model.encode(texts, batch_size=8)
