@@ -179,7 +179,8 @@ function permutationGap(run) {
 //
 // opts: rows, cols, width, height (CSS pixels of the cells), colour(v) → [r, g, b], tip(r, c) → text,
 // onRow(r | null) when the pointer enters a row, rowLabels / colLabels (drawn when the cells are large
-// enough), numbers: print each value in its cell when the cells are large enough.
+// enough), numbers: print each value in its cell when the cells are large enough (format(v) → text and
+// dark(v) → true where the cell's colour needs light text, when the values are not weights in [0, 1]).
 function heatmap(opts) {
   const { rows, cols, width, height } = opts;
   const cellW = width / cols, cellH = height / rows;
@@ -224,8 +225,8 @@ function heatmap(opts) {
     if (numbers)
       numbers.forEach((n, k) => {
         const v = matrix[Math.floor(k / cols)][k % cols];
-        n.textContent = fixed(v).replace(/^(-?)0\./, "$1.");
-        n.className = Math.abs(v) > 0.55 ? "light" : "";
+        n.textContent = opts.format ? opts.format(v) : fixed(v).replace(/^(-?)0\./, "$1.");
+        n.className = (opts.dark ? opts.dark(v) : Math.abs(v) > 0.55) ? "light" : "";
       });
   }
   function markRow(r) {
@@ -688,6 +689,7 @@ function drawInside() {
   const big = Math.max(1e-6, ...j.scaled_scores.flat().map(Math.abs));
   const size = side(Math.max(160, Math.min(360, 36 * S)), S);
   const scores = heatmap({ rows: S, cols: S, width: size, height: size, colour: (v) => signedColour(v / big), numbers: true,
+    format: (v) => v.toFixed(Math.abs(v) >= 10 ? 0 : 1), dark: (v) => Math.abs(v / big) > 0.55,
     rowLabels: names, colLabels: names, corner: "key →\nquery ↓", tip: (r, c, v) => `q(${names[r]})·k(${names[c]})/√dh = ${v.toFixed(4)}` });
   scores.draw(j.scaled_scores);
   const weights = heatmap({ rows: S, cols: S, width: size, height: size, colour: attentionColour, numbers: true,
@@ -697,8 +699,8 @@ function drawInside() {
     el("p", {}, `Layer ${j.layer}, head ${j.head} of A, ${j.positions ? "with" : "without"} positions: each piece's query q and ` +
       `key k (dh = ${dh}), the scaled scores q·k/√dh of every query (row) with every key (column), and their softmax along ` +
       "each row, the weights of the maps above."),
-    el("div", { class: "sides" }, el("div", { class: "side" }, el("h3", {}, "q, one row per piece"), vectors("q", j.q)),
-      el("div", { class: "side" }, el("h3", {}, "k, one row per piece"), vectors("k", j.k))),
+    el("h3", {}, "q, one row per piece"), el("div", { class: "scroll-x" }, vectors("q", j.q)),
+    el("h3", {}, "k, one row per piece"), el("div", { class: "scroll-x" }, vectors("k", j.k)),
     el("div", { class: "sides" },
       el("div", { class: "side", id: "inside-scores" }, el("h3", {}, "q·k/√dh"), scores.root,
         el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "score"), colourBar(DIVERGING, -big, big))),
