@@ -2,6 +2,7 @@
 import os
 import pickle
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -191,3 +192,65 @@ def test_readme_example_runs():
     assert out[0] == "(1, 64)"
     piece, id_, prob = eval(out[1])  # noqa: S307 - the repr of a tuple the test just printed
     assert isinstance(piece, str) and isinstance(id_, int) and 0 < prob < 1
+
+
+def test_thread_count_changed_while_threads_encode(model):
+    # one Model shared by 3 threads while a fourth changes the engine's thread count: each result is
+    # what it would be alone (the library's contract: a pass keeps the count it started with)
+    texts = [f"the cat sat on the mat {i} " * (1 + i % 4) for i in range(24)]
+    alone = model.encode(texts, batch_size=4)
+    stop, errors, results = threading.Event(), [], []
+
+    def encode():
+        try:
+            for _ in range(15):
+                results.append(model.encode(texts, batch_size=4))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    def change():
+        n = 0
+        while not stop.is_set():
+            ordo.set_num_threads(1 + n % 3)
+            n += 1
+
+    workers = [threading.Thread(target=encode) for _ in range(3)]
+    changer = threading.Thread(target=change)
+    changer.start()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    changer.join()
+    ordo.set_num_threads(0)
+    assert not errors
+    assert len(results) == 45
+    for r in results:
+        assert max_diff(r, alone) <= 1e-5  # thread counts split the work differently: float sums may differ
+
+
+def test_encode_in_a_forked_child(model):
+    # After fork only the forking thread exists in the child; the engine's helper threads do not. A
+    # job must still finish there (the caller does the tasks no helper takes), not wait for ever.
+    ordo.set_num_threads(2)
+    want = model.encode(["the cat sat on the mat"])
+    pid = os.fork()
+    if pid == 0:  # the child: encode, compare, and leave without running the parent's cleanup
+        try:
+            got = model.encode(["the cat sat on the mat"])
+            os._exit(0 if np.array_equal(got, want) else 3)
+        except BaseException:  # noqa: BLE001
+            os._exit(4)
+    deadline = time.time() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("encode in a forked child did not finish in 60 s")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    ordo.set_num_threads(0)
