@@ -11,7 +11,7 @@ if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDI
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 python3 "$here/seeds.py" "$work/seeds"
-for target in safetensors config model tokenizer text; do
+for target in safetensors config model tokenizer text serve; do
   dict=()
   if [ -f "$here/$target.dict" ]; then dict=(-dict="$here/$target.dict"); fi
   mkdir -p "$work/corpus-$target"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Seeds the fuzz targets from tests/corpus: python3 fuzz/seeds.py OUT_DIR
 
-Writes OUT_DIR/{safetensors,config,model,tokenizer,text}/, one file per corpus file (model seeds pack a
+Writes OUT_DIR/{safetensors,config,model,tokenizer,text,serve}/, one file per corpus file (model seeds pack a
 case's config and weights, plus its tokenizer when it is not the tiny one, as fuzz_model reads them).
 """
 import hashlib
@@ -37,3 +37,14 @@ for kind in ("bad", "odd"):
             put("text", read(os.path.join(d, "input.txt"))[:4096])
 put("text", b"the cat sat on the mat\nthe mat sat on the cat\n")
 put("tokenizer", read(os.path.join(corpus, "..", "..", "models", "default", "tokenizer.model")))
+# fuzz_serve: the first byte picks the endpoint (its index below; + 128: /v1/embeddings batched), the
+# rest is a valid body for it.
+for i, body in enumerate([{"input": ["the cat sat on the mat", "a"], "encoding_format": "base64"},
+                          {"text": "the cat sat"}, {"text": "the <mask> sat on the mat", "top": 3},
+                          {"texts": ["the cat sat", "sat the cat"]}, {"a": "the cat", "b": "cat the"},
+                          {"text": "the cat", "inside": [1, 2]}, {"text": "a b c", "layer": 1, "head": 3},
+                          {"a": "the cat sat", "b": "the sat cat"}]):
+    import json
+    put("serve", bytes([i]) + json.dumps(body).encode())
+    if i == 0:
+        put("serve", bytes([128]) + json.dumps(body).encode())
