@@ -179,7 +179,9 @@ int cmd_view(int argc, char** argv) {
   if (!args.count("html")) throw UsageError("needs --html FILE, the page to write");
   const std::string path = args["html"].as<std::string>();
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
+  pipeline.encoder().set_compute_type(compute_type);
   const Config& c = pipeline.model().config();
 
   std::vector<Tokenization> tokens;
