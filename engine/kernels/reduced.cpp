@@ -108,13 +108,16 @@ struct Matmul {
   memory::desc weights;
 };
 
-const Matmul& matmul_for(ComputeType type, int rows, int cols, int K, int N) {
+using Key = std::tuple<int, int, int, int, int>;
+
+const Matmul& make_matmul(const Key& key) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int, int>, Matmul> cache;
+  static std::map<Key, Matmul> cache;  // entries never move: threads keep pointers to them
   std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(int(type), rows, cols, K, N);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
+  const auto [t, rows, cols, K, N] = key;
+  const ComputeType type = ComputeType(t);
   const bool int8 = type == ComputeType::Int8;
   const memory::desc x({rows, K}, int8 ? Dt::s8 : Dt::bf16, Tag::ab);
   const memory::desc w({K, cols}, int8 ? Dt::s8 : Dt::bf16, Tag::any);
@@ -123,6 +126,21 @@ const Matmul& matmul_for(ComputeType type, int rows, int cols, int K, int N) {
   const dnnl::matmul::desc desc = int8 ? dnnl::matmul::desc(x, w, y) : dnnl::matmul::desc(x, w, b, y);
   const dnnl::matmul::primitive_desc pd(desc, cpu());
   return cache.emplace(key, Matmul{dnnl::matmul(pd), pd.weights_desc()}).first->second;
+}
+
+// Looked up per tile, dozens of times a layer: each thread keeps its own index of the shared
+// primitives, so the common case takes no lock.
+const Matmul& matmul_for(ComputeType type, int rows, int cols, int K, int N) {
+  thread_local std::map<Key, const Matmul*> mine;
+  const Key key{int(type), rows, cols, K, N};
+  const Matmul*& m = mine[key];
+  if (!m) m = &make_matmul(key);
+  return *m;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(cpu());
+  return s;
 }
 
 // Per thread, grown as needed: the pass's quantized or rounded rows and integer sums, so that no
@@ -148,9 +166,12 @@ void grow(std::vector<T>& v, size_t n) {
 // Each chunk of kColumns columns of W, in the layouts its primitives asked for (one in practice:
 // the layout depends on the chunk's shape, not on the rows).
 struct ReducedLinear::Prepared {
+  std::vector<std::pair<memory::desc, memory>> chunks;  // chunk i's layout and weights, made by the constructor
   std::mutex mutex;
   std::vector<std::tuple<int, memory::desc, memory>> layouts;  // (first column, layout, weights)
   memory weights(int n0, int cols, const memory::desc& want, const void* plain, Dt dt, int K) {
+    if (size_t(n0 / kColumns) < chunks.size() && chunks[n0 / kColumns].first == want)
+      return chunks[n0 / kColumns].second;  // read only after construction: no lock
     std::lock_guard<std::mutex> lock(mutex);
     for (auto& [first, desc, mem] : layouts)
       if (first == n0 && desc == want) return mem;
@@ -182,10 +203,10 @@ ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, i
   for (int n0 = 0; n0 < N; n0 += kColumns) {
     const int cols = std::min(kColumns, N - n0);
     const Matmul& mm = matmul_for(type, kRows, cols, K, N);
-    if (type == ComputeType::Int8)
-      prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K);
-    else
-      prepared_->weights(n0, cols, mm.weights, wh_.data(), Dt::bf16, K);
+    const bool int8 = type == ComputeType::Int8;
+    memory w = prepared_->weights(n0, cols, mm.weights, int8 ? (const void*)wq_.data() : wh_.data(),
+                                  int8 ? Dt::s8 : Dt::bf16, K);
+    prepared_->chunks.emplace_back(mm.weights, w);
   }
 }
 
@@ -209,15 +230,28 @@ void over_tiles(int M, int N, int threads, const Job& job) {
 }
 }  // namespace
 
+namespace {
+// job(m0, rows) for blocks of 16 rows spread over the threads: x's rows quantized or rounded.
+template <class Job>
+void over_row_blocks(int M, int threads, const Job& job) {
+  constexpr int kBlock = 16;
+  const int blocks = (M + kBlock - 1) / kBlock;
+  auto task = [&](int i, int) { job(i * kBlock, std::min(kBlock, M - i * kBlock)); };
+  if (threads <= 1 || blocks == 1)
+    for (int i = 0; i < blocks; ++i) task(i, 0);
+  else
+    parallel_for(blocks, task);
+}
+}  // namespace
+
 void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int threads) const {
   over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
     const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
     memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
     memory x({{rows, K_}, Dt::s8, Tag::ab}, cpu(), const_cast<int8_t*>(xq + size_t(m0) * K_));
     memory y({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
-    dnnl::stream stream(cpu());
-    mm.primitive.execute(stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
-    stream.wait();
+    mm.primitive.execute(stream(), {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
+    stream().wait();
   });
 }
 
@@ -225,31 +259,45 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads) const 
   Scratch& s = scratch();
   if (type_ == ComputeType::Int8) {
     grow(s.xq, size_t(M) * K_), grow(s.xs, size_t(M)), grow(s.acc, size_t(M) * N_);
-    quantize_rows(s.xq.data(), s.xs.data(), x, M, K_);
-    products_int8(s.acc.data(), s.xq.data(), M, threads);
-    // y = acc · s_x · s_w + b
-    for (int m = 0; m < M; ++m) {
-      const int32_t* a = s.acc.data() + size_t(m) * N_;
-      float* out = y + size_t(m) * N_;
-      const float sx = s.xs[m];
-      for (int n = 0; n < N_; ++n) out[n] = float(a[n]) * (sx * ws_[n]) + (b_ ? b_[n] : 0.0f);
-    }
+    int8_t* xq = s.xq.data();
+    float* xs = s.xs.data();
+    int32_t* acc = s.acc.data();
+    over_row_blocks(M, threads, [&](int m0, int rows) {
+      quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
+    });
+    over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
+      const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
+      memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
+      memory xm({{rows, K_}, Dt::s8, Tag::ab}, cpu(), xq + size_t(m0) * K_);
+      memory am({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
+      mm.primitive.execute(stream(), {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, am}});
+      stream().wait();
+      // y = acc · s_x · s_w + b, on this tile while its sums are in cache
+      for (int m = m0; m < m0 + rows; ++m) {
+        const int32_t* a = acc + size_t(m) * N_;
+        float* out = y + size_t(m) * N_;
+        for (int n = n0; n < n0 + cols; ++n) out[n] = float(a[n]) * (xs[m] * ws_[n]) + (b_ ? b_[n] : 0.0f);
+      }
+    });
     return;
   }
   grow(s.xh, size_t(M) * K_);
-  for (size_t i = 0; i < size_t(M) * K_; ++i) s.xh[i] = to_bf16(x[i]);
+  uint16_t* xh = s.xh.data();
+  over_row_blocks(M, threads, [&](int m0, int rows) {
+    for (size_t i = size_t(m0) * K_; i < size_t(m0 + rows) * K_; ++i) xh[i] = to_bf16(x[i]);
+  });
   std::vector<float> zeros;  // a Linear without bias (nn.TransformerEncoderLayer's have one, but allowed)
   if (!b_) zeros.assign(N_, 0.0f);
   const float* bias = b_ ? b_ : zeros.data();
   over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
     const Matmul& mm = matmul_for(ComputeType::BF16, rows, cols, K_, N_);
     memory w = prepared_->weights(n0, cols, mm.weights, wh_.data(), Dt::bf16, K_);
-    memory xm({{rows, K_}, Dt::bf16, Tag::ab}, cpu(), s.xh.data() + size_t(m0) * K_);
+    memory xm({{rows, K_}, Dt::bf16, Tag::ab}, cpu(), xh + size_t(m0) * K_);
     memory ym({{rows, cols}, Dt::f32, memory::dims{N_, 1}}, cpu(), y + size_t(m0) * N_ + n0);
     memory bm({{1, cols}, Dt::f32, Tag::ab}, cpu(), const_cast<float*>(bias + n0));
-    dnnl::stream stream(cpu());
-    mm.primitive.execute(stream, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, ym}});
-    stream.wait();
+    mm.primitive.execute(stream(),
+                         {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, ym}});
+    stream().wait();
   });
 }
 
@@ -265,6 +313,20 @@ ReducedLinear::ReducedLinear(ComputeType type, const float*, const float*, int, 
 }
 ReducedLinear::~ReducedLinear() = default;
 void ReducedLinear::forward(float*, const float*, int, int) const {}
+namespace {
+// job(m0, rows) for blocks of 16 rows spread over the threads: x's rows quantized or rounded.
+template <class Job>
+void over_row_blocks(int M, int threads, const Job& job) {
+  constexpr int kBlock = 16;
+  const int blocks = (M + kBlock - 1) / kBlock;
+  auto task = [&](int i, int) { job(i * kBlock, std::min(kBlock, M - i * kBlock)); };
+  if (threads <= 1 || blocks == 1)
+    for (int i = 0; i < blocks; ++i) task(i, 0);
+  else
+    parallel_for(blocks, task);
+}
+}  // namespace
+
 void ReducedLinear::products_int8(int32_t*, const int8_t*, int, int) const {}
 
 #endif
