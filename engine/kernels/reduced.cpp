@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include "engine/kernels/parallel.h"
 
@@ -106,6 +107,7 @@ constexpr int kColumns = 256;
 struct Matmul {
   dnnl::matmul primitive;
   memory::desc weights;
+  memory::desc scratchpad;
 };
 
 using Key = std::tuple<int, int, int, int, int>;
@@ -124,8 +126,12 @@ const Matmul& make_matmul(const Key& key) {
   const memory::desc y({rows, cols}, int8 ? Dt::s32 : Dt::f32, memory::dims{N, 1});
   const memory::desc b({1, cols}, Dt::f32, Tag::ab);
   const dnnl::matmul::desc desc = int8 ? dnnl::matmul::desc(x, w, y) : dnnl::matmul::desc(x, w, b, y);
-  const dnnl::matmul::primitive_desc pd(desc, cpu());
-  return cache.emplace(key, Matmul{dnnl::matmul(pd), pd.weights_desc()}).first->second;
+  // The scratchpad is ours, one per thread: oneDNN's own (scratchpad_mode::library) is shared by
+  // all primitives, and two threads running products at once would write over each other's.
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::matmul::primitive_desc pd(desc, attr, cpu());
+  return cache.emplace(key, Matmul{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()}).first->second;
 }
 
 // Looked up per tile, dozens of times a layer: each thread keeps its own index of the shared
@@ -141,6 +147,15 @@ const Matmul& matmul_for(ComputeType type, int rows, int cols, int K, int N) {
 dnnl::stream& stream() {
   thread_local dnnl::stream s(cpu());
   return s;
+}
+
+// Runs mm on this thread, with this thread's scratchpad.
+void run(const Matmul& mm, std::unordered_map<int, memory> args) {
+  thread_local std::vector<char> pad;
+  if (pad.size() < mm.scratchpad.get_size()) pad.resize(mm.scratchpad.get_size());
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(mm.scratchpad, cpu(), pad.data()));
+  mm.primitive.execute(stream(), args);
+  stream().wait();
 }
 
 // Per thread, grown as needed: the pass's quantized or rounded rows and integer sums, so that no
@@ -250,8 +265,7 @@ void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int thr
     memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
     memory x({{rows, K_}, Dt::s8, Tag::ab}, cpu(), const_cast<int8_t*>(xq + size_t(m0) * K_));
     memory y({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
-    mm.primitive.execute(stream(), {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
-    stream().wait();
+    run(mm, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
   });
 }
 
@@ -270,8 +284,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads) const 
       memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
       memory xm({{rows, K_}, Dt::s8, Tag::ab}, cpu(), xq + size_t(m0) * K_);
       memory am({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
-      mm.primitive.execute(stream(), {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, am}});
-      stream().wait();
+      run(mm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, am}});
       // y = acc · s_x · s_w + b, on this tile while its sums are in cache
       for (int m = m0; m < m0 + rows; ++m) {
         const int32_t* a = acc + size_t(m) * N_;
@@ -295,9 +308,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads) const 
     memory xm({{rows, K_}, Dt::bf16, Tag::ab}, cpu(), xh + size_t(m0) * K_);
     memory ym({{rows, cols}, Dt::f32, memory::dims{N_, 1}}, cpu(), y + size_t(m0) * N_ + n0);
     memory bm({{1, cols}, Dt::f32, Tag::ab}, cpu(), const_cast<float*>(bias + n0));
-    mm.primitive.execute(stream(),
-                         {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, ym}});
-    stream().wait();
+    run(mm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, ym}});
   });
 }
 

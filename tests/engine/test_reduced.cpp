@@ -26,7 +26,7 @@ struct Shape {
   int M, K, N;
 };
 const Shape kShapes[] = {{1, 64, 96},    {8, 512, 1536}, {13, 512, 700}, {128, 2048, 512},
-                         {1, 2048, 512}, {200, 96, 300}, {3, 5, 7}};
+                         {1, 2048, 512}, {200, 96, 300}, {3, 5, 7}, {1500, 64, 192}, {2048, 256, 64}};
 
 TEST(Reduced, QuantizationMatchesThePlainOne) {
   const auto x = test::random_floats(13 * 300, 11, 3.0f);
@@ -85,7 +85,7 @@ TEST(Reduced, Int8ProductsAreExact) {
       std::vector<int64_t> ref_acc(acc.size());
       reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
       for (size_t i = 0; i < acc.size(); ++i)
-        ASSERT_EQ(acc[i], ref_acc[i]) << sh.M << "x" << sh.K << "x" << sh.N << " at " << i;
+        ASSERT_EQ(acc[i], ref_acc[i]) << sh.M << "x" << sh.K << "x" << sh.N << " at " << i << ", " << threads << " threads";
 
       std::vector<float> y(acc.size());
       lin.forward(y.data(), x.data(), sh.M, threads);

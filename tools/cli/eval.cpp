@@ -47,7 +47,8 @@ nlohmann::json order_json(const eval::Order& o) {
           {"other", o.other},
           {"preferred_share", share(o.preferred, o.lines)},
           {"left_out", o.left_out},
-          {"max_abs_difference", o.max_abs_difference}};
+          {"max_abs_difference", o.max_abs_difference},
+          {"verdicts", o.verdicts}};
 }
 
 nlohmann::json report_json(const Result& m) {
