@@ -17,9 +17,12 @@ TEST(Bench, JsonHasTheKeysAndConsistentFigures) {
       run_ordo(std::string("bench --json --batch 2 --seq 5 --repeat 3 --threads 1 --model ") + ORDO_DEFAULT_MODEL);
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
-  for (const char* key : {"batch", "seq", "threads", "ms_median", "ms_min", "tokens_per_s", "gflops"})
+  for (const char* key :
+       {"batch", "seq", "threads", "ms_median", "ms_min", "tokens_per_s", "gflops", "compute_type", "conversion_ms"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 7u);
+  EXPECT_EQ(j.size(), 9u);
+  EXPECT_EQ(j["compute_type"], "f32");
+  EXPECT_EQ(j["conversion_ms"], 0.0);  // f32 uses the model's floats as they are
   EXPECT_EQ(j["batch"], 2);
   EXPECT_EQ(j["seq"], 5);
   EXPECT_EQ(j["threads"], 1);
@@ -31,6 +34,17 @@ TEST(Bench, JsonHasTheKeysAndConsistentFigures) {
   const double T = 10, d = 64, F = 256,
                flops = 2 * (2 * T * d * 3 * d + 2 * T * d * d + 4 * 2 * 25 * d + 4 * T * d * F);
   EXPECT_NEAR(double(j["gflops"]), flops / (ms / 1e3) / 1e9, 1e-6 * double(j["gflops"]));
+}
+
+// --compute-type int8 says so, and what converting the weights took (none of it timed).
+TEST(Bench, ReportsTheComputeTypeAndItsConversion) {
+  const auto r = run_ordo(std::string("bench --json --batch 1 --seq 4 --repeat 2 --compute-type int8 --model ") +
+                          ORDO_DEFAULT_MODEL);
+  if (r.status == 2 && r.err.find("no oneDNN") != std::string::npos) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["compute_type"], "int8");
+  EXPECT_GT(double(j["conversion_ms"]), 0.0);
 }
 
 TEST(Bench, StdinModeAnswersEachLine) {
