@@ -318,26 +318,13 @@ bool have_onednn() {
   return false;
 }
 struct ReducedLinear::Prepared {};
-ReducedLinear::ReducedLinear(ComputeType type, const float*, const float*, int, int) : type_(type), N_(0), K_(0) {
-  throw std::runtime_error(std::string("--compute-type ") + compute_type_name(type) +
+ReducedLinear::ReducedLinear(ComputeType type, const float*, const float*, int, int)
+    : type_(type), N_(0), K_(0), b_(nullptr) {
+  throw std::runtime_error(std::string("compute type ") + compute_type_name(type) +
                            ": this build has no oneDNN (install libdnnl-dev)");
 }
 ReducedLinear::~ReducedLinear() = default;
 void ReducedLinear::forward(float*, const float*, int, int) const {}
-namespace {
-// job(m0, rows) for blocks of 16 rows spread over the threads: x's rows quantized or rounded.
-template <class Job>
-void over_row_blocks(int M, int threads, const Job& job) {
-  constexpr int kBlock = 16;
-  const int blocks = (M + kBlock - 1) / kBlock;
-  auto task = [&](int i, int) { job(i * kBlock, std::min(kBlock, M - i * kBlock)); };
-  if (threads <= 1 || blocks == 1)
-    for (int i = 0; i < blocks; ++i) task(i, 0);
-  else
-    parallel_for(blocks, task);
-}
-}  // namespace
-
 void ReducedLinear::products_int8(int32_t*, const int8_t*, int, int) const {}
 
 #endif
