@@ -43,7 +43,13 @@ void Encoder::set_compute_type(ComputeType type) {
 }
 
 ComputeType Encoder::compute_type() const {
+  std::lock_guard<std::mutex> lock(states_mutex_);
   return reduced_ ? reduced_->type : ComputeType::F32;
+}
+
+double Encoder::conversion_ms() const {
+  std::lock_guard<std::mutex> lock(states_mutex_);
+  return conversion_ms_;
 }
 
 namespace {

@@ -90,7 +90,7 @@ class Encoder {
   void set_compute_type(ComputeType type);
   ComputeType compute_type() const;
   // Milliseconds the last conversion took (0 for f32 or a type converted before).
-  double conversion_ms() const { return conversion_ms_; }
+  double conversion_ms() const;
 
  private:
   // x_t = E[id_t]·√d + PE(t)  into s.x (T, d)
@@ -118,7 +118,7 @@ class Encoder {
   void return_state(std::unique_ptr<RunState> state);
 
   const Model& model_;
-  std::mutex states_mutex_;
+  mutable std::mutex states_mutex_;                     // guards idle_states_, converted_, reduced_ and conversion_ms_
   std::vector<std::unique_ptr<RunState>> idle_states_;  // at most one per pass that ran at once
   // The converted weights of each type asked for so far, and the one passes use now (null: f32).
   std::vector<std::shared_ptr<const ReducedModel>> converted_;
