@@ -12,9 +12,10 @@
 //         input one more bit. 127, not 128, keeps −q representable.
 //
 // The products run in oneDNN's matmul (the library made for this; AVX-512 VNNI's vpdpbusd and
-// BF16's vdpbf16ps on CPUs that have them): one primitive per (type, M, N, K), and each weight
-// reordered once into the layout the primitive asks for. The plain twin, in double, is
-// reference::linear_int8 / linear_bf16 (engine/reference.h).
+// BF16's vdpbf16ps on CPUs that have them), in tiles of up to 128 rows × 256 columns spread over the
+// engine's threads: one primitive per tile shape, and each 256-column chunk of W reordered once,
+// when converted, into the layout the primitive asks for. The plain twin, in double, is
+// reference::linear_int8 / linear_bf16 (engine/reference.h). docs/precision.md has the figures.
 #pragma once
 
 #include <cstdint>
