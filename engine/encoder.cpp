@@ -8,6 +8,7 @@
 #include "engine/kernels/blas.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/reduced.h"
 #include "engine/ops.h"
 #include "engine/reference.h"
 
@@ -20,6 +21,47 @@ void set_num_threads(int n) {
 int num_threads() {
   return kernel_threads();
 }
+
+Encoder::Encoder(const Model& model) : model_(model) {}
+Encoder::~Encoder() = default;
+
+void Encoder::set_compute_type(ComputeType type) {
+  std::lock_guard<std::mutex> lock(states_mutex_);
+  conversion_ms_ = 0;
+  if (type == ComputeType::F32) {
+    reduced_.reset();
+    return;
+  }
+  for (const auto& r : converted_)
+    if (r->type == type) {
+      reduced_ = r;
+      return;
+    }
+  converted_.push_back(convert_model(model_, type));
+  reduced_ = converted_.back();
+  conversion_ms_ = reduced_->convert_ms;
+}
+
+ComputeType Encoder::compute_type() const {
+  std::lock_guard<std::mutex> lock(states_mutex_);
+  return reduced_ ? reduced_->type : ComputeType::F32;
+}
+
+double Encoder::conversion_ms() const {
+  std::lock_guard<std::mutex> lock(states_mutex_);
+  return conversion_ms_;
+}
+
+namespace {
+// y = x·Wᵀ + b: the model's floats (ops.h), or the weights converted to the pass's compute type.
+void project(const RunState& s, const std::unique_ptr<ReducedLinear> ReducedModel::Layer::*which, int layer, float* y,
+             const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (s.reduced)
+    (s.reduced->layers[layer].*which)->forward(y, x, M, s.threads);
+  else
+    linear(y, x, w, b, M, K, N);
+}
+}  // namespace
 
 uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S, bool observed) const {
   const Config& c = model_.config();
@@ -90,6 +132,12 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   } borrowed{*this, borrow_state()};
   RunState& s = *borrowed.state;
   s.threads = pass.threads();
+  std::shared_ptr<const ReducedModel> reduced;  // kept alive for the pass, whatever set_compute_type does meanwhile
+  {
+    std::lock_guard<std::mutex> lock(states_mutex_);
+    reduced = reduced_;
+  }
+  s.reduced = reduced.get();
   const size_t ff_rows = options.observe ? T : std::min<size_t>(T, kFeedForwardRows);
   const int block = options.observe ? S : std::min(S, kQueryBlock);
   s.x.assign(T * d, 0.0f);
@@ -198,10 +246,12 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
   sublayer(s, T, w.norm2_weight, w.norm2_bias, [&](const float* in) {
     for (int r0 = 0; r0 < T; r0 += rows) {
       const int n = std::min(rows, T - r0);
-      linear(s.ff.data(), in + size_t(r0) * d, w.linear1_weight, w.linear1_bias, n, d, F);
+      project(s, &ReducedModel::Layer::linear1, l, s.ff.data(), in + size_t(r0) * d, w.linear1_weight, w.linear1_bias,
+              n, d, F);
       activate(s.ff.data(), size_t(n) * F, c.activation);
       if (r0 == 0) observe(options, StageKind::FeedForwardHidden, l, -1, s.ff.data(), L0, F, F);
-      linear(s.sub.data() + size_t(r0) * d, s.ff.data(), w.linear2_weight, w.linear2_bias, n, F, d);
+      project(s, &ReducedModel::Layer::linear2, l, s.sub.data() + size_t(r0) * d, s.ff.data(), w.linear2_weight,
+              w.linear2_bias, n, F, d);
     }
   });
   observe(options, StageKind::FeedForwardResidual, l, -1, s.x.data(), L0, d, d);
@@ -241,7 +291,7 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
                              const std::vector<int>& lengths, const EncodeOptions& options) const {
   const Config& c = model_.config();
   const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), T = B * S;
-  linear(s.qkv.data(), in, w.in_proj_weight, w.in_proj_bias, T, d, 3 * d);
+  project(s, &ReducedModel::Layer::in_proj, layer, s.qkv.data(), in, w.in_proj_weight, w.in_proj_bias, T, d, 3 * d);
   observe(options, StageKind::Qkv, layer, -1, s.qkv.data(), lengths[0], 3 * d, 3 * d);
   const PositionalEncoding pe = options.positions ? c.positional_encoding : PositionalEncoding::None;
   if (pe == PositionalEncoding::Rope) {  // q and k of every head turned by their position's angles
@@ -282,7 +332,8 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
   for (int b = 0; b < B; ++b)
     std::fill(s.context.data() + (size_t(b) * S + lengths[b]) * d, s.context.data() + size_t(b + 1) * S * d, 0.0f);
   observe(options, StageKind::HeadsConcatenated, layer, -1, s.context.data(), lengths[0], d, d);
-  linear(s.sub.data(), s.context.data(), w.out_proj_weight, w.out_proj_bias, T, d, d);
+  project(s, &ReducedModel::Layer::out_proj, layer, s.sub.data(), s.context.data(), w.out_proj_weight, w.out_proj_bias,
+          T, d, d);
   observe(options, StageKind::OutputProjection, layer, -1, s.sub.data(), lengths[0], d, d);
 }
 

@@ -13,6 +13,18 @@
 
 namespace ordo {
 
+// The precision of each layer's four weight products (in_proj, out_proj, linear1, linear2);
+// CTranslate2's name for the same choice. Everything else runs in float whatever the type.
+// F32 is the default and the model's own floats; BF16 and Int8 need a build with oneDNN
+// (engine/kernels/reduced.h says what each does to the numbers).
+enum class ComputeType { F32, BF16, Int8 };
+// "f32", "bf16", "int8" (std::invalid_argument for anything else) and back.
+ComputeType parse_compute_type(const std::string& name);
+const char* compute_type_name(ComputeType type);
+// F32 always; BF16 and Int8 when the build has oneDNN.
+bool compute_type_available(ComputeType type);
+struct ReducedModel;
+
 struct EncodeOptions {
   bool positions = true;  // false: skip the positional encoding (the ablation behind `ordo compare`)
   // The position of each sequence's first token (ordo eval --offset): token t stands at
@@ -45,6 +57,7 @@ struct RunState {
   int rope_first = 0;                     // the position of their first row
   std::vector<float> pe;                  // (S, d)   positional encodings, kept between calls
   int threads = 1;                        // the engine's thread count, fixed for the pass
+  const ReducedModel* reduced = nullptr;  // the weight products at reduced precision, or null (f32)
 };
 
 // Rows of the feed-forward layer computed at a time: its (rows, F) hidden layer is the largest
@@ -56,7 +69,8 @@ constexpr int kFeedForwardRows = 2048;
 // engine's threads (set_num_threads), which take their jobs in turn.
 class Encoder {
  public:
-  explicit Encoder(const Model& model) : model_(model) {}
+  explicit Encoder(const Model& model);
+  ~Encoder();
   Encoder(const Encoder&) = delete;
   Encoder& operator=(const Encoder&) = delete;
 
@@ -68,6 +82,15 @@ class Encoder {
   // Bytes of activations forward() needs for a B × S batch; observed: with an observer, which
   // sees each head's full S × S attention weights.
   uint64_t activation_bytes(uint64_t B, uint64_t S, bool observed = false) const;
+
+  // The precision of the weight products from the next pass on. The weights are converted here,
+  // once per type (the model's floats stay as they are, f32 uses them directly); a pass already
+  // running keeps the type it started with. Throws std::runtime_error for BF16 or Int8 in a build
+  // without oneDNN.
+  void set_compute_type(ComputeType type);
+  ComputeType compute_type() const;
+  // Milliseconds the last conversion took (0 for f32 or a type converted before).
+  double conversion_ms() const;
 
  private:
   // x_t = E[id_t]·√d + PE(t)  into s.x (T, d)
@@ -95,8 +118,12 @@ class Encoder {
   void return_state(std::unique_ptr<RunState> state);
 
   const Model& model_;
-  std::mutex states_mutex_;
+  mutable std::mutex states_mutex_;                     // guards idle_states_, converted_, reduced_ and conversion_ms_
   std::vector<std::unique_ptr<RunState>> idle_states_;  // at most one per pass that ran at once
+  // The converted weights of each type asked for so far, and the one passes use now (null: f32).
+  std::vector<std::shared_ptr<const ReducedModel>> converted_;
+  std::shared_ptr<const ReducedModel> reduced_;
+  double conversion_ms_ = 0;
 };
 
 // Threads for the matrix work, the caller included (OpenBLAS runs single-threaded inside each).

@@ -52,6 +52,50 @@ void linear(double* y, const double* x, const float* w, const float* b, int M, i
     }
 }
 
+void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
+  for (int m = 0; m < M; ++m) {
+    double max = 0;
+    for (int k = 0; k < K; ++k) max = std::max(max, std::fabs(double(x[size_t(m) * K + k])));
+    s[m] = static_cast<float>(max / 127);
+    for (int k = 0; k < K; ++k)
+      q[size_t(m) * K + k] =
+          s[m] == 0.0f ? 0 : static_cast<int8_t>(std::nearbyint(x[size_t(m) * K + k] / double(s[m])));
+  }
+}
+
+void linear_int8(double* y, int64_t* acc, const float* x, const float* w, const float* b, int M, int K, int N) {
+  std::vector<int8_t> qx(size_t(M) * K), qw(size_t(N) * K);
+  std::vector<float> sx(M), sw(N);
+  quantize_rows(qx.data(), sx.data(), x, M, K);
+  quantize_rows(qw.data(), sw.data(), w, N, K);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      int64_t sum = 0;
+      for (int k = 0; k < K; ++k) sum += int64_t(qx[size_t(m) * K + k]) * qw[size_t(n) * K + k];
+      if (acc) acc[size_t(m) * N + n] = sum;
+      y[size_t(m) * N + n] = double(sum) * sx[m] * sw[n] + (b ? b[n] : 0.0);
+    }
+}
+
+double round_bf16(float v) {
+  if (v == 0.0f || !std::isfinite(v)) return v;
+  const double ulp = std::ldexp(1.0, std::max(std::ilogb(v), -126) - 7);
+  const double r = std::nearbyint(double(v) / ulp) * ulp;
+  return std::fabs(r) >= 0x1p128 ? std::copysign(HUGE_VAL, r) : r;  // past bf16's largest: infinity
+}
+
+void linear_bf16(double* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  std::vector<double> xr(size_t(M) * K), wr(size_t(N) * K);
+  for (size_t i = 0; i < xr.size(); ++i) xr[i] = round_bf16(x[i]);
+  for (size_t i = 0; i < wr.size(); ++i) wr[i] = round_bf16(w[i]);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double acc = b ? b[n] : 0.0;
+      for (int k = 0; k < K; ++k) acc += xr[size_t(m) * K + k] * wr[size_t(n) * K + k];
+      y[size_t(m) * N + n] = acc;
+    }
+}
+
 void softmax(double* z, int n) {
   const double max = *std::max_element(z, z + n);  // exp(z − max) ≤ 1: no overflow
   double sum = 0.0;

@@ -222,6 +222,23 @@ TEST(HeadApi, WithoutPositionsReorderingsTie) {
   EXPECT_NE(s[0].pll, s[1].pll);
 }
 
+// The same at reduced precision, on the default model: the library runs each orderless text with
+// its ids sorted, and each row is quantized (int8) or rounded (bf16) on its own, so a text and its
+// permutations get the same pseudo-log-likelihood bit for bit.
+TEST(HeadApi, WithoutPositionsReorderingsTieAtEveryComputeType) {
+  Pipeline p(ORDO_DEFAULT_MODEL);
+  for (ComputeType type : {ComputeType::F32, ComputeType::BF16, ComputeType::Int8}) {
+    if (!compute_type_available(type)) continue;
+    p.encoder().set_compute_type(type);
+    const auto s =
+        p.score(std::vector<std::string>{"the old dog slept by the warm fire", "the warm dog slept by the old fire",
+                                         "fire the by slept dog warm old the"},
+                false);
+    EXPECT_EQ(s[0].pll, s[1].pll) << compute_type_name(type);
+    EXPECT_EQ(s[0].pll, s[2].pll) << compute_type_name(type);
+  }
+}
+
 TEST(HeadApi, ModelWithoutHeadIsRefusedByName) {
   HeadModel hm(PositionalEncoding::Sinusoidal, false);
   Pipeline p(hm.dir.path);

@@ -18,14 +18,17 @@ TEST(Bench, JsonHasTheKeysAndConsistentFigures) {
       run_ordo(std::string("bench --json --batch 2 --seq 5 --repeat 3 --threads 1 --model ") + ORDO_DEFAULT_MODEL);
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
-  for (const char* key : {"batch", "seq", "threads", "ms_median", "ms_min", "tokens_per_s", "gflops", "ms"})
+  for (const char* key : {"batch", "seq", "threads", "ms_median", "ms_min", "tokens_per_s", "gflops", "ms",
+                          "compute_type", "conversion_ms"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 8u);
+  EXPECT_EQ(j.size(), 10u);
   ASSERT_EQ(j["ms"].size(), 3u);  // each run, in order: the median and minimum are theirs
   std::vector<double> each = j["ms"];
   std::sort(each.begin(), each.end());
   EXPECT_EQ(double(j["ms_median"]), each[1]);
   EXPECT_EQ(double(j["ms_min"]), each[0]);
+  EXPECT_EQ(j["compute_type"], "f32");
+  EXPECT_EQ(j["conversion_ms"], 0.0);  // f32 uses the model's floats as they are
   EXPECT_EQ(j["batch"], 2);
   EXPECT_EQ(j["seq"], 5);
   EXPECT_EQ(j["threads"], 1);
@@ -56,6 +59,17 @@ TEST(Bench, ProcessesReportsEachProcessAndTheSpread) {
   const auto bad = run_ordo(std::string("bench --stdin --processes 2 --model ") + ORDO_DEFAULT_MODEL);
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--processes times the forward pass only"), std::string::npos) << bad.err;
+}
+
+// --compute-type int8 says so, and what converting the weights took (none of it timed).
+TEST(Bench, ReportsTheComputeTypeAndItsConversion) {
+  const auto r = run_ordo(std::string("bench --json --batch 1 --seq 4 --repeat 2 --compute-type int8 --model ") +
+                          ORDO_DEFAULT_MODEL);
+  if (r.status == 2 && r.err.find("no oneDNN") != std::string::npos) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["compute_type"], "int8");
+  EXPECT_GT(double(j["conversion_ms"]), 0.0);
 }
 
 TEST(Bench, StdinModeAnswersEachLine) {

@@ -1,8 +1,11 @@
 // The `ordo` command end to end: the built binary, its JSON, its exit codes and its errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include <ordo/engine/encoder.h>
 
 #include "cli/cli_util.h"
 #include "test_util.h"
@@ -85,6 +88,35 @@ TEST(Cli, DifferentTokensAreNotCalledReordered) {
   const auto r = run_ordo("compare --json" + kModel + quote("the cat sat") + " " + quote("a dog ran"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_FALSE(json::parse(r.out)["same_tokens_reordered"].get<bool>());
+}
+
+// --compute-type: f32 is the default (the same bytes as without the option); bf16 and int8 give
+// vectors near f32's (cosine ≥ 0.999, the bound tests/engine/test_reduced.cpp holds the encoder to);
+// a name not known is one error line.
+TEST(Cli, ComputeTypeKeepsTheVectorsNearF32) {
+  const std::string text = quote("the old dog slept by the warm fire");
+  expect_one_error(run_ordo("encode --compute-type fp16" + kModel + text),
+                   "error: ordo encode: --compute-type must be f32, bf16 or int8, got \"fp16\"");
+  const auto plain = run_ordo("encode --json" + kModel + text);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(run_ordo("encode --json --compute-type f32" + kModel + text).out, plain.out);
+  const auto f32 = json::parse(plain.out)["embedding"].get<std::vector<double>>();
+  for (ComputeType type : {ComputeType::BF16, ComputeType::Int8}) {
+    const std::string name = compute_type_name(type);
+    const auto r = run_ordo("encode --json --compute-type " + name + kModel + text);
+    if (!compute_type_available(type)) {  // a build without oneDNN
+      expect_one_error(
+          r, "error: ordo encode: --compute-type " + name + ": this build has no oneDNN (install libdnnl-dev)");
+      continue;
+    }
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json::parse(r.out)["embedding"].get<std::vector<double>>();
+    ASSERT_EQ(v.size(), f32.size());
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < v.size(); ++i) ab += v[i] * f32[i], aa += v[i] * v[i], bb += f32[i] * f32[i];
+    EXPECT_GE(ab / std::sqrt(aa * bb), 0.999) << name;
+    EXPECT_NE(r.out, plain.out) << name << " should change the last digits at least";
+  }
 }
 
 TEST(Cli, BadModelsGiveOneErrorLineAndExitTwo) {

@@ -262,6 +262,7 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
       o->preferred += natural > s;
       o->ties += natural == s;
       o->other += natural < s;
+      o->verdicts.push_back(natural > s ? 1 : natural < s ? -1 : 0);
       o->max_abs_difference = std::max(o->max_abs_difference, std::fabs(natural - s));
     }
   }

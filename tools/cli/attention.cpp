@@ -104,7 +104,9 @@ int cmd_attention(int argc, char** argv) {
   if (args.count("png")) teach::picture_format(args["png"].as<std::string>());
   double vmin = 0, vmax = 1;  // every picture on the same scale, so two of them compare at a glance
   scale(args, &vmin, &vmax);
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
+  pipeline.encoder().set_compute_type(compute_type);
   const Config& c = pipeline.model().config();
   const int layer = args["layer"].as<int>(), head = args["head"].as<int>();
   if (layer < 0 || layer >= c.n_layers)

@@ -100,8 +100,10 @@ Timing time_forward(Encoder& encoder, const Config& c, int B, int S, int repeat)
   return summarize(ms);
 }
 
-nlohmann::json forward_json(const Config& c, int B, int S, int threads, const Timing& t) {
+nlohmann::json forward_json(const Config& c, int B, int S, int threads, const Timing& t, const Encoder& e) {
   return {{"batch", B},
+          {"compute_type", compute_type_name(e.compute_type())},
+          {"conversion_ms", e.conversion_ms()},
           {"seq", S},
           {"threads", threads},
           {"ms_median", t.median},
@@ -221,12 +223,14 @@ int cmd_bench(int argc, char** argv) {
       "read lines \"B S REPEAT\" from stdin and answer each with one JSON line (for tools/dev/bench_peers.py)")(
       "processes", "run the bench in N fresh processes and report the median of their medians and their spread",
       cxxopts::value<int>())("json", "one JSON object instead of the report");
+  add_compute_type_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const int repeat = int_option(args, "repeat", 1, 100000);
   const double peak_given = args.count("peak") ? number_option(args, "peak", 0.001, 1e9, " GFLOP/s") : 0;
   set_num_threads(threads_option(args));
   const int threads = num_threads();
+  const ComputeType compute_type = compute_type_option(args);
   const bool json = args.count("json") > 0;
   if (args.count("processes")) {
     if (args.count("stdin") || args.count("gemm")) throw UsageError("--processes times the forward pass only");
@@ -259,6 +263,7 @@ int cmd_bench(int argc, char** argv) {
   const Model model = Model::load(model_dir(args));
   const Config& c = model.config();
   Encoder encoder(model);
+  encoder.set_compute_type(compute_type);  // the conversion is not timed: it happens once, at load
 
   if (args.count("stdin")) {
     std::string line;
@@ -267,7 +272,7 @@ int cmd_bench(int argc, char** argv) {
       int B = 0, S = 0, r = 0;
       if (!(in >> B >> S >> r) || r < 1) throw UsageError("stdin: want lines \"B S REPEAT\", got \"" + line + "\"");
       check_shape(B, S);
-      std::cout << forward_json(c, B, S, threads, time_forward(encoder, c, B, S, r)) << std::endl;
+      std::cout << forward_json(c, B, S, threads, time_forward(encoder, c, B, S, r), encoder) << std::endl;
     }
     return 0;
   }
@@ -275,7 +280,7 @@ int cmd_bench(int argc, char** argv) {
   const int B = int_option(args, "batch", 1, 65536), S = int_option(args, "seq", 1, 65536);
   check_shape(B, S);
   const Timing t = time_forward(encoder, c, B, S, repeat);
-  const nlohmann::json j = forward_json(c, B, S, threads, t);
+  const nlohmann::json j = forward_json(c, B, S, threads, t, encoder);
   if (json) {
     std::cout << j << "\n";
     return 0;
@@ -288,8 +293,8 @@ int cmd_bench(int argc, char** argv) {
   }();
   const double gflops = j["gflops"];
   print_blas_environment();
-  std::printf("%d x %d tokens, %d layers, d=%d h=%d F=%d, %d threads, %d runs\n", B, S, c.n_layers, c.d_model,
-              c.n_heads, c.d_ff, threads, repeat);
+  std::printf("%d x %d tokens, %d layers, d=%d h=%d F=%d, %d threads, %d runs, compute type %s\n", B, S, c.n_layers,
+              c.d_model, c.n_heads, c.d_ff, threads, repeat, compute_type_name(compute_type));
   std::printf("  %.3f ms median, %.3f ms min, %.0f tokens/s\n", t.median, t.min, double(j["tokens_per_s"]));
   std::printf("  %.1f GFLOP/s = %.0f%% of sgemm peak %.1f GFLOP/s\n", gflops, 100 * gflops / peak, peak);
   return 0;

@@ -217,12 +217,33 @@ int threads_option(const cxxopts::ParseResult& args) {
 void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));
+  add_compute_type_option(o);
+}
+
+void add_compute_type_option(cxxopts::Options& o) {
+  o.add_options()("compute-type",
+                  "precision of each layer's four weight products: f32, bf16 or int8 (docs/precision.md)",
+                  cxxopts::value<std::string>()->default_value("f32"));
+}
+
+ComputeType compute_type_option(const cxxopts::ParseResult& args) {
+  const std::string name = args["compute-type"].as<std::string>();
+  ComputeType type;
+  try {
+    type = parse_compute_type(name);
+  } catch (const std::invalid_argument&) {
+    throw UsageError("--compute-type must be f32, bf16 or int8, got \"" + name + "\"");
+  }
+  if (!compute_type_available(type))
+    throw UsageError("--compute-type " + name + ": this build has no oneDNN (install libdnnl-dev)");
+  return type;
 }
 
 void add_text_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "no-pe", "skip the positional encoding (ablation)")("text", "the text (one argument: quote it)",
                                                           cxxopts::value<std::string>());
+  add_compute_type_option(o);
   o.parse_positional({"text"});
   o.positional_help("TEXT");
 }

@@ -189,7 +189,9 @@ int cmd_compare(int argc, char** argv) {
         "needs exactly two texts, e.g. ordo compare \"the cat sat on the mat\" \"the mat sat on the cat\"");
   const auto texts = args["texts"].as<std::vector<std::string>>();
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
+  pipeline.encoder().set_compute_type(compute_type);
   const int d = pipeline.model().config().d_model;
   const bool has_positions = pipeline.model().config().positional_encoding != PositionalEncoding::None;
 

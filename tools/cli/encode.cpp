@@ -295,7 +295,9 @@ int cmd_encode(int argc, char** argv) {
     throw UsageError("--format npy writes binary data: give --output FILE, or redirect stdout to a file");
   const int max_tokens = int_option(args, "max-tokens", 1, kMaxCount);
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
+  pipeline.encoder().set_compute_type(compute_type);
 
   // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
   const bool flag_limits = max_tokens <= pipeline.max_tokens();

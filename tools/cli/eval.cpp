@@ -47,7 +47,8 @@ nlohmann::json order_json(const eval::Order& o) {
           {"other", o.other},
           {"preferred_share", share(o.preferred, o.lines)},
           {"left_out", o.left_out},
-          {"max_abs_difference", o.max_abs_difference}};
+          {"max_abs_difference", o.max_abs_difference},
+          {"verdicts", o.verdicts}};
 }
 
 nlohmann::json report_json(const Result& m) {
@@ -215,6 +216,7 @@ int cmd_eval(int argc, char** argv) {
       "png", "draw top-1 accuracy against position, one line per model (PNG, or SVG by the name's extension)",
       cxxopts::value<std::string>())("threads", "threads for the matrix work (0: one per core)",
                                      cxxopts::value<int>()->default_value("0"));
+  add_compute_type_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   if (!args.unmatched().empty()) throw UsageError("unexpected argument \"" + args.unmatched()[0] + "\"");
@@ -225,6 +227,7 @@ int cmd_eval(int argc, char** argv) {
   else
     dirs.push_back(model_dir(args));
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);
   const std::string input = args["input"].as<std::string>();
   const std::vector<std::string> texts = read_texts(args, max_text_bytes(1 << 16));
   const bool positions = !args.count("no-pe");
@@ -239,6 +242,7 @@ int cmd_eval(int argc, char** argv) {
   std::vector<int> pieces;  // per line, sorted (the first model's tokenizer)
   for (const std::string& dir : dirs) {
     Pipeline pipeline(dir);
+    pipeline.encoder().set_compute_type(compute_type);
     pipeline.require_head(true);  // before the file is tokenized: the model is the first thing to be wrong
     std::vector<std::vector<int32_t>> lines;
     lines.reserve(texts.size());

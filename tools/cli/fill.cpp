@@ -33,7 +33,9 @@ int cmd_fill(int argc, char** argv) {
   const int top = int_option(args, "top", 1, kMaxCount);
   const bool positions = !args.count("no-pe");
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
+  pipeline.encoder().set_compute_type(compute_type);
   pipeline.require_head();
   const int k = std::min(top, pipeline.model().config().vocab_size);
 

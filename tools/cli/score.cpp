@@ -35,7 +35,9 @@ int cmd_score(int argc, char** argv) {
   const bool positions = !args.count("no-pe");
   const int max_pieces = int_option(args, "max-tokens", 1, kMaxCount);
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
+  pipeline.encoder().set_compute_type(compute_type);
   pipeline.require_head();
 
   // Texts are read, scored and printed one at a time (each is one batch of its masked copies), so

@@ -210,7 +210,9 @@ int cmd_view(int argc, char** argv) {
   if (!args.count("html")) throw UsageError("needs --html FILE, the page to write");
   const std::string path = args["html"].as<std::string>();
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
+  pipeline.encoder().set_compute_type(compute_type);
   std::vector<Tokenization> tokens;
   for (size_t i = 0; i < texts.size(); ++i)
     tokens.push_back(view_tokens(pipeline, texts[i], "argument " + std::to_string(i + 1)));

@@ -6,6 +6,7 @@ packages=(
   ccache                               # .ci/run's compiler cache (outside the clone)
   libopenblas-dev                      # matrix work (cblas_sgemm)
   libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train/train_tokenizer.sh)
+  libdnnl-dev                          # oneDNN: --compute-type bf16 and int8 (optional: f32 runs without it)
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
   libcpp-httplib-dev                   # ordo serve's HTTP (cpp-httplib; its tests' client is Python's http.client)
   libgtest-dev googletest              # tests

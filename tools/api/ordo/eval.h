@@ -83,6 +83,9 @@ struct Order {
   int other = 0;                  // the reordered text scored higher
   int left_out = 0;               // lines of kOrderMin..kOrderMax pieces with no such reordering (all pieces the same)
   double max_abs_difference = 0;  // largest |PLL(natural) − PLL(reordered)|
+  // Each tested line's verdict, in line order: 1 natural higher, 0 tie, −1 reordered higher (to
+  // compare two runs line by line, e.g. two compute types).
+  std::vector<int> verdicts;
 };
 
 struct Bucket {

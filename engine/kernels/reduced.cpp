@@ -1,0 +1,350 @@
+#include "engine/kernels/reduced.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+
+#include "engine/kernels/parallel.h"
+
+#ifdef ORDO_ONEDNN
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace ordo {
+
+ComputeType parse_compute_type(const std::string& name) {
+  if (name == "f32") return ComputeType::F32;
+  if (name == "bf16") return ComputeType::BF16;
+  if (name == "int8") return ComputeType::Int8;
+  throw std::invalid_argument("compute type must be f32, bf16 or int8, got \"" + name + "\"");
+}
+
+const char* compute_type_name(ComputeType type) {
+  switch (type) {
+    case ComputeType::BF16:
+      return "bf16";
+    case ComputeType::Int8:
+      return "int8";
+    default:
+      return "f32";
+  }
+}
+
+bool compute_type_available(ComputeType type) {
+  return type == ComputeType::F32 || have_onednn();
+}
+
+void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
+  for (int m = 0; m < M; ++m) {
+    const float* row = x + size_t(m) * K;
+    float max = 0.0f;
+    for (int k = 0; k < K; ++k) max = std::max(max, std::fabs(row[k]));
+    s[m] = max / 127.0f;
+    const double scale = s[m];
+    int8_t* out = q + size_t(m) * K;
+    if (scale == 0.0) {
+      std::fill(out, out + K, int8_t(0));
+      continue;
+    }
+    // |row[k]| ≤ max ≤ 127·s (within a float rounding), so the rounded value stays in [−127, 127]
+    for (int k = 0; k < K; ++k)
+      out[k] = static_cast<int8_t>(std::clamp(std::nearbyint(double(row[k]) / scale), -127.0, 127.0));
+  }
+}
+
+uint16_t to_bf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if (std::isnan(v)) return uint16_t((bits >> 16) | 0x40);  // stays a NaN
+  // round to nearest even: add 0x7FFF plus the lowest kept bit, then drop the low 16 bits
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
+float from_bf16(uint16_t h) {
+  const uint32_t bits = uint32_t(h) << 16;
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+#ifdef ORDO_ONEDNN
+
+bool have_onednn() {
+  return true;
+}
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Dt = memory::data_type;
+
+dnnl::engine& cpu() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// The work of one product is split into tasks for the engine's own threads (parallel_for), each
+// task a block of at most kRows rows times a chunk of at most kColumns columns, and each runs
+// oneDNN on one thread. Not oneDNN's own OpenMP threads: after each product they would spin on
+// the cores while the engine's threads do the attention, and on a 2-core machine the two sets of
+// threads took turns (int8 at 8 × 128 ran 1.4× f32 that way, 2× this way: docs/precision.md).
+constexpr int kRows = 128;
+constexpr int kColumns = 256;
+
+// One matmul primitive per (type, rows, cols, K, N): x (rows, K) plain, a chunk of W as a
+// (K, cols) matrix in the layout oneDNN picks (format_tag::any), y (rows, cols) inside the (M, N)
+// output (row stride N). int8 writes the exact int32 sums; bf16 writes float, the bias added.
+struct Matmul {
+  dnnl::matmul primitive;
+  memory::desc weights;
+  memory::desc scratchpad;
+};
+
+using Key = std::tuple<int, int, int, int, int>;
+
+const Matmul& make_matmul(const Key& key) {
+  static std::mutex mutex;
+  static std::map<Key, Matmul> cache;  // entries never move: threads keep pointers to them
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const auto [t, rows, cols, K, N] = key;
+  const ComputeType type = ComputeType(t);
+  const bool int8 = type == ComputeType::Int8;
+  const memory::desc x({rows, K}, int8 ? Dt::s8 : Dt::bf16, Tag::ab);
+  const memory::desc w({K, cols}, int8 ? Dt::s8 : Dt::bf16, Tag::any);
+  const memory::desc y({rows, cols}, int8 ? Dt::s32 : Dt::f32, memory::dims{N, 1});
+  const memory::desc b({1, cols}, Dt::f32, Tag::ab);
+  const dnnl::matmul::desc desc = int8 ? dnnl::matmul::desc(x, w, y) : dnnl::matmul::desc(x, w, b, y);
+  // The scratchpad is ours, one per thread: oneDNN's own (scratchpad_mode::library) is shared by
+  // all primitives, and two threads running products at once would write over each other's.
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::matmul::primitive_desc pd(desc, attr, cpu());
+  return cache.emplace(key, Matmul{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()}).first->second;
+}
+
+// Looked up per tile, dozens of times a layer: each thread keeps its own index of the shared
+// primitives, so the common case takes no lock.
+const Matmul& matmul_for(ComputeType type, int rows, int cols, int K, int N) {
+  thread_local std::map<Key, const Matmul*> mine;
+  const Key key{int(type), rows, cols, K, N};
+  const Matmul*& m = mine[key];
+  if (!m) m = &make_matmul(key);
+  return *m;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(cpu());
+  return s;
+}
+
+// Runs mm on this thread, with this thread's scratchpad.
+void run(const Matmul& mm, std::unordered_map<int, memory> args) {
+  thread_local std::vector<char> pad;
+  if (pad.size() < mm.scratchpad.get_size()) pad.resize(mm.scratchpad.get_size());
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(mm.scratchpad, cpu(), pad.data()));
+  mm.primitive.execute(stream(), args);
+  stream().wait();
+}
+
+// Per thread, grown as needed: the pass's quantized or rounded rows and integer sums, so that no
+// product allocates once the largest shape has run.
+struct Scratch {
+  std::vector<int8_t> xq;
+  std::vector<float> xs;
+  std::vector<int32_t> acc;
+  std::vector<uint16_t> xh;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+// Each chunk of kColumns columns of W, in the layouts its primitives asked for (one in practice:
+// the layout depends on the chunk's shape, not on the rows).
+struct ReducedLinear::Prepared {
+  std::vector<std::pair<memory::desc, memory>> chunks;  // chunk i's layout and weights, made by the constructor
+  std::mutex mutex;
+  std::vector<std::tuple<int, memory::desc, memory>> layouts;  // (first column, layout, weights)
+  memory weights(int n0, int cols, const memory::desc& want, const void* plain, Dt dt, int K) {
+    if (size_t(n0 / kColumns) < chunks.size() && chunks[n0 / kColumns].first == want)
+      return chunks[n0 / kColumns].second;  // read only after construction: no lock
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& [first, desc, mem] : layouts)
+      if (first == n0 && desc == want) return mem;
+    // Rows n0 .. n0+cols of W (N, K) row-major are the (K, cols) matrix oneDNN wants, tag ba
+    const size_t bytes = dt == Dt::s8 ? 1 : 2;
+    memory src({{K, cols}, dt, Tag::ba}, cpu(),
+               const_cast<char*>(static_cast<const char*>(plain) + size_t(n0) * K * bytes));
+    memory dst(want, cpu());
+    dnnl::stream stream(cpu());
+    dnnl::reorder(src, dst).execute(stream, src, dst);
+    stream.wait();
+    layouts.emplace_back(n0, want, dst);
+    return dst;
+  }
+};
+
+ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, int N, int K)
+    : type_(type), N_(N), K_(K), b_(b), prepared_(std::make_unique<Prepared>()) {
+  if (type == ComputeType::Int8) {
+    wq_.resize(size_t(N) * K), ws_.resize(N);
+    quantize_rows(wq_.data(), ws_.data(), w, N, K);  // per output channel: a row of W
+  } else if (type == ComputeType::BF16) {
+    wh_.resize(size_t(N) * K);
+    for (size_t i = 0; i < wh_.size(); ++i) wh_[i] = to_bf16(w[i]);
+  } else {
+    throw std::invalid_argument("ReducedLinear: f32 needs no conversion");
+  }
+  // every chunk's weights in their layout now, rather than in the first pass
+  for (int n0 = 0; n0 < N; n0 += kColumns) {
+    const int cols = std::min(kColumns, N - n0);
+    const Matmul& mm = matmul_for(type, kRows, cols, K, N);
+    const bool int8 = type == ComputeType::Int8;
+    memory w = prepared_->weights(n0, cols, mm.weights, int8 ? (const void*)wq_.data() : wh_.data(),
+                                  int8 ? Dt::s8 : Dt::bf16, K);
+    prepared_->chunks.emplace_back(mm.weights, w);
+  }
+}
+
+ReducedLinear::~ReducedLinear() = default;
+
+namespace {
+// Runs job(m0, rows, n0, cols) for every (row block, column chunk) of an (M, N) output on the
+// engine's threads, oneDNN on one thread inside each.
+template <class Job>
+void over_tiles(int M, int N, int threads, const Job& job) {
+  const int row_blocks = (M + kRows - 1) / kRows, chunks = (N + kColumns - 1) / kColumns;
+  auto task = [&](int t, int) {
+    omp_set_num_threads(1);  // this thread's OpenMP setting: oneDNN stays on it
+    const int m0 = (t / chunks) * kRows, n0 = (t % chunks) * kColumns;
+    job(m0, std::min(kRows, M - m0), n0, std::min(kColumns, N - n0));
+  };
+  if (threads <= 1)
+    for (int t = 0; t < row_blocks * chunks; ++t) task(t, 0);
+  else
+    parallel_for(row_blocks * chunks, task);
+}
+}  // namespace
+
+namespace {
+// job(m0, rows) for blocks of 16 rows spread over the threads: x's rows quantized or rounded.
+template <class Job>
+void over_row_blocks(int M, int threads, const Job& job) {
+  constexpr int kBlock = 16;
+  const int blocks = (M + kBlock - 1) / kBlock;
+  auto task = [&](int i, int) { job(i * kBlock, std::min(kBlock, M - i * kBlock)); };
+  if (threads <= 1 || blocks == 1)
+    for (int i = 0; i < blocks; ++i) task(i, 0);
+  else
+    parallel_for(blocks, task);
+}
+}  // namespace
+
+void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int threads) const {
+  over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
+    const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
+    memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
+    memory x({{rows, K_}, Dt::s8, Tag::ab}, cpu(), const_cast<int8_t*>(xq + size_t(m0) * K_));
+    memory y({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
+    run(mm, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
+  });
+}
+
+void ReducedLinear::forward(float* y, const float* x, int M, int threads) const {
+  Scratch& s = scratch();
+  if (type_ == ComputeType::Int8) {
+    grow(s.xq, size_t(M) * K_), grow(s.xs, size_t(M)), grow(s.acc, size_t(M) * N_);
+    int8_t* xq = s.xq.data();
+    float* xs = s.xs.data();
+    int32_t* acc = s.acc.data();
+    over_row_blocks(M, threads, [&](int m0, int rows) {
+      quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
+    });
+    over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
+      const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
+      memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
+      memory xm({{rows, K_}, Dt::s8, Tag::ab}, cpu(), xq + size_t(m0) * K_);
+      memory am({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
+      run(mm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, am}});
+      // y = acc · s_x · s_w + b, on this tile while its sums are in cache
+      for (int m = m0; m < m0 + rows; ++m) {
+        const int32_t* a = acc + size_t(m) * N_;
+        float* out = y + size_t(m) * N_;
+        for (int n = n0; n < n0 + cols; ++n) out[n] = float(a[n]) * (xs[m] * ws_[n]) + (b_ ? b_[n] : 0.0f);
+      }
+    });
+    return;
+  }
+  grow(s.xh, size_t(M) * K_);
+  uint16_t* xh = s.xh.data();
+  over_row_blocks(M, threads, [&](int m0, int rows) {
+    for (size_t i = size_t(m0) * K_; i < size_t(m0 + rows) * K_; ++i) xh[i] = to_bf16(x[i]);
+  });
+  std::vector<float> zeros;  // a Linear without bias (nn.TransformerEncoderLayer's have one, but allowed)
+  if (!b_) zeros.assign(N_, 0.0f);
+  const float* bias = b_ ? b_ : zeros.data();
+  over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
+    const Matmul& mm = matmul_for(ComputeType::BF16, rows, cols, K_, N_);
+    memory w = prepared_->weights(n0, cols, mm.weights, wh_.data(), Dt::bf16, K_);
+    memory xm({{rows, K_}, Dt::bf16, Tag::ab}, cpu(), xh + size_t(m0) * K_);
+    memory ym({{rows, cols}, Dt::f32, memory::dims{N_, 1}}, cpu(), y + size_t(m0) * N_ + n0);
+    memory bm({{1, cols}, Dt::f32, Tag::ab}, cpu(), const_cast<float*>(bias + n0));
+    run(mm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, ym}});
+  });
+}
+
+#else  // no oneDNN: only f32 runs
+
+bool have_onednn() {
+  return false;
+}
+struct ReducedLinear::Prepared {};
+ReducedLinear::ReducedLinear(ComputeType type, const float*, const float*, int, int)
+    : type_(type), N_(0), K_(0), b_(nullptr) {
+  throw std::runtime_error(std::string("compute type ") + compute_type_name(type) +
+                           ": this build has no oneDNN (install libdnnl-dev)");
+}
+ReducedLinear::~ReducedLinear() = default;
+void ReducedLinear::forward(float*, const float*, int, int) const {}
+void ReducedLinear::products_int8(int32_t*, const int8_t*, int, int) const {}
+
+#endif
+
+std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type) {
+  const auto start = std::chrono::steady_clock::now();
+  const Config& c = model.config();
+  const int d = c.d_model, F = c.d_ff;
+  auto r = std::make_unique<ReducedModel>();
+  r->type = type;
+  for (const LayerWeights& w : model.weights().layers) {
+    ReducedModel::Layer l;
+    l.in_proj = std::make_unique<ReducedLinear>(type, w.in_proj_weight, w.in_proj_bias, 3 * d, d);
+    l.out_proj = std::make_unique<ReducedLinear>(type, w.out_proj_weight, w.out_proj_bias, d, d);
+    l.linear1 = std::make_unique<ReducedLinear>(type, w.linear1_weight, w.linear1_bias, F, d);
+    l.linear2 = std::make_unique<ReducedLinear>(type, w.linear2_weight, w.linear2_bias, d, F);
+    r->layers.push_back(std::move(l));
+  }
+  r->convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace ordo

@@ -1,0 +1,81 @@
+// ordo: the encoder's four weight products per layer (in_proj, out_proj, linear1, linear2) at
+// reduced precision, for --compute-type bf16 and int8. Everything else — embedding, LayerNorm,
+// softmax, the attention products q·kᵀ and weights·v, the masked-LM head — stays in float.
+//
+//   bf16: W and x rounded to bfloat16 (the top 16 bits of a float, round to nearest even), the
+//         products summed in float (AVX-512 BF16's vdpbf16ps takes two bf16 operands).
+//   int8: W quantized once per output channel, x per row (token) as the pass runs, both symmetric:
+//           s = max|row| / 127,  q = round(v / s) in [−127, 127]
+//         the products summed exactly in int32, then y[m][n] = acc[m][n] · s_x[m] · s_w[n] + b[n].
+//         Symmetric for x too (not u8 with a zero point): no zero-point term to carry, and the
+//         reference twin is the same few lines; asymmetric would give linear2's one-sided GELU
+//         input one more bit. 127, not 128, keeps −q representable.
+//
+// The products run in oneDNN's matmul (the library made for this; AVX-512 VNNI's vpdpbusd and
+// BF16's vdpbf16ps on CPUs that have them), in tiles of up to 128 rows × 256 columns spread over the
+// engine's threads: one primitive per tile shape, and each 256-column chunk of W reordered once,
+// when converted, into the layout the primitive asks for. The plain twin, in double, is
+// reference::linear_int8 / linear_bf16 (engine/reference.h). docs/precision.md has the figures.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ordo/engine/encoder.h>
+
+namespace ordo {
+
+// False when the build has no oneDNN (ORDO_ONEDNN off): only ComputeType::F32 runs then.
+bool have_onednn();
+
+// Per row of x (M, K): s[m] = max_k |x[m][k]| / 127 (a float), q[m][k] = round(x[m][k] / s[m]),
+// the division done in double and rounded to nearest even, so that reference::quantize_rows
+// gets the same integers. A row of zeros has s = 0 and q = 0.
+void quantize_rows(int8_t* q /* (M, K) */, float* s /* (M) */, const float* x /* (M, K) */, int M, int K);
+
+// bfloat16: a float's sign, exponent and top 7 mantissa bits, rounded to nearest even.
+uint16_t to_bf16(float v);
+float from_bf16(uint16_t h);
+
+// One Linear (W (N, K), b (N)) converted once for one compute type (BF16 or Int8).
+class ReducedLinear {
+ public:
+  ReducedLinear(ComputeType type, const float* w /* (N, K) */, const float* b /* (N) or null */, int N, int K);
+  ~ReducedLinear();
+  ReducedLinear(const ReducedLinear&) = delete;
+  ReducedLinear& operator=(const ReducedLinear&) = delete;
+
+  // y = x·Wᵀ + b at this precision, the products on `threads` threads.
+  void forward(float* y /* (M, N) */, const float* x /* (M, K) */, int M, int threads) const;
+  // Int8 only: acc = xq·Wqᵀ, exact in int32 (|acc| ≤ 127²·K).
+  void products_int8(int32_t* acc /* (M, N) */, const int8_t* xq /* (M, K) */, int M, int threads) const;
+
+  const std::vector<int8_t>& weight_int8() const { return wq_; }   // (N, K)
+  const std::vector<float>& weight_scales() const { return ws_; }  // (N)
+  int N() const { return N_; }
+  int K() const { return K_; }
+
+ private:
+  struct Prepared;  // the weights in a primitive's layout, made on first use
+  ComputeType type_;
+  int N_, K_;
+  const float* b_;
+  std::vector<int8_t> wq_;    // (N, K) int8
+  std::vector<float> ws_;     // (N)
+  std::vector<uint16_t> wh_;  // (N, K) bf16
+  std::unique_ptr<Prepared> prepared_;
+};
+
+// The four products of every layer, converted once (Encoder::set_compute_type).
+struct ReducedModel {
+  struct Layer {
+    std::unique_ptr<ReducedLinear> in_proj, out_proj, linear1, linear2;
+  };
+  ComputeType type = ComputeType::F32;
+  std::vector<Layer> layers;
+  double convert_ms = 0;  // what the conversion took
+};
+std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type);
+
+}  // namespace ordo

@@ -1,0 +1,207 @@
+// Reduced precision (--compute-type bf16 and int8): the fast products (engine/kernels/reduced.h)
+// against their plain twins in double (engine/reference.h), and the whole encoder against itself in
+// float. Skipped in a build without oneDNN.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include <ordo/engine/encoder.h>
+
+#include "engine/init.h"
+#include "engine/kernels/parallel.h"
+#include "engine/kernels/reduced.h"
+#include "engine/reference.h"
+#include "test_util.h"
+
+namespace ordo {
+namespace {
+
+#define SKIP_WITHOUT_ONEDNN() \
+  if (!have_onednn()) GTEST_SKIP() << "this build has no oneDNN"
+
+// (M, K, N): one row, a few, a count that fits no block, more rows than one block of 128, and
+// column counts that are not a multiple of the 256-column chunks.
+struct Shape {
+  int M, K, N;
+};
+const Shape kShapes[] = {{1, 64, 96},    {8, 512, 1536}, {13, 512, 700},  {128, 2048, 512}, {1, 2048, 512},
+                         {200, 96, 300}, {3, 5, 7},      {1500, 64, 192}, {2048, 256, 64}};
+
+TEST(Reduced, QuantizationMatchesThePlainOne) {
+  const auto x = test::random_floats(13 * 300, 11, 3.0f);
+  std::vector<int8_t> q(x.size()), qr(x.size());
+  std::vector<float> s(13), sr(13);
+  quantize_rows(q.data(), s.data(), x.data(), 13, 300);
+  reference::quantize_rows(qr.data(), sr.data(), x.data(), 13, 300);
+  EXPECT_EQ(q, qr);
+  EXPECT_EQ(s, sr);
+  // by hand: s = 2/127; 1/s = 63.5 rounds to even 64, −2 to −127, 0.5/s = 31.75 to 32
+  const float row[] = {1.0f, -2.0f, 0.5f, 0.0f};
+  int8_t h[4];
+  float hs;
+  quantize_rows(h, &hs, row, 1, 4);
+  EXPECT_EQ(hs, 2.0f / 127.0f);
+  EXPECT_EQ(h[0], 64);
+  EXPECT_EQ(h[1], -127);
+  EXPECT_EQ(h[2], 32);
+  EXPECT_EQ(h[3], 0);
+  const float zeros[3] = {0, 0, 0};
+  quantize_rows(h, &hs, zeros, 1, 3);
+  EXPECT_EQ(hs, 0.0f);
+  EXPECT_EQ(h[0] | h[1] | h[2], 0);
+}
+
+TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
+  // by hand: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7 and goes to the even one, 1;
+  // 1 + 3·2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6 and goes to 1 + 2^-6.
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 0x1p-8f)), 1.0f);
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 3 * 0x1p-8f)), 1.0f + 0x1p-6f);
+  EXPECT_EQ(reference::round_bf16(1.0f + 3 * 0x1p-8f), 1.0 + 0x1p-6);
+  const auto v = test::random_floats(100000, 5, 1e3f);
+  for (float f : v) ASSERT_EQ(double(from_bf16(to_bf16(f))), reference::round_bf16(f)) << f;
+  for (float f : {1e-39f, -3e-40f, 3.4e38f}) EXPECT_EQ(double(from_bf16(to_bf16(f))), reference::round_bf16(f)) << f;
+}
+
+// The int32 sums equal the plain integer products exactly, on one thread and on two, and the
+// output differs from the plain one in double by float rounding only: a few roundings of
+// acc·sx·sw and of the bias, |fast − plain| ≤ 2^-21·(|acc·sx·sw| + |b|).
+TEST(Reduced, Int8ProductsAreExact) {
+  SKIP_WITHOUT_ONEDNN();
+  test::ThreadsGuard guard;
+  for (const Shape& sh : kShapes)
+    for (int threads : {1, 2}) {
+      set_kernel_threads(threads);
+      const auto x = test::random_floats(size_t(sh.M) * sh.K, 100 + sh.M, 2.0f);
+      const auto w = test::random_floats(size_t(sh.N) * sh.K, 200 + sh.N, 0.1f);
+      const auto b = test::random_floats(sh.N, 300 + sh.K, 0.5f);
+      ReducedLinear lin(ComputeType::Int8, w.data(), b.data(), sh.N, sh.K);
+      std::vector<int8_t> xq(x.size());
+      std::vector<float> xs(sh.M);
+      quantize_rows(xq.data(), xs.data(), x.data(), sh.M, sh.K);
+      std::vector<int32_t> acc(size_t(sh.M) * sh.N);
+      lin.products_int8(acc.data(), xq.data(), sh.M, threads);
+      std::vector<double> ref(acc.size());
+      std::vector<int64_t> ref_acc(acc.size());
+      reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
+      for (size_t i = 0; i < acc.size(); ++i)
+        ASSERT_EQ(acc[i], ref_acc[i]) << sh.M << "x" << sh.K << "x" << sh.N << " at " << i << ", " << threads
+                                      << " threads";
+
+      std::vector<float> y(acc.size());
+      lin.forward(y.data(), x.data(), sh.M, threads);
+      double worst = 0;
+      for (size_t i = 0; i < y.size(); ++i) {
+        const double bound = 0x1p-21 * (std::fabs(ref[i] - b[i % sh.N]) + std::fabs(b[i % sh.N]));
+        worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(bound, 1e-30));
+      }
+      EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ": worst |diff| / bound";
+    }
+}
+
+// bf16: both operands rounded to bf16 exactly as the reference rounds them, the K products summed
+// in float. A float sum of K terms is within K·2^-24·Σ|terms| of the exact one (the standard
+// bound for recursive summation, Higham §4.2), plus a rounding of the bias:
+//   |fast − plain| ≤ (K + 2)·2^-24·(Σ_k |x̂_k·ŵ_k| + |b|).
+TEST(Reduced, Bf16ProductsWithinTheSummationBound) {
+  SKIP_WITHOUT_ONEDNN();
+  test::ThreadsGuard guard;
+  for (const Shape& sh : kShapes)
+    for (int threads : {1, 2}) {
+      set_kernel_threads(threads);
+      const auto x = test::random_floats(size_t(sh.M) * sh.K, 400 + sh.M, 2.0f);
+      const auto w = test::random_floats(size_t(sh.N) * sh.K, 500 + sh.N, 0.1f);
+      const auto b = test::random_floats(sh.N, 600 + sh.K, 0.5f);
+      ReducedLinear lin(ComputeType::BF16, w.data(), b.data(), sh.N, sh.K);
+      std::vector<float> y(size_t(sh.M) * sh.N);
+      lin.forward(y.data(), x.data(), sh.M, threads);
+      std::vector<double> ref(y.size());
+      reference::linear_bf16(ref.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
+      std::vector<double> xr(x.size()), wr(w.size());
+      for (size_t i = 0; i < x.size(); ++i) xr[i] = std::fabs(reference::round_bf16(x[i]));
+      for (size_t i = 0; i < w.size(); ++i) wr[i] = std::fabs(reference::round_bf16(w[i]));
+      double worst = 0;
+      for (int m = 0; m < sh.M; ++m)
+        for (int n = 0; n < sh.N; ++n) {
+          double magnitude = std::fabs(b[n]);
+          for (int k = 0; k < sh.K; ++k) magnitude += xr[size_t(m) * sh.K + k] * wr[size_t(n) * sh.K + k];
+          const double bound = (sh.K + 2) * 0x1p-24 * magnitude;
+          worst = std::max(worst, std::fabs(y[size_t(m) * sh.N + n] - ref[size_t(m) * sh.N + n]) / bound);
+        }
+      EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ": worst |diff| / bound";
+    }
+}
+
+// Cosine of two vectors, in double.
+double cosine(const std::vector<double>& a, const std::vector<double>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ab += a[i] * b[i], aa += a[i] * a[i], bb += b[i] * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+
+std::vector<double> mean_pool(const Hidden& h, int b) {
+  std::vector<double> v(h.d, 0.0);
+  for (int t = 0; t < h.lengths[b]; ++t)
+    for (int j = 0; j < h.d; ++j) v[j] += h.row(b, t)[j] / h.lengths[b];
+  return v;
+}
+
+// The whole encoder at each compute type against itself in float: the mean-pooled vectors of a
+// batch of random texts keep a cosine of at least 0.9999 (bf16) and 0.999 (int8) to float's.
+void expect_close_to_f32(const Model& model, const char* name) {
+  Encoder enc(model);
+  Rng rng(7);
+  std::vector<std::vector<int32_t>> ids;
+  for (int L : {1, 7, 12, 30, 64}) {
+    ids.emplace_back();
+    for (int t = 0; t < L; ++t) ids.back().push_back(int32_t(rng.next() % model.config().vocab_size));
+  }
+  const Hidden f32 = enc.forward(ids);
+  for (auto [type, floor] : {std::pair{ComputeType::BF16, 0.9999}, std::pair{ComputeType::Int8, 0.999}}) {
+    enc.set_compute_type(type);
+    EXPECT_EQ(enc.compute_type(), type);
+    const Hidden h = enc.forward(ids);
+    double worst = 1;
+    for (size_t b = 0; b < ids.size(); ++b) worst = std::min(worst, cosine(mean_pool(h, b), mean_pool(f32, b)));
+    EXPECT_GE(worst, floor) << name << " at " << compute_type_name(type) << ": lowest cosine to f32";
+    std::printf("%s %s: lowest mean-pooled cosine to f32 %.6f\n", name, compute_type_name(type), worst);
+  }
+  enc.set_compute_type(ComputeType::F32);  // back to the model's floats: the same as before, bit for bit
+  const Hidden again = enc.forward(ids);
+  EXPECT_EQ(again.data, f32.data);
+}
+
+TEST(Reduced, DefaultModelStaysCloseToF32) {
+  SKIP_WITHOUT_ONEDNN();
+  const Model m = Model::load(ORDO_DEFAULT_MODEL);
+  expect_close_to_f32(m, "default model");
+}
+
+TEST(Reduced, RandomBaseSizeModelStaysCloseToF32) {
+  SKIP_WITHOUT_ONEDNN();
+  Config c;  // the base encoder of Vaswani et al. (tools/dev/bench_peers.py)
+  c.vocab_size = 8000;
+  c.d_model = 512;
+  c.n_heads = 8;
+  c.d_ff = 2048;
+  c.n_layers = 6;
+  c.activation = Activation::ReLU;
+  test::TempDir dir;
+  write_random_model(c, 3, dir.path);
+  const Model m = Model::load(dir.path);
+  expect_close_to_f32(m, "random base model");
+}
+
+// Without positions, a text and its permutation tie bit for bit at every compute type:
+// tests/api/test_head.cpp (HeadApi.WithoutPositionsReorderingsTieAtEveryComputeType).
+
+TEST(Reduced, ComputeTypeNames) {
+  for (ComputeType t : {ComputeType::F32, ComputeType::BF16, ComputeType::Int8})
+    EXPECT_EQ(parse_compute_type(compute_type_name(t)), t);
+  EXPECT_THROW(parse_compute_type("fp16"), std::invalid_argument);
+  EXPECT_TRUE(compute_type_available(ComputeType::F32));
+  EXPECT_EQ(compute_type_available(ComputeType::Int8), have_onednn());
+}
+
+}  // namespace
+}  // namespace ordo
