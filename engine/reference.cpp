@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ordo::reference {
 
@@ -55,11 +56,15 @@ void linear(double* y, const double* x, const float* w, const float* b, int M, i
 void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
   for (int m = 0; m < M; ++m) {
     double max = 0;
-    for (int k = 0; k < K; ++k) max = std::max(max, std::fabs(double(x[size_t(m) * K + k])));
-    s[m] = static_cast<float>(max / 127);
-    for (int k = 0; k < K; ++k)
+    bool finite = true;
+    for (int k = 0; k < K; ++k) {
+      max = std::max(max, std::fabs(double(x[size_t(m) * K + k])));
+      finite = finite && std::isfinite(x[size_t(m) * K + k]);
+    }
+    s[m] = finite ? static_cast<float>(max / 127) : std::numeric_limits<float>::quiet_NaN();
+    for (int k = 0; k < K; ++k)  // zeros for a row of zeros, and for one that is not finite (its scale NaN)
       q[size_t(m) * K + k] =
-          s[m] == 0.0f ? 0 : static_cast<int8_t>(std::nearbyint(x[size_t(m) * K + k] / double(s[m])));
+          s[m] == 0.0f || !finite ? 0 : static_cast<int8_t>(std::nearbyint(x[size_t(m) * K + k] / double(s[m])));
   }
 }
 

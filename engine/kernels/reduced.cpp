@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -46,11 +47,18 @@ void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
   for (int m = 0; m < M; ++m) {
     const float* row = x + size_t(m) * K;
     float max = 0.0f;
-    for (int k = 0; k < K; ++k) max = std::max(max, std::fabs(row[k]));
-    s[m] = max / 127.0f;
+    bool finite = true;
+    for (int k = 0; k < K; ++k) {
+      max = std::max(max, std::fabs(row[k]));
+      finite = finite && std::isfinite(row[k]);
+    }
+    s[m] = finite ? max / 127.0f : std::numeric_limits<float>::quiet_NaN();
     const double scale = s[m];
     int8_t* out = q + size_t(m) * K;
-    if (scale == 0.0) {
+    // A row of zeros has no scale: zeros. A row holding an infinity or a NaN has none either: zeros
+    // with a NaN scale, so the product's row is NaN and the pass reports where activations stopped
+    // being finite (an int8 cast of a NaN would be undefined and hide it as finite numbers).
+    if (scale == 0.0 || !finite) {
       std::fill(out, out + K, int8_t(0));
       continue;
     }

@@ -57,10 +57,10 @@ class ReducedLinear {
   int K() const { return K_; }
 
  private:
-  struct Prepared;  // the weights in a primitive's layout, made on first use
-  ComputeType type_;
+  struct Prepared;                     // the weights in a primitive's layout, made on first use
+  [[maybe_unused]] ComputeType type_;  // (unread in a build without oneDNN, which only throws)
   int N_, K_;
-  const float* b_;
+  [[maybe_unused]] const float* b_;
   std::vector<int8_t> wq_;    // (N, K) int8
   std::vector<float> ws_;     // (N)
   std::vector<uint16_t> wh_;  // (N, K) bf16

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include <ordo/engine/encoder.h>
@@ -50,6 +51,21 @@ TEST(Reduced, QuantizationMatchesThePlainOne) {
   quantize_rows(h, &hs, zeros, 1, 3);
   EXPECT_EQ(hs, 0.0f);
   EXPECT_EQ(h[0] | h[1] | h[2], 0);
+  // a row that is not finite: zeros and a NaN scale (its product's row becomes NaN, reported as such)
+  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    const float row2[3] = {1.0f, bad, -3.0f};
+    quantize_rows(h, &hs, row2, 1, 3);
+    EXPECT_TRUE(std::isnan(hs));
+    EXPECT_EQ(h[0] | h[1] | h[2], 0);
+    reference::quantize_rows(h, &hs, row2, 1, 3);
+    EXPECT_TRUE(std::isnan(hs));
+    EXPECT_EQ(h[0] | h[1] | h[2], 0);
+  }
+  // the largest floats quantize like any others
+  const float huge[2] = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max() / 4};
+  quantize_rows(h, &hs, huge, 1, 2);
+  EXPECT_EQ(h[0], 127);
+  EXPECT_EQ(h[1], -32);  // −31.75
 }
 
 TEST(Reduced, Bf16RoundingMatchesThePlainOne) {

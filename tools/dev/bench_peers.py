@@ -181,7 +181,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--shapes", default=",".join(f"{b}x{s}" for b, s in SHAPES), help="e.g. 1x8,4x512")
-    ap.add_argument("--peers", default="ordo,ort,torch")
+    ap.add_argument("--peers", default="ordo,ort,torch",
+                    help="of ordo, ort, torch, and the int8 pair ordo-int8 (--compute-type int8) and ort-int8 "
+                         "(tools/dev/quantize_onnx.py's graph, made on first use)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true",
                     help="time each (peer, shape, round) in a new process, as a user runs a command: a slow mode "
@@ -203,10 +205,18 @@ def main():
     if "ordo" in names:
         peers.append(Peer("ordo", [args.ordo, "bench", "--model", args.out, "--threads", str(args.threads), "--stdin"],
                           peer_env()))
-    if "ort" in names:
+    if "ordo-int8" in names:
+        peers.append(Peer("ordo-int8", [args.ordo, "bench", "--model", args.out, "--threads", str(args.threads),
+                                        "--compute-type", "int8", "--stdin"], peer_env()))
+    for name, onnx_file in (("ort", "model.onnx"), ("ort-int8", "model-int8.onnx")):
+        if name not in names:
+            continue
+        if name == "ort-int8" and not os.path.exists(os.path.join(args.out, onnx_file)):
+            subprocess.run([sys.executable, os.path.join(HERE, "quantize_onnx.py"), os.path.join(args.out, "model.onnx"),
+                            os.path.join(args.out, onnx_file)], check=True)
         env = peer_env(ORDO_BENCH_VOCAB=str(vocab_size))
-        peers.append(Peer("ort", ["node", os.path.join(HERE, "bench_ort.mjs"), os.path.join(args.out, "model.onnx"),
-                                  os.path.join(args.ort_modules, "node_modules"), str(args.threads)], env))
+        peers.append(Peer(name, ["node", os.path.join(HERE, "bench_ort.mjs"), os.path.join(args.out, onnx_file),
+                                 os.path.join(args.ort_modules, "node_modules"), str(args.threads)], env))
     if "torch" in names:
         env = peer_env(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS=str(args.threads), MKL_NUM_THREADS="1")
         peers.append(Peer("torch", [sys.executable, os.path.abspath(__file__), "--worker-torch", "--out", args.out],
