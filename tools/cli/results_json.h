@@ -33,6 +33,11 @@ struct TraceRequest {
 };
 nlohmann::ordered_json trace_json(Pipeline& pipeline, const TraceRequest& r, const Tokenization& tokens);
 
+// One text's final hidden states (S, d), every stage handed to options.observe on the way: by the fast
+// encoder, or by the plain double-precision one (reference), whose stages reach the observer as floats.
+std::vector<float> observed_hidden(Pipeline& pipeline, const std::vector<int32_t>& ids, const EncodeOptions& options,
+                                   bool reference);
+
 // The data of `ordo view`'s page ("ordo-view/1", described at the top of tools/teach/view/view.js)
 // for one or two texts already tokenized (with <mask> markers where the model has a head).
 nlohmann::json view_json(Pipeline& pipeline, const std::vector<std::string>& texts,

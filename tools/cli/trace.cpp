@@ -173,24 +173,7 @@ int cmd_trace(int argc, char** argv) {
       print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
     }
   };
-  std::vector<float> hidden;  // (S, d): the final hidden states
-  if (args.count("reference")) {
-    // The plain encoder's stages, in double, handed to the same printer as floats.
-    std::vector<float> rows;
-    const reference::Watch watch(
-        [&](StageKind kind, int layer, int head, const double* data, int n, int cols, int stride) {
-          rows.resize(size_t(n) * cols);
-          for (int t = 0; t < n; ++t)
-            for (int j = 0; j < cols; ++j) rows[size_t(t) * cols + j] = float(data[size_t(t) * stride + j]);
-          const StageText& st = stage_text(kind, c, pipeline.sees_order(options.positions));
-          options.observe({kind, st.name, st.equation, layer, head, rows.data(), n, cols, cols});
-        });
-    const std::vector<double> h = reference::forward(pipeline.model(), tok.ids, options.positions);
-    hidden.assign(h.begin(), h.end());
-  } else {
-    const Hidden h = pipeline.encoder().forward({tok.ids}, options);
-    hidden.assign(h.row(0, 0), h.row(0, 0) + size_t(S) * d);
-  }
+  const std::vector<float> hidden = observed_hidden(pipeline, tok.ids, options, args.count("reference") > 0);  // (S, d)
   const std::vector<float> pooled = pool(hidden.data(), S, d, Pooling::Mean);
   // The masked-LM head on the final rows, for a model that has one: each piece's top guesses.
   std::vector<std::vector<std::pair<int32_t, double>>> guesses;
