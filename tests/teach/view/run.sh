@@ -5,13 +5,7 @@
 #   run.sh ORDO MODEL_DIR TEMPLATE OUT_DIR
 set -eu
 ordo=$1 model=$2 template=$3 out=$4
-here=$(cd "$(dirname "$0")" && pwd)
-command -v node >/dev/null || { echo "skip: no node"; exit 77; }
-[ -x "${ORDO_CHROMIUM:-/usr/bin/chromium}" ] || { echo "skip: no Chromium at ${ORDO_CHROMIUM:-/usr/bin/chromium}"; exit 77; }
-if [ ! -d "$here/node_modules/puppeteer-core" ]; then
-  echo "error: $here: puppeteer-core is not installed (run npm ci there)" >&2
-  exit 1
-fi
+. "$(cd "$(dirname "$0")" && pwd)/preflight.sh"
 # The model's sizes, read here rather than from the page, so the panel count is checked against them.
 size() { node -e "console.log(JSON.parse(require('fs').readFileSync('$model/config.json', 'utf8')).$1)"; }
 layers=$(size n_layers) heads=$(size n_heads)

@@ -14,27 +14,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
+import { CHROMIUM, check, failures, loadPuppeteer } from "./harness.mjs";
 
-const CHROMIUM = process.env.ORDO_CHROMIUM || "/usr/bin/chromium";
 const ROUNDED = 1.01e-4; // the page's attention is rounded to 4 decimals
 const [ordo, modelDir] = process.argv.slice(2);
 
-let failures = 0;
-function check(ok, what) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures++;
-}
-if (!fs.existsSync(CHROMIUM)) {
-  console.log(`skip: no Chromium at ${CHROMIUM}`);
-  process.exit(77);
-}
-let puppeteer;
-try {
-  puppeteer = (await import("puppeteer-core")).default;
-} catch {
-  console.error(`error: ${path.dirname(new URL(import.meta.url).pathname)}: puppeteer-core is not installed (run npm ci there)`);
-  process.exit(1);
-}
+const puppeteer = await loadPuppeteer();
 
 const server = spawn(ordo, ["serve", "--model", modelDir, "--port", "0"], { stdio: ["ignore", "ignore", "pipe"] });
 const port = await new Promise((resolve, reject) => {
@@ -160,5 +145,5 @@ try {
   fs.rmSync(profile, { recursive: true, force: true });
   server.kill("SIGTERM");
 }
-console.log(failures ? `${failures} check(s) failed` : "all checks passed");
-process.exit(failures ? 1 : 0);
+console.log(failures() ? `${failures()} check(s) failed` : "all checks passed");
+process.exit(failures() ? 1 : 0);

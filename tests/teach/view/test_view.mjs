@@ -16,8 +16,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { CHROMIUM, check, failures, loadPuppeteer } from "./harness.mjs";
 
-const CHROMIUM = process.env.ORDO_CHROMIUM || "/usr/bin/chromium";
 const TOLERANCE = 1.01e-4; // two attention weights rounded to 4 decimals, each apart by at most 0.5e-4
 
 const args = process.argv.slice(2);
@@ -27,23 +27,8 @@ const option = (name, fallback = null) => {
 };
 const positional = args.filter((a, i) => !a.startsWith("--") && (i === 0 || !args[i - 1].startsWith("--")));
 
-let failures = 0;
-function check(ok, what) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures++;
-}
 
-if (!fs.existsSync(CHROMIUM)) {
-  console.log(`skip: no Chromium at ${CHROMIUM}`);
-  process.exit(77);
-}
-let puppeteer;
-try {
-  puppeteer = (await import("puppeteer-core")).default;
-} catch {
-  console.error(`error: ${path.dirname(new URL(import.meta.url).pathname)}: puppeteer-core is not installed (run npm ci there)`);
-  process.exit(1);
-}
+const puppeteer = await loadPuppeteer();
 
 // The page: given, or a template filled with data as `ordo view` fills it.
 let pagePath = positional[0];
@@ -266,5 +251,5 @@ try {
   await browser.close();
   fs.rmSync(profile, { recursive: true, force: true });
 }
-console.log(failures ? `${failures} check(s) failed` : "all checks passed");
-process.exit(failures ? 1 : 0);
+console.log(failures() ? `${failures()} check(s) failed` : "all checks passed");
+process.exit(failures() ? 1 : 0);
