@@ -26,11 +26,9 @@ namespace ordo::python {
 namespace {
 
 Pooling parse_pooling(const std::string& s) {
-  if (s == "mean") return Pooling::Mean;
-  if (s == "first") return Pooling::First;
-  if (s == "max") return Pooling::Max;
-  if (s == "none") return Pooling::None;
-  throw ArgumentError("pooling must be mean, first, max or none, got \"" + s + "\"");
+  Pooling p = Pooling::Mean;
+  if (!pooling_from_name(s, &p)) throw ArgumentError("pooling must be mean, first, max or none, got \"" + s + "\"");
+  return p;
 }
 
 // A str as UTF-8. Only a lone surrogate (U+D800 .. U+DFFF, from a file decoded with

@@ -181,3 +181,26 @@ TEST(Pipeline, SharedByThreadsWhileTheThreadCountChanges) {
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+TEST(Pooling, NamesAndNothingElse) {
+  Pooling p = Pooling::None;
+  ASSERT_TRUE(pooling_from_name("mean", &p));
+  EXPECT_EQ(p, Pooling::Mean);
+  ASSERT_TRUE(pooling_from_name("first", &p));
+  EXPECT_EQ(p, Pooling::First);
+  ASSERT_TRUE(pooling_from_name("max", &p));
+  EXPECT_EQ(p, Pooling::Max);
+  ASSERT_TRUE(pooling_from_name("none", &p));
+  EXPECT_EQ(p, Pooling::None);
+  for (const char* bad : {"Mean", "avg", "", "mean "}) {
+    p = Pooling::First;
+    EXPECT_FALSE(pooling_from_name(bad, &p)) << bad;
+    EXPECT_EQ(p, Pooling::First) << "unchanged for " << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ordo

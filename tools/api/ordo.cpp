@@ -42,6 +42,14 @@ Model load_model_dir(const std::string& dir) {
 
 }  // namespace
 
+bool pooling_from_name(const std::string& name, Pooling* out) {
+  static const std::pair<const char*, Pooling> kNames[] = {
+      {"mean", Pooling::Mean}, {"first", Pooling::First}, {"max", Pooling::Max}, {"none", Pooling::None}};
+  for (const auto& [n, p] : kNames)
+    if (name == n) return *out = p, true;
+  return false;
+}
+
 std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
   std::vector<float> v(size_t(pooling == Pooling::None ? L : 1) * d, 0.0f);
   if (pooling == Pooling::None) {

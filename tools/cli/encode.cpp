@@ -24,11 +24,9 @@ namespace ordo::cli {
 namespace {
 
 Pooling parse_pooling(const std::string& s) {
-  if (s == "mean") return Pooling::Mean;
-  if (s == "first") return Pooling::First;
-  if (s == "max") return Pooling::Max;
-  if (s == "none") return Pooling::None;
-  throw UsageError("--pooling must be mean, first, max or none, got \"" + s + "\"");
+  Pooling p = Pooling::Mean;
+  if (!pooling_from_name(s, &p)) throw UsageError("--pooling must be mean, first, max or none, got \"" + s + "\"");
+  return p;
 }
 
 const char* pooling_name(Pooling p) {

@@ -44,6 +44,8 @@ std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODE
 // A text of no tokens pools to zeros (Mean, First, Max) or to no rows (None).
 enum class Pooling { Mean, First, None, Max };
 std::vector<float> pool(const float* rows /* (L, d) */, int L, int d, Pooling pooling);
+// "mean", "first", "max" or "none" as a Pooling; false (and *out unchanged) for any other name.
+bool pooling_from_name(const std::string& name, Pooling* out);
 
 // The lines of a text stream, one at a time, so that input of any length is read in bounded
 // memory: a UTF-8 BOM at the start and a CR before each newline are dropped, a UTF-16 BOM is an
