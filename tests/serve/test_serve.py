@@ -403,8 +403,12 @@ def main():
         log = s.stderr()
         check(s.stop() == 0, "the server stops on SIGTERM with 0")
     lines = [ln for ln in log.splitlines() if not ln.startswith("ordo serve:")]
-    check(all(re.fullmatch(r"(GET|POST|DELETE) /\S* \d{3} \d+\.\d ms", ln) for ln in lines) and len(lines) > 40,
-          f"one log line per request: method, path, status, ms ({len(lines)} lines)")
+    # "- ms": a request httplib refused before it reached a route has no start time, and one it could
+    # not read at all (a client gone mid-request on a loaded machine) no method or path either (serve.cpp)
+    odd = [ln for ln in lines
+           if not re.fullmatch(r"(GET|POST|DELETE) /\S* \d{3} \d+\.\d ms|(GET|POST|DELETE)? ?\S* \d{3} - ms", ln)]
+    check(not odd and len(lines) > 40, f"one log line per request: method, path, status, ms ({len(lines)} lines; "
+          f"others: {odd[:5]})")
     c = Server(a.ordo, a.model)
     try:
         test_concurrency(c, a.ordo, a.model)
