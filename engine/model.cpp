@@ -13,6 +13,40 @@ std::string shape_string(const std::vector<uint64_t>& shape) {
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
 }
+
+// A layer's tensors in file order: PyTorch's name, the field of LayerWeights it fills, its shape.
+using Shape = std::vector<uint64_t>;
+struct LayerTensor {
+  const char* name;
+  const float* LayerWeights::*field;
+  Shape (*shape)(uint64_t d, uint64_t F);
+};
+const LayerTensor kLayerTensors[] = {
+    {"self_attn.in_proj_weight", &LayerWeights::in_proj_weight,
+     [](uint64_t d, uint64_t) {
+       return Shape{3 * d, d};
+     }},
+    {"self_attn.in_proj_bias", &LayerWeights::in_proj_bias, [](uint64_t d, uint64_t) { return Shape{3 * d}; }},
+    {"self_attn.out_proj.weight", &LayerWeights::out_proj_weight,
+     [](uint64_t d, uint64_t) {
+       return Shape{d, d};
+     }},
+    {"self_attn.out_proj.bias", &LayerWeights::out_proj_bias, [](uint64_t d, uint64_t) { return Shape{d}; }},
+    {"linear1.weight", &LayerWeights::linear1_weight,
+     [](uint64_t d, uint64_t F) {
+       return Shape{F, d};
+     }},
+    {"linear1.bias", &LayerWeights::linear1_bias, [](uint64_t, uint64_t F) { return Shape{F}; }},
+    {"linear2.weight", &LayerWeights::linear2_weight,
+     [](uint64_t d, uint64_t F) {
+       return Shape{d, F};
+     }},
+    {"linear2.bias", &LayerWeights::linear2_bias, [](uint64_t d, uint64_t) { return Shape{d}; }},
+    {"norm1.weight", &LayerWeights::norm1_weight, [](uint64_t d, uint64_t) { return Shape{d}; }},
+    {"norm1.bias", &LayerWeights::norm1_bias, [](uint64_t d, uint64_t) { return Shape{d}; }},
+    {"norm2.weight", &LayerWeights::norm2_weight, [](uint64_t d, uint64_t) { return Shape{d}; }},
+    {"norm2.bias", &LayerWeights::norm2_bias, [](uint64_t d, uint64_t) { return Shape{d}; }},
+};
 }  // namespace
 
 std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit) {
@@ -22,18 +56,7 @@ std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit) {
     specs.push_back({"position_embedding.weight", {uint64_t(c.max_positions), d}});
   for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
-    specs.push_back({p + "self_attn.in_proj_weight", {3 * d, d}});
-    specs.push_back({p + "self_attn.in_proj_bias", {3 * d}});
-    specs.push_back({p + "self_attn.out_proj.weight", {d, d}});
-    specs.push_back({p + "self_attn.out_proj.bias", {d}});
-    specs.push_back({p + "linear1.weight", {F, d}});
-    specs.push_back({p + "linear1.bias", {F}});
-    specs.push_back({p + "linear2.weight", {d, F}});
-    specs.push_back({p + "linear2.bias", {d}});
-    specs.push_back({p + "norm1.weight", {d}});
-    specs.push_back({p + "norm1.bias", {d}});
-    specs.push_back({p + "norm2.weight", {d}});
-    specs.push_back({p + "norm2.bias", {d}});
+    for (const LayerTensor& t : kLayerTensors) specs.push_back({p + t.name, t.shape(d, F)});
   }
   if (c.final_norm) {
     specs.push_back({"norm.weight", {d}});
@@ -125,20 +148,8 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
   weights_.embedding = take();
   if (config_.positional_encoding == PositionalEncoding::Learned) weights_.position_embedding = take();
   weights_.layers.resize(config_.n_layers);
-  for (LayerWeights& l : weights_.layers) {
-    l.in_proj_weight = take();
-    l.in_proj_bias = take();
-    l.out_proj_weight = take();
-    l.out_proj_bias = take();
-    l.linear1_weight = take();
-    l.linear1_bias = take();
-    l.linear2_weight = take();
-    l.linear2_bias = take();
-    l.norm1_weight = take();
-    l.norm1_bias = take();
-    l.norm2_weight = take();
-    l.norm2_bias = take();
-  }
+  for (LayerWeights& l : weights_.layers)
+    for (const LayerTensor& t : kLayerTensors) l.*t.field = take();
   if (config_.final_norm) {
     weights_.norm_weight = take();
     weights_.norm_bias = take();

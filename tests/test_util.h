@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <ordo/errors.h>
+
 #include "engine/init.h"
 #include "engine/kernels/parallel.h"
 #include "engine/reference.h"
@@ -79,6 +81,17 @@ inline void attention_head_reference(float* out, const float* q, const float* k,
   for (int i = 0; i < L; ++i)
     for (int c = 0; c < dh; ++c) out[size_t(i) * ld_out + c] = static_cast<float>(o[size_t(i) * ld_out + c]);
   narrow(probs, p);
+}
+
+// What the InputError thrown by f() says ("" when f() throws none), for EXPECT_... on its words.
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // A whole file's bytes ("" if it cannot be read).

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <optional>
 
 #include <ordo/errors.h>
@@ -24,12 +23,6 @@
 namespace ordo::python {
 
 namespace {
-
-Pooling parse_pooling(const std::string& s) {
-  Pooling p = Pooling::Mean;
-  if (!pooling_from_name(s, &p)) throw ArgumentError("pooling must be mean, first, max or none, got \"" + s + "\"");
-  return p;
-}
 
 // A str as UTF-8. Only a lone surrogate (U+D800 .. U+DFFF, from a file decoded with
 // errors="surrogateescape") has no UTF-8 form.
@@ -69,10 +62,6 @@ size_t utf8_prefix(const std::string& s, size_t n) {
 py::object to_python(const nlohmann::ordered_json& j) {
   return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
-
-// Texts run in batches of similar length, as `ordo encode` runs them, so little compute goes to
-// padding: at most batch_size texts and kBatchTokens padded tokens (B · S) per batch.
-constexpr size_t kBatchTokens = 8192;
 
 }  // namespace
 
@@ -117,7 +106,9 @@ class Model {
                     long long batch_size_in, long long max_tokens_in, bool truncate) {
     bool single = false;
     const std::vector<std::string> texts = texts_of(texts_in, &single);
-    const Pooling pooling = parse_pooling(pooling_name);
+    Pooling pooling = Pooling::Mean;
+    if (!pooling_from_name(pooling_name, &pooling))
+      throw ArgumentError("pooling must be mean, first, max or none, got \"" + pooling_name + "\"");
     const size_t batch_size = size_t(checked("batch_size", batch_size_in, 1, cli::kMaxCount));
     const int max_tokens = checked("max_tokens", max_tokens_in, 1, cli::kMaxCount);
     const size_t n = texts.size();
@@ -160,37 +151,19 @@ class Model {
         }
       }
       // Sorted by length, so each batch holds texts of similar lengths; results go back in input order.
-      std::vector<size_t> order(n);
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return tokens[a].ids.size() < tokens[b].ids.size(); });
       EncodeOptions options;
       options.positions = positions;
-      for (size_t done = 0; done < n;) {
-        size_t end = done + 1;  // sorted ascending, so the last text of a batch is its longest
-        while (end < n && end - done < batch_size &&
-               (end - done + 1) * std::max<size_t>(tokens[order[end]].ids.size(), 1) <= kBatchTokens)
-          ++end;
-        std::vector<Tokenization> batch;
-        for (size_t i = done; i < end; ++i) batch.push_back(std::move(tokens[order[i]]));
-        std::vector<Encoded> results;
-        try {
-          results = pipeline_->encode(std::move(batch), pooling, normalize, options);
-        } catch (const NonFiniteActivations& e) {  // named by its index in the call, not in the batch
-          throw InputError(e.file, "texts[" + std::to_string(order[done + e.sequence]) + "]: " + e.message);
-        }
-        for (size_t i = done; i < end; ++i) {
-          Encoded& r = results[i - done];
-          if (pooling == Pooling::None) {
-            per_token[order[i]] = std::move(r.values);
-          } else if (r.tokens.ids.empty()) {  // no tokens, no vector: NaN, as in `ordo encode --format npy`
-            std::fill_n(rows_out + order[i] * d, d, std::nanf(""));
-          } else {
-            std::copy_n(r.values.data(), d, rows_out + order[i] * d);
-          }
-        }
-        done = end;
-      }
+      pipeline_->encode_sorted(
+          std::move(tokens), pooling, normalize, options, batch_size,
+          [](size_t i) { return "texts[" + std::to_string(i) + "]"; },
+          [&](size_t i, Encoded& r) {
+            if (pooling == Pooling::None)
+              per_token[i] = std::move(r.values);
+            else if (r.tokens.ids.empty())  // no tokens, no vector: NaN, as in `ordo encode --format npy`
+              std::fill_n(rows_out + i * d, d, std::nanf(""));
+            else
+              std::copy_n(r.values.data(), d, rows_out + i * d);
+          });
     }
     if (pooling != Pooling::None) return single ? py::object(pooled[py::int_(0)]) : py::object(pooled);
     py::list out;

@@ -11,6 +11,7 @@
 #include <ordo/eval.h>
 
 #include "engine/init.h"
+#include "paths.h"
 
 namespace ordo {
 namespace {

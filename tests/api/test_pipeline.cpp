@@ -9,6 +9,8 @@
 
 #include <ordo/ordo.h>
 
+#include "paths.h"
+
 namespace ordo {
 namespace {
 
@@ -117,6 +119,36 @@ TEST(Pipeline, TextsWrittenInPlaceCompileAndMatch) {
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[1].values, pipeline.encode(std::vector<std::string>{"the cat", "a dog"}, Pooling::Mean)[1].values);
   EXPECT_EQ(pipeline.score({"the cat"}, /*positions=*/false).size(), 1u);
+}
+
+// encode_sorted: batches of similar lengths, each text's result handed back under its own index,
+// the same vectors (within float rounding of a different batch's padding) as one text at a time.
+TEST(Pipeline, EncodeSortedHandsEachTextBackUnderItsIndex) {
+  Pipeline pipeline(ORDO_DEFAULT_MODEL);
+  const std::vector<std::string> texts = {"the cat sat on the mat and then it slept",
+                                          "a dog",
+                                          "",
+                                          "the mat sat on the cat",
+                                          "birds fly",
+                                          "one two three four five six"};
+  std::vector<Tokenization> tokens;
+  for (const std::string& t : texts) tokens.push_back(pipeline.tokenize(t));
+  std::vector<int> seen(texts.size(), 0);
+  std::vector<size_t> batch_order;
+  pipeline.encode_sorted(
+      tokens, Pooling::Mean, false, {}, /*max_texts=*/2, [](size_t i) { return "text " + std::to_string(i); },
+      [&](size_t i, Encoded& e) {
+        ++seen[i];
+        batch_order.push_back(i);
+        EXPECT_EQ(e.tokens.ids, tokens[i].ids) << i;
+        if (tokens[i].ids.empty()) return;
+        const auto alone = pipeline.encode(std::vector<std::string>{texts[i]}, Pooling::Mean)[0].values;
+        ASSERT_EQ(e.values.size(), alone.size());
+        for (size_t k = 0; k < alone.size(); ++k) EXPECT_NEAR(e.values[k], alone[k], 1e-5f) << i;
+      });
+  EXPECT_EQ(seen, std::vector<int>(texts.size(), 1));
+  for (size_t k = 1; k < batch_order.size(); ++k)  // shortest first
+    EXPECT_LE(tokens[batch_order[k - 1]].ids.size(), tokens[batch_order[k]].ids.size());
 }
 
 TEST(SplitLines, BomCrAndNul) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "paths.h"
+
 namespace ordo::test {
 
 struct Run {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 
 namespace ordo {
 namespace {

@@ -8,6 +8,7 @@
 #include <ordo/engine/encoder.h>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {

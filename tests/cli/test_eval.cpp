@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "teach/png_read.h"
 #include "test_util.h"
 

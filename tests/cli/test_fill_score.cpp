@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -224,7 +225,9 @@ TEST_F(FillScore, ScoreStopsAtTheFirstBadLineAfterPrintingTheOnesBefore) {
   EXPECT_EQ(no_head.err.rfind("error: " + dir_->path + "/plain/config.json: the model has no", 0), 0u) << no_head.err;
   const auto both = run_ordo("score --input -" + model("head") + quote("the cat"));
   EXPECT_EQ(both.status, 2);
-  EXPECT_EQ(both.err, "error: ordo score: give texts as arguments or with --input, not both\n");
+  EXPECT_EQ(
+      both.err,
+      "error: ordo score: give texts as arguments or --input FILE, not both (the file's lines would be ignored)\n");
 }
 
 TEST_F(FillScore, CompareAddsTheScoresWhenTheModelHasAHead) {

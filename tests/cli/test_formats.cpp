@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -31,13 +32,6 @@ std::vector<std::string> split_tabs(const std::string& line) {
     out.push_back(line.substr(start, tab - start));
   out.push_back(line.substr(start));
   return out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 // A .npy file read by the rules of its format (version 1.0), independently of the writer.
@@ -84,7 +78,7 @@ TEST(EncodeFormat, NpyHoldsTheJsonFloats) {
   const auto r = run_ordo("encode --format npy --output " + file + kModel + kTexts);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "") << "the array goes to the file";
-  const Npy n = parse_npy(read_file(file));
+  const Npy n = parse_npy(test::read_file(file));
   EXPECT_EQ(n.header.substr(0, n.header.find_last_not_of(" \n") + 1), header_dict(3, 64));
   const auto lines = json_lines(run_ordo("encode --json" + kModel + kTexts).out);
   ASSERT_EQ(lines.size(), 3u);
@@ -96,7 +90,7 @@ TEST(EncodeFormat, NpyHoldsTheJsonFloats) {
   // To stdout (a file here, not a terminal): the same bytes.
   const auto piped = run_ordo("encode --format npy" + kModel + kTexts);
   ASSERT_EQ(piped.status, 0) << piped.err;
-  EXPECT_EQ(piped.out, read_file(file));
+  EXPECT_EQ(piped.out, test::read_file(file));
 }
 
 // --pooling none: one row per token, the texts' tokens in input order.
@@ -139,7 +133,7 @@ TEST(EncodeFormat, NpyBadLineAndBadOutput) {
   const auto r = run_ordo("encode --format npy --output " + file + kModel, std::string("ok\nbad \xff\nmore\n"));
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "error: stdin: line 2: invalid UTF-8 at byte 4\n");
-  const Npy n = parse_npy(read_file(file));
+  const Npy n = parse_npy(test::read_file(file));
   EXPECT_EQ(n.header.substr(0, n.header.find_last_not_of(" \n") + 1), header_dict(1, 64));
 
   const std::string nowhere = dir.path + "/no/such/dir/out.npy";

@@ -14,6 +14,7 @@
 #include <ordo/ordo.h>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {

@@ -12,6 +12,7 @@
 #include <ordo/ordo.h>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -23,13 +24,6 @@ using test::run_ordo;
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // An empty text has no tokens and no vector: no cosine is made up for it.
@@ -105,7 +99,7 @@ TEST(Surprises, LibraryNamesTheBadTextOfABatch) {
 }
 
 std::string write_config(const std::string& dir, int heads, int layers) {
-  auto c = nlohmann::json::parse(slurp(std::string(ORDO_SOURCE_DIR) + "/models/default/config.json"));
+  auto c = nlohmann::json::parse(test::read_file(std::string(ORDO_SOURCE_DIR) + "/models/default/config.json"));
   c["n_heads"] = heads, c["n_layers"] = layers;
   const std::string path = dir + "/config-" + std::to_string(heads) + "-" + std::to_string(layers) + ".json";
   std::ofstream(path) << c.dump();
@@ -120,18 +114,19 @@ TEST(Surprises, InitCopiesTheTokenizerAndKeepsAnExistingModel) {
   auto r = run_ordo("init --config " + cfg + " --seed 1 --out " + m);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("copied from the default model"), std::string::npos) << r.out;
-  EXPECT_EQ(slurp(m + "/tokenizer.model"), slurp(std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model"));
+  EXPECT_EQ(test::read_file(m + "/tokenizer.model"),
+            test::read_file(std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model"));
   EXPECT_EQ(run_ordo("encode --model " + m + " hello").status, 0);
-  const std::string before = slurp(m + "/model.safetensors");
+  const std::string before = test::read_file(m + "/model.safetensors");
   r = run_ordo("init --config " + cfg + " --seed 2 --out " + m);
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("already holds a model"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
-  EXPECT_EQ(slurp(m + "/model.safetensors"), before) << "the model was replaced without --force";
+  EXPECT_EQ(test::read_file(m + "/model.safetensors"), before) << "the model was replaced without --force";
   r = run_ordo("init --config " + cfg + " --seed 2 --force --out " + m);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(slurp(m + "/model.safetensors"), before);
+  EXPECT_NE(test::read_file(m + "/model.safetensors"), before);
   // --no-tokenizer: none copied, and the output says what to do.
   r = run_ordo("init --config " + write_config(dir.path, 1, 1) + " --no-tokenizer --out " + dir.path + "/bare");
   ASSERT_EQ(r.status, 0) << r.err;

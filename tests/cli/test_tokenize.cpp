@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 
 namespace ordo {
 namespace {

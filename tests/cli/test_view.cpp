@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -30,16 +31,19 @@ json page_data(const std::string& page) {
   return json::parse(page.substr(begin, end - begin));
 }
 
+// The page `ordo view ARGS --html FILE` writes ("" when it fails, with the failure reported).
+std::string view_page(const std::string& args) {
+  test::TempDir dir;
+  const std::string path = dir.path + "/view.html";
+  const auto r = run_ordo("view " + args + " --html " + path);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote " + path), std::string::npos) << r.out;
+  return read_file(path);
+}
+
 // ordo view for the two texts, once for all the tests below.
 const json& pair_data() {
-  static const json data = [] {
-    test::TempDir dir;
-    const std::string path = dir.path + "/view.html";
-    const auto r = run_ordo("view " + quote(kA) + " " + quote(kB) + " --html " + path);
-    EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.out.find("wrote " + path), std::string::npos) << r.out;
-    return page_data(read_file(path));
-  }();
+  static const json data = page_data(view_page(quote(kA) + " " + quote(kB)));
   return data;
 }
 
@@ -171,31 +175,21 @@ TEST(View, OutputsMoveWhenPositionsAreSwitchedOff) {
 }
 
 TEST(View, OneTextHasNoCompare) {
-  test::TempDir dir;
-  const auto r = run_ordo("view " + quote("a dog") + " --html " + dir.path + "/v.html");
-  ASSERT_EQ(r.status, 0) << r.err;
-  const json d = page_data(read_file(dir.path + "/v.html"));
+  const json d = page_data(view_page(quote("a dog")));
   EXPECT_EQ(d["texts"].size(), 1u);
   EXPECT_TRUE(d["compare"].is_null());
 }
 
 TEST(View, AScriptEndInTheTextStaysInsideTheData) {
-  test::TempDir dir;
   const std::string text = "a </script><b>cat</b>";
-  const auto r = run_ordo("view " + quote(text) + " --html " + dir.path + "/v.html");
-  ASSERT_EQ(r.status, 0) << r.err;
-  const std::string page = read_file(dir.path + "/v.html");
-  EXPECT_EQ(page_data(page)["texts"][0]["text"], text);
+  EXPECT_EQ(page_data(view_page(quote(text)))["texts"][0]["text"], text);
 }
 
 // "<!--" and a later "<script" in a data block change how an HTML parser finds its end (the page
 // came out blank); so the data holds no '<', '>' or '&' at all, and U+2028/2029 are escaped.
 TEST(View, TheDataBlockHoldsNoMarkupCharacters) {
-  test::TempDir dir;
   const std::string text = "an HTML page starts <!-- a comment <script> here & \u2028 \u2029";
-  const auto r = run_ordo("view " + quote(text) + " --html " + dir.path + "/v.html");
-  ASSERT_EQ(r.status, 0) << r.err;
-  const std::string page = read_file(dir.path + "/v.html");
+  const std::string page = view_page(quote(text));
   const std::string open = "<script id=\"ordo-data\" type=\"application/json\">";
   const size_t begin = page.find(open) + open.size(), end = page.find("</script>", begin);
   ASSERT_NE(page.find(open), std::string::npos);
@@ -252,11 +246,7 @@ TEST(View, ALearnedTableLimitsThePieces) {
 // same pieces and probabilities as `ordo fill --json` gives; an ordinary piece has none.
 TEST(View, MaskPredictionsAreWhatOrdoFillGives) {
   const std::string text = "the <mask> sat on the mat.";
-  test::TempDir dir;
-  const std::string path = dir.path + "/mask.html";
-  const auto r = run_ordo("view " + quote(text) + " --html " + path);
-  ASSERT_EQ(r.status, 0) << r.err;
-  const json d = page_data(read_file(path));
+  const json d = page_data(view_page(quote(text)));
   EXPECT_EQ(d["model"]["masked_lm"], true);
   for (const auto& [run, flag] : {std::pair{"with_pe", ""}, std::pair{"without_pe", " --no-pe"}}) {
     SCOPED_TRACE(run);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "teach/png_read.h"
 #include "test_util.h"
 
@@ -21,6 +22,10 @@ struct Example {
   std::string command;                // "ordo pe --positions 6"
   std::vector<std::string> expected;  // the text block after it, if any
 };
+
+void PrintTo(const Example& e, std::ostream* os) {
+  *os << e.command;
+}  // how ctest lists a test's command
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -106,19 +111,33 @@ std::string mismatch(const std::vector<std::string>& want, const std::vector<std
   return "";
 }
 
-TEST(Walkthrough, EveryCommandRunsAndPrintsWhatTheDocShows) {
+std::vector<Example> the_walkthrough() {
   std::ifstream in(std::string(ORDO_SOURCE_DIR) + "/docs/walkthrough.md");
-  ASSERT_TRUE(in) << "docs/walkthrough.md is missing";
   std::stringstream doc;
   doc << in.rdbuf();
-  const auto all = examples(doc.str());
-  ASSERT_GE(all.size(), 8u) << "the walkthrough should show its commands in ```sh blocks";
+  return examples(doc.str());
+}
+
+// One test per command, each in a directory of its own, so that ctest -j runs them side by side.
+// Named by the doc's line and subcommand; the list is read when ctest runs (DISCOVERY_MODE PRE_TEST),
+// so an edited doc needs no rebuild.
+class WalkthroughCommand : public ::testing::TestWithParam<Example> {};
+
+TEST(Walkthrough, ShowsItsCommandsAndWhatTheyPrint) {
+  const auto all = the_walkthrough();
+  ASSERT_GE(all.size(), 8u) << "docs/walkthrough.md should show its commands in ```sh blocks";
+  int with_output = 0;
+  for (const Example& e : all) with_output += !e.expected.empty();
+  EXPECT_GE(with_output, 5) << "the walkthrough should show what its commands print";
+}
+
+TEST_P(WalkthroughCommand, RunsAndPrintsWhatTheDocShows) {
+  const Example& e = GetParam();
+  SCOPED_TRACE("docs/walkthrough.md:" + std::to_string(e.line) + ": " + e.command);
   test::TempDir dir;
   // The commands name the committed models and held-out files as models/... from the repository's top.
   ASSERT_EQ(::symlink((std::string(ORDO_SOURCE_DIR) + "/models").c_str(), (dir.path + "/models").c_str()), 0);
-  int with_output = 0;
-  for (const Example& e : all) {
-    SCOPED_TRACE("docs/walkthrough.md:" + std::to_string(e.line) + ": " + e.command);
+  {
     const std::string cmd =
         "cd " + test::quote(dir.path) + " && " + std::string(ORDO_BINARY) + e.command.substr(4) + " 2>&1";
     std::string out;
@@ -131,7 +150,6 @@ TEST(Walkthrough, EveryCommandRunsAndPrintsWhatTheDocShows) {
     }
     ASSERT_EQ(status, 0) << out;
     if (!e.expected.empty()) {
-      ++with_output;
       EXPECT_EQ(mismatch(e.expected, lines_of(out)), "") << "this line of the doc is not in the output:\n" << out;
     }
     // A picture: the one under docs/img/ must show what the command draws now: the same title, table
@@ -179,8 +197,14 @@ TEST(Walkthrough, EveryCommandRunsAndPrintsWhatTheDocShows) {
       EXPECT_EQ(differ, 0) << "docs/img/" << w << " differs from what the command draws in " << differ << " cells";
     }
   }
-  EXPECT_GE(with_output, 5) << "the walkthrough should show what its commands print";
 }
+
+INSTANTIATE_TEST_SUITE_P(Walkthrough, WalkthroughCommand, ::testing::ValuesIn(the_walkthrough()),
+                         [](const ::testing::TestParamInfo<Example>& info) {
+                           std::string sub = info.param.command.substr(5);  // after "ordo "
+                           sub = sub.substr(0, sub.find(' '));
+                           return "line_" + std::to_string(info.param.line) + "_" + sub;
+                         });
 
 TEST(Walkthrough, TheCheckerCatchesAChangedNumber) {
   const std::vector<std::string> got = {"a 1.0000 b", "c 2.5000", "d 3", "e"};

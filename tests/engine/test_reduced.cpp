@@ -13,6 +13,7 @@
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/reduced.h"
 #include "engine/reference.h"
+#include "paths.h"
 #include "test_util.h"
 
 namespace ordo {

@@ -18,6 +18,7 @@
 #include <ordo/engine/safetensors.h>
 
 #include "engine/reference.h"
+#include "paths.h"
 
 namespace ordo {
 namespace {

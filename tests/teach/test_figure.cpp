@@ -34,13 +34,6 @@ std::vector<std::string> listing(const std::string& dir) {
   return names;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(Figure, ColourMaps) {
   EXPECT_EQ(rgb(teach::diverging(0)), (Colour{5, 48, 97}));
   EXPECT_EQ(rgb(teach::diverging(0.5)), (Colour{247, 247, 247}));
@@ -149,7 +142,7 @@ TEST(Figure, SvgByExtensionWithTitleAndUnsmoothedCells) {
   h.rows = 2, h.cols = 2, h.values = {0, 1, 1, 0}, h.cell_w = h.cell_h = 24;
   const std::string path = dir.path + "/h.SVG";
   const auto d = teach::draw(path, {"Two & two <cells>", "key", "query"}, h);
-  const std::string svg = slurp(path);
+  const std::string svg = test::read_file(path);
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << svg.substr(0, 100);
   EXPECT_NE(svg.find("width=\"" + std::to_string(d.width) + "px\""), std::string::npos) << svg.substr(0, 300);
   EXPECT_NE(svg.find("<title>Two &amp; two &lt;cells&gt;</title>"), std::string::npos);
@@ -175,13 +168,13 @@ TEST(Figure, BadNamesAndPathsAreInputErrorsAndLeaveNothing) {
   // An existing picture stays whole when the new one cannot be written.
   const std::string keep = dir.path + "/keep.png";
   teach::draw(keep, {}, h);
-  const std::string before = slurp(keep);
+  const std::string before = test::read_file(keep);
   ::chmod(dir.path.c_str(), 0555);
   if (::geteuid() != 0) {
     EXPECT_THROW(teach::draw(keep, {"other", "", ""}, h), InputError);
   }
   ::chmod(dir.path.c_str(), 0755);
-  EXPECT_EQ(slurp(keep), before);
+  EXPECT_EQ(test::read_file(keep), before);
   EXPECT_EQ(listing(dir.path), std::vector<std::string>{"keep.png"});
   h.vmin = h.vmax = 1;
   EXPECT_THROW(teach::draw(dir.path + "/v.png", {}, h), std::invalid_argument);

@@ -13,6 +13,7 @@
 #include <ordo/errors.h>
 
 #include "cli/cli_util.h"
+#include "paths.h"
 #include "teach/figure_util.h"
 #include "teach/png_read.h"
 #include "test_util.h"

@@ -8,6 +8,7 @@
 
 #include <ordo/tokenizer/tokenizer.h>
 
+#include "paths.h"
 #include "tokenizer/charsmap.h"
 
 namespace ordo {

@@ -6,6 +6,8 @@
 #include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 
+#include "paths.h"
+
 namespace ordo {
 namespace {
 

@@ -284,6 +284,33 @@ void Pipeline::check_finite(const Hidden& h, const std::vector<std::vector<int32
   }
 }
 
+void Pipeline::encode_sorted(std::vector<Tokenization> tokens, Pooling pooling, bool normalize,
+                             const EncodeOptions& options, size_t max_texts,
+                             const std::function<std::string(size_t)>& name,
+                             const std::function<void(size_t, Encoded&)>& take) {
+  const size_t n = tokens.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return tokens[a].ids.size() < tokens[b].ids.size(); });
+  for (size_t done = 0; done < n;) {
+    size_t end = done + 1;  // sorted ascending, so the last text of a batch is its longest
+    while (end < n && end - done < max_texts &&
+           (end - done + 1) * std::max<size_t>(tokens[order[end]].ids.size(), 1) <= kBatchTokens)
+      ++end;
+    std::vector<Tokenization> batch;
+    for (size_t i = done; i < end; ++i) batch.push_back(std::move(tokens[order[i]]));
+    std::vector<Encoded> results;
+    try {
+      results = encode(std::move(batch), pooling, normalize, options);
+    } catch (const NonFiniteActivations& e) {  // named by the caller's name, not its place in a batch
+      throw InputError(e.file, name(order[done + e.sequence]) + ": " + e.message);
+    }
+    for (size_t i = done; i < end; ++i) take(order[i], results[i - done]);
+    done = end;
+  }
+}
+
 std::vector<Encoded> Pipeline::encode(std::vector<Tokenization> tokens, Pooling pooling, bool normalize,
                                       const EncodeOptions& options) {
   std::vector<std::vector<int32_t>> ids;

@@ -29,6 +29,17 @@ bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResul
   return true;
 }
 
+bool parse_with_texts(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result,
+                      const char* usage) {
+  options.add_options()("texts", usage, cxxopts::value<std::vector<std::string>>());
+  options.parse_positional({"texts"});
+  options.positional_help(usage);
+  if (!parse(options, argc, argv, result)) return false;
+  if (result.count("texts") && result.count("input"))
+    throw UsageError("give texts as arguments or --input FILE, not both (the file's lines would be ignored)");
+  return true;
+}
+
 std::string model_dir(const cxxopts::ParseResult& args) {
   if (args.count("model")) return args["model"].as<std::string>();
   const std::string dir = default_model_dir();
@@ -83,7 +94,7 @@ size_t max_text_bytes(int max_tokens) {
   return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, machine_memory_bytes() / 256));
 }
 
-TextSource::TextSource(const cxxopts::ParseResult& args, size_t keep) {
+TextSource::TextSource(const cxxopts::ParseResult& args, size_t keep) : keep_(keep) {
   if (args.count("texts")) {
     args_ = args["texts"].as<std::vector<std::string>>();
     return;
@@ -102,16 +113,21 @@ bool TextSource::next(LineReader::Line* line) {
   return true;
 }
 
+bool TextSource::next_text(LineReader::Line* line) {
+  if (!next(line)) return false;
+  if (!line->problem.empty()) throw InputError(line->where, line->problem);
+  if (line->bytes > keep_)
+    throw InputError(line->where, "is " + std::to_string(line->bytes) + " bytes, more than the " +
+                                      std::to_string(keep_) + " a text may have");
+  return true;
+}
+
 std::vector<std::string> read_texts(const cxxopts::ParseResult& args, size_t max_bytes,
                                     std::vector<std::string>* where) {
   TextSource source(args, max_bytes);
   std::vector<std::string> texts;
   LineReader::Line line;
-  while (source.next(&line)) {
-    if (!line.problem.empty()) throw InputError(line.where, line.problem);
-    if (line.bytes > max_bytes)
-      throw InputError(line.where, "is " + std::to_string(line.bytes) + " bytes, more than the " +
-                                       std::to_string(max_bytes) + " a text may have");
+  while (source.next_text(&line)) {
     texts.push_back(std::move(line.text));
     if (where) where->push_back(line.where);
   }

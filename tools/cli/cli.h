@@ -21,6 +21,10 @@ struct UsageError : std::runtime_error {
 
 // Parses argv for `command`; prints help and returns false when --help was asked for.
 bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result);
+// parse() for a command whose positional arguments are texts ("texts", shown as `usage`). A
+// command that also has --input refuses texts and --input together.
+bool parse_with_texts(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result,
+                      const char* usage = "[TEXT ...]");
 
 // The model directory: --model if given, else the default one.
 std::string model_dir(const cxxopts::ParseResult& args);
@@ -49,12 +53,16 @@ class TextSource {
  public:
   TextSource(const cxxopts::ParseResult& args, size_t keep);
   bool next(LineReader::Line* line);  // false at the end
+  // next() for a command that takes every text whole: a line that is not text (line->problem) or
+  // longer than `keep` bytes is an InputError naming it.
+  bool next_text(LineReader::Line* line);
   // What names the input in a summary: the file, or "arguments".
   std::string name() const { return reader_ ? reader_->name() : "arguments"; }
 
  private:
   std::vector<std::string> args_;
   size_t next_arg_ = 0;
+  size_t keep_;
   std::unique_ptr<InputFile> file_;
   std::unique_ptr<LineReader> reader_;
 };

@@ -178,12 +178,9 @@ int cmd_compare(int argc, char** argv) {
                      "The word-order report: encode two texts with and without the positional encoding and measure "
                      "how far apart they are.");
   add_model_options(o);
-  o.add_options()("json", "print the report as one JSON object")("texts", "TEXT_A TEXT_B",
-                                                                 cxxopts::value<std::vector<std::string>>());
-  o.parse_positional({"texts"});
-  o.positional_help("TEXT_A TEXT_B");
+  o.add_options()("json", "print the report as one JSON object");
   cxxopts::ParseResult args;
-  if (!parse(o, argc, argv, args)) return 0;
+  if (!parse_with_texts(o, argc, argv, args, "TEXT_A TEXT_B")) return 0;
   if (args.count("texts") == 0 || args["texts"].as<std::vector<std::string>>().size() != 2)
     throw UsageError(
         "needs exactly two texts, e.g. ordo compare \"the cat sat on the mat\" \"the mat sat on the cat\"");

@@ -9,7 +9,6 @@
 #include <exception>
 #include <iostream>
 #include <memory>
-#include <numeric>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
@@ -22,12 +21,6 @@
 namespace ordo::cli {
 
 namespace {
-
-Pooling parse_pooling(const std::string& s) {
-  Pooling p = Pooling::Mean;
-  if (!pooling_from_name(s, &p)) throw UsageError("--pooling must be mean, first, max or none, got \"" + s + "\"");
-  return p;
-}
 
 const char* pooling_name(Pooling p) {
   return p == Pooling::Mean ? "mean" : p == Pooling::First ? "first" : p == Pooling::Max ? "max" : "none";
@@ -93,9 +86,8 @@ void tsv_row(std::string& out, const float* v, int d, int precision) {
   out += '\n';
 }
 
-// Texts run in batches of similar length, so little compute goes to padding; the results come
-// back in input order.
-constexpr size_t kBatchTokens = 8192;  // padded tokens per batch (B · S)
+// Texts run in batches of similar length (Pipeline::encode_sorted), so little compute goes to
+// padding; the results come back in input order.
 constexpr size_t kBatchTexts = 256;
 
 // Input is read, encoded and printed a window of texts at a time, so memory is bounded by the
@@ -112,28 +104,10 @@ constexpr size_t kWindowBytes = size_t(16) << 20;  // ... or this many bytes of 
 
 std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> tokens, Pooling pooling, bool normalize,
                                 const EncodeOptions& options, const std::vector<std::string>& wheres) {
-  std::vector<size_t> order(tokens.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return tokens[a].ids.size() < tokens[b].ids.size(); });
   std::vector<Encoded> out(tokens.size());
-  size_t done = 0;
-  while (done < order.size()) {
-    size_t end = done + 1;  // sorted ascending, so the last text of a batch is its longest
-    while (end < order.size() && end - done < kBatchTexts &&
-           (end - done + 1) * std::max<size_t>(tokens[order[end]].ids.size(), 1) <= kBatchTokens)
-      ++end;
-    std::vector<Tokenization> batch;
-    for (size_t i = done; i < end; ++i) batch.push_back(std::move(tokens[order[i]]));
-    std::vector<Encoded> results;
-    try {
-      results = pipeline.encode(std::move(batch), pooling, normalize, options);
-    } catch (const NonFiniteActivations& e) {  // named by its line, not its place in a sorted batch
-      throw InputError(e.file, wheres[order[done + e.sequence]] + ": " + e.message);
-    }
-    for (size_t i = done; i < end; ++i) out[order[i]] = std::move(results[i - done]);
-    done = end;
-  }
+  pipeline.encode_sorted(
+      std::move(tokens), pooling, normalize, options, kBatchTexts, [&](size_t i) { return wheres[i]; },
+      [&](size_t i, Encoded& e) { out[i] = std::move(e); });
   return out;
 }
 
@@ -260,16 +234,15 @@ int cmd_encode(int argc, char** argv) {
       cxxopts::value<int>())("output", "with --format npy: write the array to FILE", cxxopts::value<std::string>())(
       "max-tokens", "longest text accepted, in tokens", cxxopts::value<int>()->default_value("8192"))(
       "truncate", "cut texts longer than --max-tokens instead of failing")(
-      "skip-bad", "leave out lines that cannot be encoded (each named on stderr) instead of stopping at the first")(
-      "texts", "texts", cxxopts::value<std::vector<std::string>>());
-  o.parse_positional({"texts"});
-  o.positional_help("[TEXT ...]");
+      "skip-bad", "leave out lines that cannot be encoded (each named on stderr) instead of stopping at the first");
   cxxopts::ParseResult args;
-  if (!parse(o, argc, argv, args)) return 0;
+  if (!parse_with_texts(o, argc, argv, args)) return 0;
 
-  const Pooling pooling = parse_pooling(args["pooling"].as<std::string>());
   Output output;
-  output.pooling = pooling;
+  const std::string pooling_arg = args["pooling"].as<std::string>();
+  if (!pooling_from_name(pooling_arg, &output.pooling))
+    throw UsageError("--pooling must be mean, first, max or none, got \"" + pooling_arg + "\"");
+  const Pooling pooling = output.pooling;
   output.format = parse_format(args["format"].as<std::string>());
   if (args.count("json")) {
     if (args.count("format") && output.format != Format::Jsonl)
@@ -306,8 +279,6 @@ int cmd_encode(int argc, char** argv) {
   rules.max_bytes = max_text_bytes(rules.limit);
   rules.truncate = args.count("truncate");
   const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize");
-  if (args.count("texts") && args.count("input"))
-    throw UsageError("give texts as arguments or --input FILE, not both (the file's lines would be ignored)");
   EncodeOptions options;
   options.positions = !args.count("no-pe");
   const int d = pipeline.model().config().d_model;

@@ -25,13 +25,9 @@ int cmd_score(int argc, char** argv) {
       "skip the positional encoding: the model then sees no order, and every order of the same pieces "
       "scores the same")("json", "one JSON object per text, in input order: text, pieces, ids, pll, log_probs")(
       "max-tokens", "longest text scored, in pieces (the cost grows with its cube)",
-      cxxopts::value<int>()->default_value(std::to_string(kScoreMaxPieces)))(
-      "texts", "texts", cxxopts::value<std::vector<std::string>>());
-  o.parse_positional({"texts"});
-  o.positional_help("[TEXT ...]");
+      cxxopts::value<int>()->default_value(std::to_string(kScoreMaxPieces)));
   cxxopts::ParseResult args;
-  if (!parse(o, argc, argv, args)) return 0;
-  if (args.count("texts") && args.count("input")) throw UsageError("give texts as arguments or with --input, not both");
+  if (!parse_with_texts(o, argc, argv, args)) return 0;
   const bool positions = !args.count("no-pe");
   const int max_pieces = int_option(args, "max-tokens", 1, kMaxCount);
   set_num_threads(threads_option(args));
@@ -47,11 +43,7 @@ int cmd_score(int argc, char** argv) {
   const bool json = args.count("json");
   size_t scored = 0;
   LineReader::Line in;
-  while (source.next(&in)) {
-    if (!in.problem.empty()) throw InputError(in.where, in.problem);
-    if (in.bytes > max_bytes)
-      throw InputError(in.where, "is " + std::to_string(in.bytes) + " bytes, more than the " +
-                                     std::to_string(max_bytes) + " a text may have");
+  while (source.next_text(&in)) {
     Tokenization t = pipeline.tokenize(in.text, in.where);
     check_runnable(pipeline, t, in.where);
     if (int(t.ids.size()) > max_pieces)

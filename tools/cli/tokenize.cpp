@@ -22,13 +22,9 @@ int cmd_tokenize(int argc, char** argv) {
       "line stops the command after everything before it is printed (exit 2).");
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
-      "json", "one JSON object per text, in input order: text, pieces, ids, offsets ([begin, end] per piece), unknown")(
-      "texts", "texts", cxxopts::value<std::vector<std::string>>());
-  o.parse_positional({"texts"});
-  o.positional_help("[TEXT ...]");
+      "json", "one JSON object per text, in input order: text, pieces, ids, offsets ([begin, end] per piece), unknown");
   cxxopts::ParseResult args;
-  if (!parse(o, argc, argv, args)) return 0;
-  if (args.count("texts") && args.count("input")) throw UsageError("give texts as arguments or with --input, not both");
+  if (!parse_with_texts(o, argc, argv, args)) return 0;
   const Pipeline pipeline(model_dir(args));
   const bool json = args.count("json");
 
@@ -36,11 +32,7 @@ int cmd_tokenize(int argc, char** argv) {
   TextSource source(args, max_bytes);
   LineReader::Line in;
   std::vector<Span> spans;
-  while (source.next(&in)) {
-    if (!in.problem.empty()) throw InputError(in.where, in.problem);
-    if (in.bytes > max_bytes)
-      throw InputError(in.where, "is " + std::to_string(in.bytes) + " bytes, more than the " +
-                                     std::to_string(max_bytes) + " a text may have");
+  while (source.next_text(&in)) {
     const Tokenization t = pipeline.tokenize(in.text, in.where, &spans);
     const int unknown = pipeline.unknown_pieces(t);
     if (json) {

@@ -198,12 +198,9 @@ int cmd_view(int argc, char** argv) {
                      "from the file): its pieces, every layer x head of attention with and without the positional "
                      "encoding, the encoding's table, and with a second text the report of ordo compare.");
   add_model_options(o);
-  o.add_options()("html", "the page to write", cxxopts::value<std::string>())(
-      "texts", "TEXT [TEXT_B]", cxxopts::value<std::vector<std::string>>());
-  o.parse_positional({"texts"});
-  o.positional_help("TEXT [TEXT_B]");
+  o.add_options()("html", "the page to write", cxxopts::value<std::string>());
   cxxopts::ParseResult args;
-  if (!parse(o, argc, argv, args)) return 0;
+  if (!parse_with_texts(o, argc, argv, args, "TEXT [TEXT_B]")) return 0;
   const auto texts = args.count("texts") ? args["texts"].as<std::vector<std::string>>() : std::vector<std::string>();
   if (texts.empty() || texts.size() > 2)
     throw UsageError("needs one or two texts, e.g. ordo view \"the cat sat on the mat\" --html view.html");

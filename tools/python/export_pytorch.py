@@ -207,6 +207,14 @@ def _from_module(encoder, settings):
     return {name: _array(t) for name, t in tensors.items() if t is not None}
 
 
+def _array_of_rank(t, ndim, what, expected):
+    """t as a numpy array, refused unless it has ndim dimensions."""
+    a = _array(t)
+    if a.ndim != ndim:
+        raise ExportError(f"{what} has shape {_shape(a)}; expected {expected}")
+    return a
+
+
 def _embedding_weight(e, what):
     """The weight of an nn.Embedding (or a [rows, d] tensor)."""
     from torch import nn
@@ -216,30 +224,21 @@ def _embedding_weight(e, what):
             raise ExportError(f"{what} has max_norm={e.max_norm} (rows are renormalised at lookup); ordo looks "
                               "rows up as stored")
         e = e.weight
-    a = _array(e)
-    if a.ndim != 2:
-        raise ExportError(f"{what} has shape {list(a.shape)}; expected [rows, d_model]")
-    return a
+    return _array_of_rank(e, 2, what, "[rows, d_model]")
 
 
 def _head_bias(head):
     """The output bias of a masked-language-model head (module with .bias, dict, or tensor)."""
     if isinstance(head, dict):
-        extra = sorted(set(head) - {"bias"})
-        if extra or "bias" not in head:
-            raise ExportError(f"head has tensors {sorted(head)}; ordo's mlm head has one, bias "
-                              "(logits = h·Eᵀ + bias, E the tied token embedding)")
-        head = head["bias"]
+        names, head = sorted(head), head.get("bias")
     elif hasattr(head, "state_dict") and not hasattr(head, "shape"):
-        names = sorted(head.state_dict())
-        if names != ["bias"]:
-            raise ExportError(f"head has tensors {names}; ordo's mlm head has one, bias "
-                              "(logits = h·Eᵀ + bias, E the tied token embedding)")
-        head = head.bias
-    a = _array(head)
-    if a.ndim != 1:
-        raise ExportError(f"head bias has shape {_shape(a)}; expected [vocab_size]")
-    return a
+        names, head = sorted(head.state_dict()), getattr(head, "bias", None)
+    else:
+        names = ["bias"]
+    if names != ["bias"]:
+        raise ExportError(f"head has tensors {names}; ordo's mlm head has one, bias "
+                          "(logits = h·Eᵀ + bias, E the tied token embedding)")
+    return _array_of_rank(head, 1, "head bias", "[vocab_size]")
 
 
 def _shape(a):

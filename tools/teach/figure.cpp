@@ -242,14 +242,9 @@ cairo_status_t append_stream(void* closure, const unsigned char* data, unsigned 
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '"')
-      out += "&quot;";
+    const char* entity = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;" : nullptr;
+    if (entity)
+      out += entity;
     else
       out += c;
   }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -182,6 +183,14 @@ class Pipeline {
   // The same from tokenizations already made.
   std::vector<Encoded> encode(std::vector<Tokenization> tokens, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
+  // Many tokenized texts in batches of similar lengths: sorted by length (stably), each batch at most
+  // `max_texts` texts and kBatchTokens padded tokens (or one text, however long). take(i, result)
+  // gets text i's result, batch by batch. A text whose activations are not finite is an InputError
+  // named by name(i): "<model>/model.safetensors: <name(i)>: <message>".
+  static constexpr size_t kBatchTokens = 8192;
+  void encode_sorted(std::vector<Tokenization> tokens, Pooling pooling, bool normalize, const EncodeOptions& options,
+                     size_t max_texts, const std::function<std::string(size_t)>& name,
+                     const std::function<void(size_t, Encoded&)>& take);
   // Texts written in place, encode({"a", "b"}, ...): without this, two string literals also fit
   // std::vector<Tokenization>'s (first, last) constructor, and the call would be ambiguous.
   std::vector<Encoded> encode(std::initializer_list<std::string> texts, Pooling pooling, bool normalize = false,
