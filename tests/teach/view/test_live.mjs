@@ -70,9 +70,15 @@ try {
     await page.waitForFunction((t) => window.ordoView.data.texts.map((x) => x.text).join("|") === t, { timeout: 20000 },
       [await page.$eval("#text-a", (e) => e.value), await page.$eval("#text-b", (e) => e.value)].filter((x) => x).join("|"));
   };
+  // A cleared box is not sent (the server could only refuse a text without pieces): the page says what to do.
+  await page.click("#text-a", { clickCount: 3 });
+  await page.keyboard.press("Backspace");
+  await page.waitForFunction(() => document.getElementById("live-status").textContent === "type a text in A", { timeout: 5000 })
+    .then(() => check(true, "a cleared text box asks for a text and sends nothing"),
+          () => check(false, "a cleared text box asks for a text and sends nothing"));
   const sentence = "the old man walked slowly along the river and then sat down under a tall tree near his house";
-  await type("#text-b", "");
   await type("#text-a", sentence);
+  await type("#text-b", "");
   const tokens = await post("/tokenize", { text: sentence });
   let data = await view();
   const L = data.model.n_layers, H = data.model.n_heads, S = tokens.pieces.length;

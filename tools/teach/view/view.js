@@ -720,6 +720,10 @@ function startLive() {
   const status = document.getElementById("live-status");
   const send = async () => {
     const ask = ++live.asked, t0 = performance.now();
+    if (!a.value.trim()) { // nothing to show yet (a box just cleared): no question the server can only refuse
+      status.textContent = "type a text in A";
+      return;
+    }
     try {
       const next = await post("/view", b.value ? { a: a.value, b: b.value } : { a: a.value });
       if (ask !== live.asked) return; // the reader has typed on since
