@@ -6,6 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ordo/engine/encoder.h>
 
@@ -79,40 +82,87 @@ TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
   for (float f : {1e-39f, -3e-40f, 3.4e38f}) EXPECT_EQ(double(from_bf16(to_bf16(f))), reference::round_bf16(f)) << f;
 }
 
-// The int32 sums equal the plain integer products exactly, on one thread and on two, and the
-// output differs from the plain one in double by float rounding only: a few roundings of
-// acc·sx·sw and of the bias, |fast − plain| ≤ 2^-21·(|acc·sx·sw| + |b|).
+// The int8 kernels a build has: oneDNN's matmul, and ordo's own on AVX-512 VNNI where compiled in.
+std::vector<Int8Kernel> int8_kernels() {
+  std::vector<Int8Kernel> k{Int8Kernel::OneDnn};
+  if (kHaveInt8Vnni) k.push_back(Int8Kernel::Vnni);
+  return k;
+}
+const char* name(Int8Kernel k) {
+  return k == Int8Kernel::Vnni ? "vnni" : k == Int8Kernel::OneDnn ? "onednn" : "auto";
+}
+
+// acc and y of one int8 product against the plain one: the int32 sums equal exactly, and y differs
+// from the plain one in double by float rounding only: a few roundings of acc·sx·sw and of the bias,
+// |fast − plain| ≤ 2^-21·(|acc·sx·sw| + |b|).
+void expect_int8_exact(const Shape& sh, int threads, Int8Kernel kernel) {
+  const auto x = test::random_floats(size_t(sh.M) * sh.K, 100 + sh.M, 2.0f);
+  const auto w = test::random_floats(size_t(sh.N) * sh.K, 200 + sh.N, 0.1f);
+  const auto b = test::random_floats(sh.N, 300 + sh.K, 0.5f);
+  ReducedLinear lin(ComputeType::Int8, w.data(), b.data(), sh.N, sh.K);
+  std::vector<int8_t> xq(x.size());
+  std::vector<float> xs(sh.M);
+  quantize_rows(xq.data(), xs.data(), x.data(), sh.M, sh.K);
+  std::vector<int32_t> acc(size_t(sh.M) * sh.N);
+  lin.products_int8(acc.data(), xq.data(), sh.M, threads, kernel);
+  std::vector<double> ref(acc.size());
+  std::vector<int64_t> ref_acc(acc.size());
+  reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
+  const std::string where = std::to_string(sh.M) + "x" + std::to_string(sh.K) + "x" + std::to_string(sh.N) + ", " +
+                            std::to_string(threads) + " threads, " + name(kernel);
+  for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(acc[i], ref_acc[i]) << where << " at " << i;
+
+  std::vector<float> y(acc.size());
+  lin.forward(y.data(), x.data(), sh.M, threads, kernel);
+  double worst = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double bound = 0x1p-21 * (std::fabs(ref[i] - b[i % sh.N]) + std::fabs(b[i % sh.N]));
+    worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(bound, 1e-30));
+  }
+  EXPECT_LE(worst, 1.0) << where << ": worst |diff| / bound";
+}
+
 TEST(Reduced, Int8ProductsAreExact) {
   SKIP_WITHOUT_ONEDNN();
   test::ThreadsGuard guard;
-  for (const Shape& sh : kShapes)
-    for (int threads : {1, 2}) {
-      set_kernel_threads(threads);
-      const auto x = test::random_floats(size_t(sh.M) * sh.K, 100 + sh.M, 2.0f);
-      const auto w = test::random_floats(size_t(sh.N) * sh.K, 200 + sh.N, 0.1f);
-      const auto b = test::random_floats(sh.N, 300 + sh.K, 0.5f);
-      ReducedLinear lin(ComputeType::Int8, w.data(), b.data(), sh.N, sh.K);
-      std::vector<int8_t> xq(x.size());
-      std::vector<float> xs(sh.M);
-      quantize_rows(xq.data(), xs.data(), x.data(), sh.M, sh.K);
-      std::vector<int32_t> acc(size_t(sh.M) * sh.N);
-      lin.products_int8(acc.data(), xq.data(), sh.M, threads);
-      std::vector<double> ref(acc.size());
-      std::vector<int64_t> ref_acc(acc.size());
-      reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
-      for (size_t i = 0; i < acc.size(); ++i)
-        ASSERT_EQ(acc[i], ref_acc[i]) << sh.M << "x" << sh.K << "x" << sh.N << " at " << i << ", " << threads
-                                      << " threads";
-
-      std::vector<float> y(acc.size());
-      lin.forward(y.data(), x.data(), sh.M, threads);
-      double worst = 0;
-      for (size_t i = 0; i < y.size(); ++i) {
-        const double bound = 0x1p-21 * (std::fabs(ref[i] - b[i % sh.N]) + std::fabs(b[i % sh.N]));
-        worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(bound, 1e-30));
+  for (Int8Kernel kernel : int8_kernels())
+    for (const Shape& sh : kShapes)
+      for (int threads : {1, 2}) {
+        set_kernel_threads(threads);
+        expect_int8_exact(sh, threads, kernel);
       }
-      EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ": worst |diff| / bound";
-    }
+}
+
+// The VNNI kernel's edges: every row count of its 8-row tiles and two of them and one more (1..17),
+// a full block of 128, column counts that end inside a 16-column panel or a 3-panel tile, and K
+// that is not a multiple of its 4-byte groups nor of a cache line.
+TEST(Reduced, Int8VnniEdgesAreExact) {
+  SKIP_WITHOUT_ONEDNN();
+  if (!kHaveInt8Vnni) GTEST_SKIP() << "this build has no AVX-512 VNNI";
+  test::ThreadsGuard guard;
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    for (int M = 1; M <= 17; ++M)
+      for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}, std::pair{512, 1536}})
+        expect_int8_exact({M, K, N}, threads, Int8Kernel::Vnni);
+    for (const Shape& sh : {Shape{128, 511, 97}, Shape{128, 2048, 512}, Shape{129, 1, 1}, Shape{65, 4, 16}})
+      expect_int8_exact(sh, threads, Int8Kernel::Vnni);
+  }
+}
+
+// By hand, through the u8 + 128 compensation at the extremes of s8: x = (−127, 127, 0, 5) against
+// W's rows (1, −2, 3, 127) and (−127, −127, −127, −127), which quantize to themselves (s = 1):
+// −127 − 254 + 0 + 635 = 254 and 127·127 − 127·127 + 0 − 5·127 = −635.
+TEST(Reduced, Int8VnniByHand) {
+  SKIP_WITHOUT_ONEDNN();
+  if (!kHaveInt8Vnni) GTEST_SKIP() << "this build has no AVX-512 VNNI";
+  const float w[8] = {1, -2, 3, 127, -127, -127, -127, -127};
+  ReducedLinear lin(ComputeType::Int8, w, nullptr, 2, 4);
+  const int8_t xq[4] = {-127, 127, 0, 5};
+  int32_t acc[2];
+  lin.products_int8(acc, xq, 1, 1, Int8Kernel::Vnni);
+  EXPECT_EQ(acc[0], 254);
+  EXPECT_EQ(acc[1], -635);
 }
 
 // bf16: both operands rounded to bf16 exactly as the reference rounds them, the K products summed
