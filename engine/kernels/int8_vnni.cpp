@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
 
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/reduced.h"
 #include "engine/kernels/simd.h"
 
 namespace ordo {
@@ -37,6 +39,46 @@ void to_u8_rows(uint8_t* xu, const int8_t* xq, int M, int K, int K4) {
 }
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+
+void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4) {
+  for (int m = 0; m < M; ++m) {
+    const float* row = x + size_t(m) * K;
+    uint8_t* out = xu + size_t(m) * K4;
+    // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN
+    __m512 max = _mm512_setzero_ps(), nonfinite = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= K; k += 16) {
+      const __m512 v = _mm512_loadu_ps(row + k);
+      max = _mm512_max_ps(max, _mm512_abs_ps(v));
+      nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
+    }
+    const __mmask16 tail = __mmask16((1u << (K - k)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(tail, row + k);
+    max = _mm512_max_ps(max, _mm512_abs_ps(v));
+    nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
+    const float largest = _mm512_reduce_max_ps(max);
+    if (largest == 0.0f || std::isnan(_mm512_reduce_add_ps(nonfinite))) {
+      // zeros or not finite: the plain function's rules (zeros; a NaN scale for the latter)
+      thread_local std::vector<int8_t> q;
+      q.resize(K);
+      quantize_rows(q.data(), s + m, row, 1, K);
+      to_u8_rows(out, q.data(), 1, K, K4);
+      continue;
+    }
+    s[m] = largest / 127.0f;
+    const __m512d scale = _mm512_set1_pd(s[m]);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    for (k = 0; k < K; k += 8) {
+      const __mmask8 lanes = __mmask8(K - k >= 8 ? 0xFF : (1u << (K - k)) - 1);
+      // q = round(x / s) in double: vcvtpd2dq rounds to nearest even, as nearbyint does
+      const __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, row + k));
+      const __m256i q = _mm256_min_epi32(hi, _mm256_max_epi32(lo, _mm512_cvtpd_epi32(_mm512_div_pd(d, scale))));
+      // u8 = s8 + 128: the sign bit flipped
+      _mm_mask_storeu_epi8(out + k, lanes, _mm_xor_si128(_mm256_cvtepi32_epi8(q), _mm_set1_epi8(char(0x80))));
+    }
+    for (k = K; k < K4; ++k) out[k] = 0x80;
+  }
+}
 
 namespace {
 
@@ -165,6 +207,12 @@ void int8_vnni_linear(float* y, const uint8_t* xu, const float* xs, const Packed
 }
 
 #else  // no VNNI in this build: never called (kHaveInt8Vnni is false)
+
+void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4) {
+  std::vector<int8_t> q(size_t(M) * K);
+  quantize_rows(q.data(), s, x, M, K);
+  to_u8_rows(xu, q.data(), M, K, K4);
+}
 
 void int8_vnni_products(int32_t*, const uint8_t*, const PackedInt8&, int, int) {
   throw std::logic_error("int8_vnni_products: this build has no AVX-512 VNNI");

@@ -303,20 +303,20 @@ void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int thr
 void ReducedLinear::forward(float* y, const float* x, int M, int threads, Int8Kernel kernel) const {
   Scratch& s = scratch();
   if (type_ == ComputeType::Int8) {
-    grow(s.xq, size_t(M) * K_), grow(s.xs, size_t(M)), grow(s.acc, size_t(M) * N_);
-    int8_t* xq = s.xq.data();
+    grow(s.xs, size_t(M));
     float* xs = s.xs.data();
-    int32_t* acc = s.acc.data();
     if (use_vnni(kernel)) {
       grow(s.xu, size_t(M) * packed_.K4);
       uint8_t* xu = s.xu.data();
       over_row_blocks(M, threads, [&](int m0, int rows) {
-        quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
-        to_u8_rows(xu + size_t(m0) * packed_.K4, xq + size_t(m0) * K_, rows, K_, packed_.K4);
+        quantize_rows_u8(xu + size_t(m0) * packed_.K4, xs + m0, x + size_t(m0) * K_, rows, K_, packed_.K4);
       });
       int8_vnni_linear(y, xu, xs, packed_, ws_.data(), b_, M, threads);
       return;
     }
+    grow(s.xq, size_t(M) * K_), grow(s.acc, size_t(M) * N_);
+    int8_t* xq = s.xq.data();
+    int32_t* acc = s.acc.data();
     over_row_blocks(M, threads, [&](int m0, int rows) {
       quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
     });

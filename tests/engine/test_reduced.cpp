@@ -3,6 +3,7 @@
 // float. Skipped in a build without oneDNN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -69,6 +70,32 @@ TEST(Reduced, QuantizationMatchesThePlainOne) {
   quantize_rows(h, &hs, huge, 1, 2);
   EXPECT_EQ(h[0], 127);
   EXPECT_EQ(h[1], -32);  // −31.75
+}
+
+// The VNNI path's quantization (8 values a step, u8 = s8 + 128, rows padded to K4) gives the plain
+// one's scales and integers: row lengths around its 8- and 16-lane steps, rows of zeros, rows with
+// an infinity or a NaN, the largest floats, and values halfway between two integers.
+TEST(Reduced, QuantizationU8MatchesThePlainOne) {
+  for (int K : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
+    const int M = 6, K4 = (K + 3) / 4 * 4;
+    auto x = test::random_floats(size_t(M) * K, 40 + K, 3.0f);
+    std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);                       // row 1: zeros
+    x[2 * K + K / 2] = std::numeric_limits<float>::infinity();               // row 2: an infinity
+    x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();              // row 3: a NaN, last
+    x[4 * K] = std::numeric_limits<float>::max();                            // row 4: the largest float
+    for (int k = 0; k < K; ++k) x[5 * K + k] = float(k % 255 - 127) + 0.5f;  // row 5: halves
+    std::vector<int8_t> q(x.size());
+    std::vector<float> s(M), su(M);
+    reference::quantize_rows(q.data(), s.data(), x.data(), M, K);
+    std::vector<uint8_t> xu(size_t(M) * K4, 7);
+    quantize_rows_u8(xu.data(), su.data(), x.data(), M, K, K4);
+    for (int m = 0; m < M; ++m) {
+      EXPECT_TRUE(s[m] == su[m] || (std::isnan(s[m]) && std::isnan(su[m]))) << "K " << K << " row " << m;
+      for (int k = 0; k < K4; ++k)
+        ASSERT_EQ(int(xu[size_t(m) * K4 + k]), k < K ? q[size_t(m) * K + k] + 128 : 128)
+            << "K " << K << " row " << m << " k " << k;
+    }
+  }
 }
 
 TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
