@@ -110,19 +110,19 @@ TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
 }
 
 // The int8 kernels a build has: oneDNN's matmul, and ordo's own on AVX-512 VNNI where compiled in.
-std::vector<Int8Kernel> int8_kernels() {
-  std::vector<Int8Kernel> k{Int8Kernel::OneDnn};
-  if (kHaveInt8Vnni) k.push_back(Int8Kernel::Vnni);
+std::vector<ReducedKernel> int8_kernels() {
+  std::vector<ReducedKernel> k{ReducedKernel::OneDnn};
+  if (kHaveInt8Vnni) k.push_back(ReducedKernel::Own);
   return k;
 }
-const char* name(Int8Kernel k) {
-  return k == Int8Kernel::Vnni ? "vnni" : k == Int8Kernel::OneDnn ? "onednn" : "auto";
+const char* name(ReducedKernel k) {
+  return k == ReducedKernel::Own ? "own" : k == ReducedKernel::OneDnn ? "onednn" : "auto";
 }
 
 // acc and y of one int8 product against the plain one: the int32 sums equal exactly, and y differs
 // from the plain one in double by float rounding only: a few roundings of acc·sx·sw and of the bias,
 // |fast − plain| ≤ 2^-21·(|acc·sx·sw| + |b|).
-void expect_int8_exact(const Shape& sh, int threads, Int8Kernel kernel) {
+void expect_int8_exact(const Shape& sh, int threads, ReducedKernel kernel) {
   const auto x = test::random_floats(size_t(sh.M) * sh.K, 100 + sh.M, 2.0f);
   const auto w = test::random_floats(size_t(sh.N) * sh.K, 200 + sh.N, 0.1f);
   const auto b = test::random_floats(sh.N, 300 + sh.K, 0.5f);
@@ -152,7 +152,7 @@ void expect_int8_exact(const Shape& sh, int threads, Int8Kernel kernel) {
 TEST(Reduced, Int8ProductsAreExact) {
   SKIP_WITHOUT_ONEDNN();
   test::ThreadsGuard guard;
-  for (Int8Kernel kernel : int8_kernels())
+  for (ReducedKernel kernel : int8_kernels())
     for (const Shape& sh : kShapes)
       for (int threads : {1, 2}) {
         set_kernel_threads(threads);
@@ -171,9 +171,9 @@ TEST(Reduced, Int8VnniEdgesAreExact) {
     set_kernel_threads(threads);
     for (int M = 1; M <= 17; ++M)
       for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}, std::pair{512, 1536}})
-        expect_int8_exact({M, K, N}, threads, Int8Kernel::Vnni);
+        expect_int8_exact({M, K, N}, threads, ReducedKernel::Own);
     for (const Shape& sh : {Shape{128, 511, 97}, Shape{128, 2048, 512}, Shape{129, 1, 1}, Shape{65, 4, 16}})
-      expect_int8_exact(sh, threads, Int8Kernel::Vnni);
+      expect_int8_exact(sh, threads, ReducedKernel::Own);
   }
 }
 
@@ -187,7 +187,7 @@ TEST(Reduced, Int8VnniByHand) {
   ReducedLinear lin(ComputeType::Int8, w, nullptr, 2, 4);
   const int8_t xq[4] = {-127, 127, 0, 5};
   int32_t acc[2];
-  lin.products_int8(acc, xq, 1, 1, Int8Kernel::Vnni);
+  lin.products_int8(acc, xq, 1, 1, ReducedKernel::Own);
   EXPECT_EQ(acc[0], 254);
   EXPECT_EQ(acc[1], -635);
 }
@@ -196,33 +196,57 @@ TEST(Reduced, Int8VnniByHand) {
 // in float. A float sum of K terms is within K·2^-24·Σ|terms| of the exact one (the standard
 // bound for recursive summation, Higham §4.2), plus a rounding of the bias:
 //   |fast − plain| ≤ (K + 2)·2^-24·(Σ_k |x̂_k·ŵ_k| + |b|).
+void expect_bf16_within_bound(const Shape& sh, int threads, ReducedKernel kernel) {
+  const auto x = test::random_floats(size_t(sh.M) * sh.K, 400 + sh.M, 2.0f);
+  const auto w = test::random_floats(size_t(sh.N) * sh.K, 500 + sh.N, 0.1f);
+  const auto b = test::random_floats(sh.N, 600 + sh.K, 0.5f);
+  ReducedLinear lin(ComputeType::BF16, w.data(), b.data(), sh.N, sh.K);
+  std::vector<float> y(size_t(sh.M) * sh.N);
+  lin.forward(y.data(), x.data(), sh.M, threads, kernel);
+  std::vector<double> ref(y.size());
+  reference::linear_bf16(ref.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
+  std::vector<double> xr(x.size()), wr(w.size());
+  for (size_t i = 0; i < x.size(); ++i) xr[i] = std::fabs(reference::round_bf16(x[i]));
+  for (size_t i = 0; i < w.size(); ++i) wr[i] = std::fabs(reference::round_bf16(w[i]));
+  double worst = 0;
+  for (int m = 0; m < sh.M; ++m)
+    for (int n = 0; n < sh.N; ++n) {
+      double magnitude = std::fabs(b[n]);
+      for (int k = 0; k < sh.K; ++k) magnitude += xr[size_t(m) * sh.K + k] * wr[size_t(n) * sh.K + k];
+      const double bound = (sh.K + 2) * 0x1p-24 * magnitude;
+      worst = std::max(worst, std::fabs(y[size_t(m) * sh.N + n] - ref[size_t(m) * sh.N + n]) / bound);
+    }
+  EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ", " << threads << " threads, " << name(kernel)
+                        << ": worst |diff| / bound";
+}
+
 TEST(Reduced, Bf16ProductsWithinTheSummationBound) {
   SKIP_WITHOUT_ONEDNN();
   test::ThreadsGuard guard;
-  for (const Shape& sh : kShapes)
-    for (int threads : {1, 2}) {
-      set_kernel_threads(threads);
-      const auto x = test::random_floats(size_t(sh.M) * sh.K, 400 + sh.M, 2.0f);
-      const auto w = test::random_floats(size_t(sh.N) * sh.K, 500 + sh.N, 0.1f);
-      const auto b = test::random_floats(sh.N, 600 + sh.K, 0.5f);
-      ReducedLinear lin(ComputeType::BF16, w.data(), b.data(), sh.N, sh.K);
-      std::vector<float> y(size_t(sh.M) * sh.N);
-      lin.forward(y.data(), x.data(), sh.M, threads);
-      std::vector<double> ref(y.size());
-      reference::linear_bf16(ref.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
-      std::vector<double> xr(x.size()), wr(w.size());
-      for (size_t i = 0; i < x.size(); ++i) xr[i] = std::fabs(reference::round_bf16(x[i]));
-      for (size_t i = 0; i < w.size(); ++i) wr[i] = std::fabs(reference::round_bf16(w[i]));
-      double worst = 0;
-      for (int m = 0; m < sh.M; ++m)
-        for (int n = 0; n < sh.N; ++n) {
-          double magnitude = std::fabs(b[n]);
-          for (int k = 0; k < sh.K; ++k) magnitude += xr[size_t(m) * sh.K + k] * wr[size_t(n) * sh.K + k];
-          const double bound = (sh.K + 2) * 0x1p-24 * magnitude;
-          worst = std::max(worst, std::fabs(y[size_t(m) * sh.N + n] - ref[size_t(m) * sh.N + n]) / bound);
-        }
-      EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ": worst |diff| / bound";
-    }
+  std::vector<ReducedKernel> kernels{ReducedKernel::OneDnn};
+  if (kHaveBf16Dot) kernels.push_back(ReducedKernel::Own);
+  for (ReducedKernel kernel : kernels)
+    for (const Shape& sh : kShapes)
+      for (int threads : {1, 2}) {
+        set_kernel_threads(threads);
+        expect_bf16_within_bound(sh, threads, kernel);
+      }
+}
+
+// The AVX-512 BF16 kernel's edges, as for int8: rows 1..17 and 128, column counts that end inside a
+// panel or a 3-panel tile, and odd K (the last pair of k half padding).
+TEST(Reduced, Bf16OwnKernelEdgesWithinTheBound) {
+  SKIP_WITHOUT_ONEDNN();
+  if (!kHaveBf16Dot) GTEST_SKIP() << "this build has no AVX-512 BF16";
+  test::ThreadsGuard guard;
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    for (int M = 1; M <= 17; ++M)
+      for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}})
+        expect_bf16_within_bound({M, K, N}, threads, ReducedKernel::Own);
+    for (const Shape& sh : {Shape{128, 511, 97}, Shape{129, 1, 1}, Shape{65, 2, 16}})
+      expect_bf16_within_bound(sh, threads, ReducedKernel::Own);
+  }
 }
 
 // Cosine of two vectors, in double.
