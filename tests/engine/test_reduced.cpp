@@ -77,13 +77,17 @@ TEST(Reduced, QuantizationMatchesThePlainOne) {
 // an infinity or a NaN, the largest floats, and values halfway between two integers.
 TEST(Reduced, QuantizationU8MatchesThePlainOne) {
   for (int K : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
-    const int M = 6, K4 = (K + 3) / 4 * 4;
+    const int M = 8, K4 = (K + 3) / 4 * 4;
     auto x = test::random_floats(size_t(M) * K, 40 + K, 3.0f);
     std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);                       // row 1: zeros
     x[2 * K + K / 2] = std::numeric_limits<float>::infinity();               // row 2: an infinity
     x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();              // row 3: a NaN, last
     x[4 * K] = std::numeric_limits<float>::max();                            // row 4: the largest float
     for (int k = 0; k < K; ++k) x[5 * K + k] = float(k % 255 - 127) + 0.5f;  // row 5: halves
+    // row 6: s = 1 (max 127) and x/s exactly a half, a tie that rounds to even; row 7: x/s a float
+    // rounding away from a half (s = 3/127, x = (n + ½)·s)
+    for (int k = 0; k < K; ++k) x[6 * K + k] = k == 0 ? 127.0f : float(k % 253 - 126) - 0.5f;
+    for (int k = 0; k < K; ++k) x[7 * K + k] = k == 0 ? 3.0f : (float(k % 253 - 126) + 0.5f) * (3.0f / 127.0f);
     std::vector<int8_t> q(x.size());
     std::vector<float> s(M), su(M);
     reference::quantize_rows(q.data(), s.data(), x.data(), M, K);
