@@ -20,11 +20,12 @@ PackedInt8 pack_int8(const int8_t* w, int N, int K) {
   p.w.assign(size_t(panels) * p.K4 * 16, 0);
   p.compensation.assign(size_t(panels) * 16, 0);
   for (int n = 0; n < N; ++n) {
-    int8_t* panel = p.w.data() + size_t(n / 16) * p.K4 * 16;
+    const int8_t* row = w + size_t(n) * K;
+    int8_t* column = p.w.data() + size_t(n / 16) * p.K4 * 16 + (n % 16) * 4;  // its 4 bytes in group 0
     int32_t sum = 0;
     for (int k = 0; k < K; ++k) {
-      panel[size_t(k / 4) * 64 + (n % 16) * 4 + k % 4] = w[size_t(n) * K + k];
-      sum += w[size_t(n) * K + k];
+      column[size_t(k / 4) * 64 + k % 4] = row[k];
+      sum += row[k];
     }
     p.compensation[n] = 128 * sum;
   }

@@ -274,9 +274,9 @@ void over_row_blocks(int M, int threads, const Job& job) {
 
 // The int8 kernel: ordo's own wherever the build has VNNI. It was the faster at every row count
 // measured, the 24 products of the base encoder's forward pass (`bench_kernels --only int8`,
-// OPENBLAS_CORETYPE unset, 2 threads, medians of 5 rounds; VNNI / oneDNN, ms):
-//   M = 1: 0.73 / 1.77   8: 1.29 / 2.45   16: 1.97 / 3.09   32: 2.26 / 3.63   64: 4.15 / 5.73
-//   128: 7.92 / 9.75   512: 30.7 / 36.8   2048: 134 / 157
+// OPENBLAS_CORETYPE unset, 2 threads, medians of 5 rounds; own / oneDNN, ms):
+//   M = 1: 0.69 / 2.00   8: 1.07 / 2.84   32: 2.17 / 4.23   128: 7.12 / 11.3   512: 27.3 / 40.8
+//   2048: 114 / 161
 bool use_vnni(ReducedKernel kernel) {
   if (kernel == ReducedKernel::Own && !kHaveInt8Vnni)
     throw std::invalid_argument("ReducedKernel::Own: this build has no AVX-512 VNNI");
@@ -284,8 +284,8 @@ bool use_vnni(ReducedKernel kernel) {
 }
 
 // The same for bf16 with AVX-512 BF16, faster than oneDNN's tiles at every row count as well
-// (own / oneDNN, ms): M = 1: 1.88 / 3.33   8: 2.71 / 4.84   16: 3.60 / 5.98   32: 4.32 / 6.35
-//   64: 7.54 / 10.47   128: 14.9 / 19.4   512: 65.5 / 91.0   2048: 219 / 267
+// (`bench_kernels --only bf16`; own / oneDNN, ms): M = 1: 1.61 / 3.12   8: 2.42 / 4.28
+//   32: 5.92 / 8.58   128: 14.6 / 18.7   512: 54.7 / 64.6   2048: 219 / 240
 bool use_own_bf16(ReducedKernel kernel) {
   if (kernel == ReducedKernel::Own && !kHaveBf16Dot)
     throw std::invalid_argument("ReducedKernel::Own: this build has no AVX-512 BF16");
