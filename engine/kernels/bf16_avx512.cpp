@@ -57,7 +57,7 @@ void dot_tile(const uint16_t* x, int K2, const uint16_t* w, size_t panel_elems, 
       ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
     }
   }
-  // out through a tile of memory, as in int8_vnni.cpp: the bias in registers cost spills in the loop
+  // out through a tile of memory, as in int8_vnni.cpp (which says why)
   alignas(64) float sums[MR][NR * 16];
   ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j)
       _mm512_store_ps(sums[i] + 16 * j, acc[i][j]);

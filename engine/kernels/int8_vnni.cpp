@@ -94,15 +94,15 @@ struct Out {
   int ld;
 };
 
-// An MR × (16·NR) tile of the output: MR rows of x against NR panels of W, MR·NR vectors of 16
-// int32 sums kept in registers along K. Each step of 4 k loads NR panels' 64 bytes once and
-// broadcasts 4 bytes of each row of x to all 16 lanes (a memory operand of vpdpbusd).
-// `cols` (≤ 16·NR) of the tile's columns are inside y: the last panel of W may be part padding.
-// "#pragma GCC unroll": the loops over the tile's rows and panels unrolled whole, so that each
+// "#pragma GCC unroll": the loops over a tile's rows and panels unrolled whole, so that each
 // accumulator is a register of its own. GCC 12 at -O3 left the 8 × 3 loops rolled and the 24
 // accumulators in an array on the stack, loaded and stored around every vpdpbusd.
 #define ORDO_UNROLL _Pragma("GCC unroll 16")
 
+// An MR × (16·NR) tile of the output: MR rows of x against NR panels of W, MR·NR vectors of 16
+// int32 sums kept in registers along K. Each step of 4 k loads NR panels' 64 bytes once and
+// broadcasts 4 bytes of each row of x to all 16 lanes (vpbroadcastd).
+// `cols` (≤ 16·NR) of the tile's columns are inside y: the last panel of W may be part padding.
 template <int MR, int NR>
 void dot_tile(const uint8_t* x, int K4, const int8_t* w, size_t panel_bytes, const int32_t* compensation, int cols,
               const Out& out) {
@@ -137,7 +137,7 @@ void dot_tile(const uint8_t* x, int K4, const int8_t* w, size_t panel_bytes, con
     const __m512 ws = _mm512_maskz_loadu_ps(mask, out.ws + n);
     const __m512 b = out.b ? _mm512_maskz_loadu_ps(mask, out.b + n) : _mm512_setzero_ps();
     for (int i = 0; i < MR; ++i) {
-      // y = acc · (s_x · s_w) + b, rounded in the order reduced.cpp's oneDNN path rounds it
+      // y = acc · (s_x · s_w) + b, the same steps as in reduced.cpp's oneDNN path
       const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(out.xs[i]), ws);
       const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(sums[i] + n), comp));
       _mm512_mask_storeu_ps(out.y + size_t(i) * out.ld + n, mask, _mm512_add_ps(_mm512_mul_ps(v, scale), b));
