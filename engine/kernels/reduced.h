@@ -16,6 +16,9 @@
 // engine's threads: one primitive per tile shape, and each 256-column chunk of W reordered once,
 // when converted, into the layout the primitive asks for. The plain twin, in double, is
 // reference::linear_int8 / linear_bf16 (engine/reference.h). docs/precision.md has the figures.
+// In a build for a CPU with AVX-512 VNNI, int8 runs in ordo's own kernel instead
+// (engine/kernels/int8_vnni.h), which measured faster than oneDNN's tiles at every row count; and with
+// AVX-512 BF16, bf16 in ordo's own kernel (engine/kernels/bf16_avx512.h), faster at every row count too.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +26,9 @@
 #include <vector>
 
 #include <ordo/engine/encoder.h>
+
+#include "engine/kernels/bf16_avx512.h"
+#include "engine/kernels/int8_vnni.h"
 
 namespace ordo {
 
@@ -38,6 +44,11 @@ void quantize_rows(int8_t* q /* (M, K) */, float* s /* (M) */, const float* x /*
 uint16_t to_bf16(float v);
 float from_bf16(uint16_t h);
 
+// Which kernel runs a product: Auto picks by the measured choice in reduced.cpp; Own is ordo's own
+// (int8: int8_vnni.h, in a build with AVX-512 VNNI; bf16: bf16_avx512.h, with AVX-512 BF16) and
+// OneDnn oneDNN's tiles, there for the tests and bench_kernels, which hold the two against each other.
+enum class ReducedKernel { Auto, Own, OneDnn };
+
 // One Linear (W (N, K), b (N)) converted once for one compute type (BF16 or Int8).
 class ReducedLinear {
  public:
@@ -47,9 +58,11 @@ class ReducedLinear {
   ReducedLinear& operator=(const ReducedLinear&) = delete;
 
   // y = x·Wᵀ + b at this precision, the products on `threads` threads.
-  void forward(float* y /* (M, N) */, const float* x /* (M, K) */, int M, int threads) const;
+  void forward(float* y /* (M, N) */, const float* x /* (M, K) */, int M, int threads,
+               ReducedKernel kernel = ReducedKernel::Auto) const;
   // Int8 only: acc = xq·Wqᵀ, exact in int32 (|acc| ≤ 127²·K).
-  void products_int8(int32_t* acc /* (M, N) */, const int8_t* xq /* (M, K) */, int M, int threads) const;
+  void products_int8(int32_t* acc /* (M, N) */, const int8_t* xq /* (M, K) */, int M, int threads,
+                     ReducedKernel kernel = ReducedKernel::Auto) const;
 
   const std::vector<int8_t>& weight_int8() const { return wq_; }   // (N, K)
   const std::vector<float>& weight_scales() const { return ws_; }  // (N)
@@ -64,6 +77,8 @@ class ReducedLinear {
   std::vector<int8_t> wq_;    // (N, K) int8
   std::vector<float> ws_;     // (N)
   std::vector<uint16_t> wh_;  // (N, K) bf16
+  PackedInt8 packed_;         // wq_ in int8_vnni's layout (a build with AVX-512 VNNI)
+  PackedBf16 packed_bf16_;    // wh_ in bf16_avx512's layout (a build with AVX-512 BF16)
   std::unique_ptr<Prepared> prepared_;
 };
 

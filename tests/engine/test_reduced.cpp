@@ -3,9 +3,13 @@
 // float. Skipped in a build without oneDNN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ordo/engine/encoder.h>
 
@@ -69,6 +73,36 @@ TEST(Reduced, QuantizationMatchesThePlainOne) {
   EXPECT_EQ(h[1], -32);  // −31.75
 }
 
+// The VNNI path's quantization (8 values a step, u8 = s8 + 128, rows padded to K4) gives the plain
+// one's scales and integers: row lengths around its 8- and 16-lane steps, rows of zeros, rows with
+// an infinity or a NaN, the largest floats, and values halfway between two integers.
+TEST(Reduced, QuantizationU8MatchesThePlainOne) {
+  for (int K : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
+    const int M = 8, K4 = (K + 3) / 4 * 4;
+    auto x = test::random_floats(size_t(M) * K, 40 + K, 3.0f);
+    std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);                       // row 1: zeros
+    x[2 * K + K / 2] = std::numeric_limits<float>::infinity();               // row 2: an infinity
+    x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();              // row 3: a NaN, last
+    x[4 * K] = std::numeric_limits<float>::max();                            // row 4: the largest float
+    for (int k = 0; k < K; ++k) x[5 * K + k] = float(k % 255 - 127) + 0.5f;  // row 5: halves
+    // row 6: s = 1 (max 127) and x/s exactly a half, a tie that rounds to even; row 7: x/s a float
+    // rounding away from a half (s = 3/127, x = (n + ½)·s)
+    for (int k = 0; k < K; ++k) x[6 * K + k] = k == 0 ? 127.0f : float(k % 253 - 126) - 0.5f;
+    for (int k = 0; k < K; ++k) x[7 * K + k] = k == 0 ? 3.0f : (float(k % 253 - 126) + 0.5f) * (3.0f / 127.0f);
+    std::vector<int8_t> q(x.size());
+    std::vector<float> s(M), su(M);
+    reference::quantize_rows(q.data(), s.data(), x.data(), M, K);
+    std::vector<uint8_t> xu(size_t(M) * K4, 7);
+    quantize_rows_u8(xu.data(), su.data(), x.data(), M, K, K4);
+    for (int m = 0; m < M; ++m) {
+      EXPECT_TRUE(s[m] == su[m] || (std::isnan(s[m]) && std::isnan(su[m]))) << "K " << K << " row " << m;
+      for (int k = 0; k < K4; ++k)
+        ASSERT_EQ(int(xu[size_t(m) * K4 + k]), k < K ? q[size_t(m) * K + k] + 128 : 128)
+            << "K " << K << " row " << m << " k " << k;
+    }
+  }
+}
+
 TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
   // by hand: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7 and goes to the even one, 1;
   // 1 + 3·2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6 and goes to 1 + 2^-6.
@@ -80,73 +114,146 @@ TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
   for (float f : {1e-39f, -3e-40f, 3.4e38f}) EXPECT_EQ(double(from_bf16(to_bf16(f))), reference::round_bf16(f)) << f;
 }
 
-// The int32 sums equal the plain integer products exactly, on one thread and on two, and the
-// output differs from the plain one in double by float rounding only: a few roundings of
-// acc·sx·sw and of the bias, |fast − plain| ≤ 2^-21·(|acc·sx·sw| + |b|).
+// The int8 kernels a build has: oneDNN's matmul, and ordo's own on AVX-512 VNNI where compiled in.
+std::vector<ReducedKernel> int8_kernels() {
+  std::vector<ReducedKernel> k{ReducedKernel::OneDnn};
+  if (kHaveInt8Vnni) k.push_back(ReducedKernel::Own);
+  return k;
+}
+const char* name(ReducedKernel k) {
+  return k == ReducedKernel::Own ? "own" : k == ReducedKernel::OneDnn ? "onednn" : "auto";
+}
+
+// acc and y of one int8 product against the plain one: the int32 sums equal exactly, and y differs
+// from the plain one in double by float rounding only: a few roundings of acc·sx·sw and of the bias,
+// |fast − plain| ≤ 2^-21·(|acc·sx·sw| + |b|).
+void expect_int8_exact(const Shape& sh, int threads, ReducedKernel kernel) {
+  const auto x = test::random_floats(size_t(sh.M) * sh.K, 100 + sh.M, 2.0f);
+  const auto w = test::random_floats(size_t(sh.N) * sh.K, 200 + sh.N, 0.1f);
+  const auto b = test::random_floats(sh.N, 300 + sh.K, 0.5f);
+  ReducedLinear lin(ComputeType::Int8, w.data(), b.data(), sh.N, sh.K);
+  std::vector<int8_t> xq(x.size());
+  std::vector<float> xs(sh.M);
+  quantize_rows(xq.data(), xs.data(), x.data(), sh.M, sh.K);
+  std::vector<int32_t> acc(size_t(sh.M) * sh.N);
+  lin.products_int8(acc.data(), xq.data(), sh.M, threads, kernel);
+  std::vector<double> ref(acc.size());
+  std::vector<int64_t> ref_acc(acc.size());
+  reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
+  const std::string where = std::to_string(sh.M) + "x" + std::to_string(sh.K) + "x" + std::to_string(sh.N) + ", " +
+                            std::to_string(threads) + " threads, " + name(kernel);
+  for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(acc[i], ref_acc[i]) << where << " at " << i;
+
+  std::vector<float> y(acc.size());
+  lin.forward(y.data(), x.data(), sh.M, threads, kernel);
+  double worst = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double bound = 0x1p-21 * (std::fabs(ref[i] - b[i % sh.N]) + std::fabs(b[i % sh.N]));
+    worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(bound, 1e-30));
+  }
+  EXPECT_LE(worst, 1.0) << where << ": worst |diff| / bound";
+}
+
 TEST(Reduced, Int8ProductsAreExact) {
   SKIP_WITHOUT_ONEDNN();
   test::ThreadsGuard guard;
-  for (const Shape& sh : kShapes)
-    for (int threads : {1, 2}) {
-      set_kernel_threads(threads);
-      const auto x = test::random_floats(size_t(sh.M) * sh.K, 100 + sh.M, 2.0f);
-      const auto w = test::random_floats(size_t(sh.N) * sh.K, 200 + sh.N, 0.1f);
-      const auto b = test::random_floats(sh.N, 300 + sh.K, 0.5f);
-      ReducedLinear lin(ComputeType::Int8, w.data(), b.data(), sh.N, sh.K);
-      std::vector<int8_t> xq(x.size());
-      std::vector<float> xs(sh.M);
-      quantize_rows(xq.data(), xs.data(), x.data(), sh.M, sh.K);
-      std::vector<int32_t> acc(size_t(sh.M) * sh.N);
-      lin.products_int8(acc.data(), xq.data(), sh.M, threads);
-      std::vector<double> ref(acc.size());
-      std::vector<int64_t> ref_acc(acc.size());
-      reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
-      for (size_t i = 0; i < acc.size(); ++i)
-        ASSERT_EQ(acc[i], ref_acc[i]) << sh.M << "x" << sh.K << "x" << sh.N << " at " << i << ", " << threads
-                                      << " threads";
-
-      std::vector<float> y(acc.size());
-      lin.forward(y.data(), x.data(), sh.M, threads);
-      double worst = 0;
-      for (size_t i = 0; i < y.size(); ++i) {
-        const double bound = 0x1p-21 * (std::fabs(ref[i] - b[i % sh.N]) + std::fabs(b[i % sh.N]));
-        worst = std::max(worst, std::fabs(y[i] - ref[i]) / std::max(bound, 1e-30));
+  for (ReducedKernel kernel : int8_kernels())
+    for (const Shape& sh : kShapes)
+      for (int threads : {1, 2}) {
+        set_kernel_threads(threads);
+        expect_int8_exact(sh, threads, kernel);
       }
-      EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ": worst |diff| / bound";
-    }
+}
+
+// The VNNI kernel's edges: every row count of its 8-row tiles and two of them and one more (1..17),
+// a full block of 128, column counts that end inside a 16-column panel or a 3-panel tile, and K
+// that is not a multiple of its 4-byte groups nor of a cache line.
+TEST(Reduced, Int8VnniEdgesAreExact) {
+  SKIP_WITHOUT_ONEDNN();
+  if (!kHaveInt8Vnni) GTEST_SKIP() << "this build has no AVX-512 VNNI";
+  test::ThreadsGuard guard;
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    for (int M = 1; M <= 17; ++M)
+      for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}})
+        expect_int8_exact({M, K, N}, threads, ReducedKernel::Own);
+    // in_proj's shape at a tile's worth of rows and either side of it (kShapes has the larger ones)
+    for (int M : {1, 8, 9, 16, 17}) expect_int8_exact({M, 512, 1536}, threads, ReducedKernel::Own);
+    for (const Shape& sh : {Shape{128, 511, 97}, Shape{129, 1, 1}, Shape{65, 4, 16}})
+      expect_int8_exact(sh, threads, ReducedKernel::Own);
+  }
+}
+
+// By hand, through the u8 + 128 compensation at the extremes of s8: x = (−127, 127, 0, 5) against
+// W's rows (1, −2, 3, 127) and (−127, −127, −127, −127), which quantize to themselves (s = 1):
+// −127 − 254 + 0 + 635 = 254 and 127·127 − 127·127 + 0 − 5·127 = −635.
+TEST(Reduced, Int8VnniByHand) {
+  SKIP_WITHOUT_ONEDNN();
+  if (!kHaveInt8Vnni) GTEST_SKIP() << "this build has no AVX-512 VNNI";
+  const float w[8] = {1, -2, 3, 127, -127, -127, -127, -127};
+  ReducedLinear lin(ComputeType::Int8, w, nullptr, 2, 4);
+  const int8_t xq[4] = {-127, 127, 0, 5};
+  int32_t acc[2];
+  lin.products_int8(acc, xq, 1, 1, ReducedKernel::Own);
+  EXPECT_EQ(acc[0], 254);
+  EXPECT_EQ(acc[1], -635);
 }
 
 // bf16: both operands rounded to bf16 exactly as the reference rounds them, the K products summed
 // in float. A float sum of K terms is within K·2^-24·Σ|terms| of the exact one (the standard
 // bound for recursive summation, Higham §4.2), plus a rounding of the bias:
 //   |fast − plain| ≤ (K + 2)·2^-24·(Σ_k |x̂_k·ŵ_k| + |b|).
+void expect_bf16_within_bound(const Shape& sh, int threads, ReducedKernel kernel) {
+  const auto x = test::random_floats(size_t(sh.M) * sh.K, 400 + sh.M, 2.0f);
+  const auto w = test::random_floats(size_t(sh.N) * sh.K, 500 + sh.N, 0.1f);
+  const auto b = test::random_floats(sh.N, 600 + sh.K, 0.5f);
+  ReducedLinear lin(ComputeType::BF16, w.data(), b.data(), sh.N, sh.K);
+  std::vector<float> y(size_t(sh.M) * sh.N);
+  lin.forward(y.data(), x.data(), sh.M, threads, kernel);
+  std::vector<double> ref(y.size());
+  reference::linear_bf16(ref.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
+  std::vector<double> xr(x.size()), wr(w.size());
+  for (size_t i = 0; i < x.size(); ++i) xr[i] = std::fabs(reference::round_bf16(x[i]));
+  for (size_t i = 0; i < w.size(); ++i) wr[i] = std::fabs(reference::round_bf16(w[i]));
+  double worst = 0;
+  for (int m = 0; m < sh.M; ++m)
+    for (int n = 0; n < sh.N; ++n) {
+      double magnitude = std::fabs(b[n]);
+      for (int k = 0; k < sh.K; ++k) magnitude += xr[size_t(m) * sh.K + k] * wr[size_t(n) * sh.K + k];
+      const double bound = (sh.K + 2) * 0x1p-24 * magnitude;
+      worst = std::max(worst, std::fabs(y[size_t(m) * sh.N + n] - ref[size_t(m) * sh.N + n]) / bound);
+    }
+  EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ", " << threads << " threads, " << name(kernel)
+                        << ": worst |diff| / bound";
+}
+
 TEST(Reduced, Bf16ProductsWithinTheSummationBound) {
   SKIP_WITHOUT_ONEDNN();
   test::ThreadsGuard guard;
-  for (const Shape& sh : kShapes)
-    for (int threads : {1, 2}) {
-      set_kernel_threads(threads);
-      const auto x = test::random_floats(size_t(sh.M) * sh.K, 400 + sh.M, 2.0f);
-      const auto w = test::random_floats(size_t(sh.N) * sh.K, 500 + sh.N, 0.1f);
-      const auto b = test::random_floats(sh.N, 600 + sh.K, 0.5f);
-      ReducedLinear lin(ComputeType::BF16, w.data(), b.data(), sh.N, sh.K);
-      std::vector<float> y(size_t(sh.M) * sh.N);
-      lin.forward(y.data(), x.data(), sh.M, threads);
-      std::vector<double> ref(y.size());
-      reference::linear_bf16(ref.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
-      std::vector<double> xr(x.size()), wr(w.size());
-      for (size_t i = 0; i < x.size(); ++i) xr[i] = std::fabs(reference::round_bf16(x[i]));
-      for (size_t i = 0; i < w.size(); ++i) wr[i] = std::fabs(reference::round_bf16(w[i]));
-      double worst = 0;
-      for (int m = 0; m < sh.M; ++m)
-        for (int n = 0; n < sh.N; ++n) {
-          double magnitude = std::fabs(b[n]);
-          for (int k = 0; k < sh.K; ++k) magnitude += xr[size_t(m) * sh.K + k] * wr[size_t(n) * sh.K + k];
-          const double bound = (sh.K + 2) * 0x1p-24 * magnitude;
-          worst = std::max(worst, std::fabs(y[size_t(m) * sh.N + n] - ref[size_t(m) * sh.N + n]) / bound);
-        }
-      EXPECT_LE(worst, 1.0) << sh.M << "x" << sh.K << "x" << sh.N << ": worst |diff| / bound";
-    }
+  std::vector<ReducedKernel> kernels{ReducedKernel::OneDnn};
+  if (kHaveBf16Dot) kernels.push_back(ReducedKernel::Own);
+  for (ReducedKernel kernel : kernels)
+    for (const Shape& sh : kShapes)
+      for (int threads : {1, 2}) {
+        set_kernel_threads(threads);
+        expect_bf16_within_bound(sh, threads, kernel);
+      }
+}
+
+// The AVX-512 BF16 kernel's edges, as for int8: rows 1..17 and 128, column counts that end inside a
+// panel or a 3-panel tile, and odd K (the last pair of k half padding).
+TEST(Reduced, Bf16OwnKernelEdgesWithinTheBound) {
+  SKIP_WITHOUT_ONEDNN();
+  if (!kHaveBf16Dot) GTEST_SKIP() << "this build has no AVX-512 BF16";
+  test::ThreadsGuard guard;
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    for (int M = 1; M <= 17; ++M)
+      for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}})
+        expect_bf16_within_bound({M, K, N}, threads, ReducedKernel::Own);
+    for (const Shape& sh : {Shape{128, 511, 97}, Shape{129, 1, 1}, Shape{65, 2, 16}})
+      expect_bf16_within_bound(sh, threads, ReducedKernel::Own);
+  }
 }
 
 // Cosine of two vectors, in double.

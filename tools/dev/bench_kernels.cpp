@@ -1,13 +1,14 @@
 // Each of ordo's own kernels against cblas_sgemm on the base encoder's shapes (d = 512, h = 8,
 // F = 2048, 6 layers), the evidence behind the choices in engine/ops.cpp (docs/performance.md).
 //
-//   env -u OPENBLAS_CORETYPE build/bench_kernels [--threads 2] [--rounds 9] [--only linear|attention|split]
+//   env -u OPENBLAS_CORETYPE build/bench_kernels [--threads 2] [--rounds 9] [--only linear|attention|split|int8|bf16]
 //
 // linear: one pass of the 24 weight products of a forward pass (distinct weights, 75.5 MB, as in
 // the model) at M rows, through each kernel that handles M: linear_small_m, linear_stream,
 // linear_gemm and linear_blas (single-threaded cblas_sgemm on column blocks of y, the threads
 // splitting them). attention: the 8 heads of one sequence of L tokens, one task per head as the
-// encoder runs them, in blocks of query rows: ordo's packed gemm against cblas_sgemm.
+// encoder runs them, in blocks of query rows: ordo's packed gemm against cblas_sgemm. int8, bf16:
+// the same products at that --compute-type, ordo's own kernel against oneDNN's tiles (and f32).
 // The variants take turns call by call; each cell is the median of all calls, with its ratio to
 // cblas_sgemm.
 #include <cblas.h>
@@ -26,6 +27,7 @@
 #include "engine/kernels/blas.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/reduced.h"
 #include "engine/kernels/small_m.h"
 #include "engine/ops.h"
 
@@ -115,6 +117,60 @@ void bench_linear(const std::vector<int>& ms, int rounds) {
   }
 }
 
+// int8 and bf16: the same 24 products at M rows through ReducedLinear, ordo's own kernel (VNNI,
+// AVX-512 BF16) against oneDNN's tiles, with f32's linear (the engine's choice at M) beside them.
+void bench_reduced(ComputeType type, const std::vector<int>& ms, int rounds) {
+  const char* name = compute_type_name(type);
+  if (!have_onednn()) {
+    std::printf("%s: this build has no oneDNN\n", name);
+    return;
+  }
+  struct Layer {
+    std::vector<float> in_w, in_b, out_w, out_b, w1, b1, w2, b2;
+    std::unique_ptr<ReducedLinear> in_proj, out_proj, linear1, linear2;
+  };
+  std::vector<Layer> layers(LAYERS);
+  unsigned seed = 1;
+  for (Layer& l : layers) {
+    l.in_w = noise(size_t(3) * D * D, seed++), l.in_b = noise(3 * D, seed++);
+    l.out_w = noise(size_t(D) * D, seed++), l.out_b = noise(D, seed++);
+    l.w1 = noise(size_t(F) * D, seed++), l.b1 = noise(F, seed++);
+    l.w2 = noise(size_t(D) * F, seed++), l.b2 = noise(D, seed++);
+    l.in_proj = std::make_unique<ReducedLinear>(type, l.in_w.data(), l.in_b.data(), 3 * D, D);
+    l.out_proj = std::make_unique<ReducedLinear>(type, l.out_w.data(), l.out_b.data(), D, D);
+    l.linear1 = std::make_unique<ReducedLinear>(type, l.w1.data(), l.b1.data(), F, D);
+    l.linear2 = std::make_unique<ReducedLinear>(type, l.w2.data(), l.b2.data(), D, F);
+  }
+  const int threads = kernel_threads();
+  for (int M : ms) {
+    const std::vector<float> x = noise(size_t(M) * D, 99), h = noise(size_t(M) * F, 98);
+    std::vector<float> qkv(size_t(M) * 3 * D), y(size_t(M) * D), ff(size_t(M) * F);
+    auto pass = [&](ReducedKernel kernel) {
+      return [&, kernel] {
+        for (const Layer& l : layers) {
+          l.in_proj->forward(qkv.data(), x.data(), M, threads, kernel);
+          l.out_proj->forward(y.data(), x.data(), M, threads, kernel);
+          l.linear1->forward(ff.data(), x.data(), M, threads, kernel);
+          l.linear2->forward(y.data(), h.data(), M, threads, kernel);
+        }
+      };
+    };
+    std::vector<Variant> variants;
+    variants.push_back({"f32", [&] {
+                          for (const Layer& l : layers) {
+                            linear(qkv.data(), x.data(), l.in_w.data(), l.in_b.data(), M, D, 3 * D);
+                            linear(y.data(), x.data(), l.out_w.data(), l.out_b.data(), M, D, D);
+                            linear(ff.data(), x.data(), l.w1.data(), l.b1.data(), M, D, F);
+                            linear(y.data(), h.data(), l.w2.data(), l.b2.data(), M, F, D);
+                          }
+                        }});
+    if (type == ComputeType::Int8 ? kHaveInt8Vnni : kHaveBf16Dot) variants.push_back({"own", pass(ReducedKernel::Own)});
+    variants.push_back({"onednn", pass(ReducedKernel::OneDnn)});
+    const int calls = std::max(2, std::min(10, 1000 / (M + 20)));
+    compare(std::string(name) + " M=" + std::to_string(M), variants, rounds, calls);
+  }
+}
+
 // The encoder's attention for one sequence of L tokens: a task per head, each thread with its scratch.
 void bench_attention(const std::vector<int>& Ls, int rounds, const std::vector<int>& blocks) {
   const int dh = D / H, ld = 3 * D;
@@ -200,7 +256,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: bench_kernels [--threads N] [--rounds N] [--only linear|attention|split] [--m M,...] [--l L,...]"
+          "usage: bench_kernels [--threads N] [--rounds N] [--only linear|attention|split|int8|bf16] [--m M,...] [--l "
+          "L,...]"
           " [--blocks B,...]\n");
       return 0;
     }
@@ -241,5 +298,7 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "linear") bench_linear(ms, rounds);
   if (only.empty() || only == "attention") bench_attention(Ls, rounds, blocks);
   if (only.empty() || only == "split") bench_split(rounds);
+  if (only.empty() || only == "int8") bench_reduced(ComputeType::Int8, ms, rounds);
+  if (only.empty() || only == "bf16") bench_reduced(ComputeType::BF16, ms, rounds);
   return 0;
 }

@@ -182,8 +182,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--shapes", default=",".join(f"{b}x{s}" for b, s in SHAPES), help="e.g. 1x8,4x512")
     ap.add_argument("--peers", default="ordo,ort,torch",
-                    help="of ordo, ort, torch, and the int8 pair ordo-int8 (--compute-type int8) and ort-int8 "
-                         "(tools/dev/quantize_onnx.py's graph, made on first use)")
+                    help="of ordo, ort, torch, the int8 pair ordo-int8 (--compute-type int8) and ort-int8 "
+                         "(tools/dev/quantize_onnx.py's graph, made on first use), and ordo-bf16")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true",
                     help="time each (peer, shape, round) in a new process, as a user runs a command: a slow mode "
@@ -205,9 +205,11 @@ def main():
     if "ordo" in names:
         peers.append(Peer("ordo", [args.ordo, "bench", "--model", args.out, "--threads", str(args.threads), "--stdin"],
                           peer_env()))
-    if "ordo-int8" in names:
-        peers.append(Peer("ordo-int8", [args.ordo, "bench", "--model", args.out, "--threads", str(args.threads),
-                                        "--compute-type", "int8", "--stdin"], peer_env()))
+    for compute_type in ("bf16", "int8"):
+        if f"ordo-{compute_type}" in names:
+            peers.append(Peer(f"ordo-{compute_type}", [args.ordo, "bench", "--model", args.out, "--threads",
+                                                       str(args.threads), "--compute-type", compute_type, "--stdin"],
+                              peer_env()))
     for name, onnx_file in (("ort", "model.onnx"), ("ort-int8", "model-int8.onnx")):
         if name not in names:
             continue

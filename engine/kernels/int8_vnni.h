@@ -1,0 +1,51 @@
+// ordo: acc = xq·Wqᵀ in int8, exact in int32, on AVX-512 VNNI's vpdpbusd (engine/kernels/int8_vnni.cpp),
+// ordo's own kernel for --compute-type int8 beside oneDNN's matmul (engine/kernels/reduced.cpp).
+//
+// vpdpbusd multiplies unsigned bytes by signed bytes: in each 32-bit lane j,
+//   acc[j] += Σ_{i<4} a_u8[4j + i] · b_s8[4j + i]
+// so the activations, s8 in [−127, 127], go in as u8 = s8 + 128 (in [1, 255]) and the surplus is
+// taken off at the end with the column sums of W computed once at conversion:
+//   Σ_k x_s8[k]·w[n][k] = Σ_k (x_s8[k] + 128)·w[n][k] − 128·Σ_k w[n][k]
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ordo {
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+constexpr bool kHaveInt8Vnni = true;
+#else
+constexpr bool kHaveInt8Vnni = false;  // a build for a CPU without it: reduced.cpp uses oneDNN only
+#endif
+
+// W (N, K) s8 in the order the kernel reads it: panels of 16 output columns, each panel K4/4 groups
+// of 64 bytes, a group holding 4 consecutive k for each of the 16 columns,
+//   w[p][g][c][i] = W[16p + c][4g + i]   (0 past N or K),
+// so one 64-byte load is the operand of one vpdpbusd for 16 columns × 4 k.
+struct PackedInt8 {
+  int N = 0, K = 0, K4 = 0;           // K4: K rounded up to a multiple of 4
+  std::vector<int8_t> w;              // (⌈N/16⌉, K4/4, 16, 4)
+  std::vector<int32_t> compensation;  // (⌈N/16⌉·16): 128·Σ_k W[n][k], 0 past N
+};
+PackedInt8 pack_int8(const int8_t* w /* (N, K) */, int N, int K);
+
+// x's quantized rows as the kernel reads them: u8 = s8 + 128 (the sign bit flipped), each row
+// padded to K4 bytes (the pad meets zero weights).
+void to_u8_rows(uint8_t* xu /* (M, K4) */, const int8_t* xq /* (M, K) */, int M, int K, int K4);
+
+// quantize_rows (engine/kernels/reduced.h) and to_u8_rows in one pass, 8 values a step in AVX-512:
+// the same scales and the same integers (the division in double, rounded to nearest even).
+void quantize_rows_u8(uint8_t* xu /* (M, K4) */, float* s /* (M) */, const float* x /* (M, K) */, int M, int K, int K4);
+
+// acc[m][n] = Σ_k xq[m][k]·W[n][k], exact: |acc| ≤ 127²·K fits int32 for K < 133,000, and the u8
+// sums that may pass 2^31 on the way wrap and unwrap (two's complement) when the compensation is
+// taken off. The threads split the columns (and the rows, in blocks, when there are many).
+void int8_vnni_products(int32_t* acc /* (M, N) */, const uint8_t* xu /* (M, K4) */, const PackedInt8& w, int M,
+                        int threads);
+// y[m][n] = acc[m][n]·(xs[m]·ws[n]) + b[n], the scaling done on each tile as it leaves the registers.
+void int8_vnni_linear(float* y /* (M, N) */, const uint8_t* xu /* (M, K4) */, const float* xs /* (M) */,
+                      const PackedInt8& w, const float* ws /* (N) */, const float* b /* (N) or null */, int M,
+                      int threads);
+
+}  // namespace ordo
