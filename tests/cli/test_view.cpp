@@ -2,9 +2,11 @@
 // encoding's formula; bad input leaves nothing behind. (The page in a browser: tests/teach/view.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -267,6 +269,106 @@ TEST(View, MaskPredictionsAreWhatOrdoFillGives) {
   }
   // Without a <mask>, no predictions.
   EXPECT_TRUE(pair_data()["texts"][0]["with_pe"]["predictions"].empty());
+}
+
+// Rope and alibi act inside the heads, so the page carries the chosen head's inside (section 2b) and, in
+// section 5, what the model applies instead of a table of encodings. Both from the engine's own stages:
+// the numbers must be those `ordo trace --json --inside L,H` reports for the same head.
+const std::string kModels = std::string(ORDO_SOURCE_DIR) + "/models/";
+
+json model_page(const std::string& model) {
+  test::TempDir dir;
+  const std::string path = dir.path + "/view.html";
+  const auto r = run_ordo("view --model " + kModels + model + " " + quote(kA) + " --html " + path);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return page_data(read_file(path));
+}
+
+// The stages of `ordo trace --json --inside LAYER,HEAD` for kA, by name ("q | k | v", "ALiBi bias", ...).
+std::map<std::string, json> trace_stages(const std::string& model, int layer, int head) {
+  const auto r = run_ordo("trace --json --model " + kModels + model + " --inside " + std::to_string(layer) + "," +
+                          std::to_string(head) + " " + quote(kA));
+  EXPECT_EQ(r.status, 0) << r.err;
+  const json trace = json::parse(r.out);
+  std::map<std::string, json> by_name;
+  for (const json& s : trace["stages"])
+    if (s.contains("values") && (s["layer"].is_null() || s["layer"] == layer)) by_name[s["name"]] = s;
+  return by_name;
+}
+
+// Largest |got[r][c] − want[r][col0 + c]| over got's cells.
+double gap(const json& got, const json& want, int col0 = 0) {
+  double g = 0;
+  for (size_t r = 0; r < got.size(); ++r)
+    for (size_t c = 0; c < got[r].size(); ++c)
+      g = std::max(g, std::abs(got[r][c].get<double>() - want[r][col0 + c].get<double>()));
+  return g;
+}
+
+constexpr double kRounded = 0.51e-4;  // the page's 4 decimals against the trace's floats
+
+TEST(View, RopesRotationIsWhatOrdoTraceReports) {
+  const json d = model_page("position-rope");
+  const int layer = 1, head = 2, dh = d["model"]["head_dim"], dm = d["model"]["d_model"];
+  const json& in = d["inside"]["heads"][layer][head];
+  ASSERT_TRUE(in.is_object());
+  ASSERT_TRUE(in["rope"].is_object());
+  EXPECT_TRUE(in["alibi"].is_null());
+  auto stages = trace_stages("position-rope", layer, head);
+  // q and k before the rotation: the head's columns of q | k | v; after it: the head's query and key.
+  const json& qkv = stages.at("q | k | v")["values"];
+  EXPECT_LE(gap(in["rope"]["q_before"], qkv, head * dh), kRounded);
+  EXPECT_LE(gap(in["rope"]["k_before"], qkv, dm + head * dh), kRounded);
+  EXPECT_LE(gap(in["q"], stages.at("query")["values"]), kRounded);
+  EXPECT_LE(gap(in["k"], stages.at("key")["values"]), kRounded);
+  EXPECT_GT(gap(in["q"], in["rope"]["q_before"]), 1e-2);  // the rotation moved them (pieces 1.. turn)
+  EXPECT_EQ(in["rope"]["equation"], stages.at("q and k rotated (rope)")["equation"]);
+  // Section 5: the angles t·θ_i, θ_i = base^(−2i/dh), in double, for the 6 positions; no table to add.
+  const json& P = d["positions"];
+  EXPECT_EQ(P["kind"], "rotation");
+  EXPECT_FALSE(P.contains("table"));
+  const double base = d["model"]["pe_base"];
+  ASSERT_EQ(P["angles"].size(), 6u);
+  for (int t = 0; t < 6; ++t)
+    for (int i = 0; i < dh / 2; ++i)
+      EXPECT_NEAR(P["angles"][t][i].get<double>(), t * std::pow(base, -2.0 * i / dh), 0.51e-4) << t << "," << i;
+}
+
+TEST(View, AlibisBiasIsWhatOrdoTraceReports) {
+  const json d = model_page("position-alibi");
+  const int layers = d["model"]["n_layers"], heads = d["model"]["n_heads"];
+  for (int layer = 0; layer < layers; ++layer)
+    for (int head = 0; head < heads; ++head) {
+      const json& in = d["inside"]["heads"][layer][head];
+      ASSERT_TRUE(in["alibi"].is_object()) << layer << "," << head;
+      EXPECT_TRUE(in["rope"].is_null());
+      auto stages = trace_stages("position-alibi", layer, head);
+      EXPECT_LE(gap(in["alibi"]["bias"], stages.at("ALiBi bias")["values"]), kRounded) << layer << "," << head;
+      EXPECT_EQ(in["alibi"]["equation"], stages.at("ALiBi bias")["equation"]);
+      // The steps add up: q·k/√dh (the trace's q·k times 1/√dh) + b = the softmax's input.
+      const json& s = stages.at("scores")["values"];
+      const double scale = 1 / std::sqrt(double(d["model"]["head_dim"].get<int>()));
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) {
+          EXPECT_NEAR(in["alibi"]["scores"][i][j].get<double>(), s[i][j].get<double>() * scale, 1e-4);
+          EXPECT_NEAR(in["alibi"]["scores"][i][j].get<double>() + in["alibi"]["bias"][i][j].get<double>(),
+                      in["scaled_scores"][i][j].get<double>(), 1.01e-4);
+        }
+      // Section 5: layer 0's bias of every head, the same numbers.
+      if (layer == 0) {
+        EXPECT_LE(gap(d["positions"]["bias"][head], stages.at("ALiBi bias")["values"]), kRounded);
+      }
+    }
+  EXPECT_EQ(d["positions"]["kind"], "bias");
+  EXPECT_FALSE(d["positions"].contains("table"));  // no sinusoid table for a model that adds none
+}
+
+TEST(View, TheInsideOfAnAddedEncodingHasNoRotationOrBias) {
+  const json& d = pair_data();
+  EXPECT_EQ(d["positions"]["kind"], "table");
+  const json& in = d["inside"]["heads"][1][1];
+  EXPECT_TRUE(in["rope"].is_null() && in["alibi"].is_null());
+  EXPECT_LE(gap(in["weights"], d["texts"][0]["with_pe"]["attention"][1][1]), 1e-9);  // the map of section 3
 }
 
 }  // namespace

@@ -188,6 +188,10 @@ def test_endpoints(s, ordo, model):
                                         re.S).group(1))
     served = s.post("/view", {"a": text, "b": b})[1]
     served["model"]["name"] = embedded["model"]["name"]
+    # The file carries every head's inside (section 2b); the live page asks /attention for the one it shows.
+    check(served["inside"] is None and embedded["inside"]["run"] == "with_pe",
+          "/view leaves out the heads' inside that the file carries")
+    embedded["inside"] = None
     same(served, embedded, "/view = the JSON ordo view embeds in its page")
     status, page = s.request("GET", "/")
     check(status == 200 and '"live":true' in page and "@ORDO_VIEW_DATA@" not in page,

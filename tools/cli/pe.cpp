@@ -228,18 +228,18 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
         "the angles t*theta_i in radians (a pair's wavelength 2pi/theta_i: %.4g positions for pair 0, %.4g for "
         "pair %d)\n",
         2 * M_PI, 2 * M_PI / std::pow(c.pe_base, -2.0 * (pairs - 1) / dh), pairs - 1);
+    const std::vector<double> angles = teach::rope_angles(N, dh, c.pe_base);  // (N, pairs), as ordo view shows them
     std::printf("%8s", "t \\ i");
     for (int i = 0; i < std::min(pairs, 8); ++i) std::printf(" %9d", i);
     std::printf("\n");
     for (int t = 0; t < std::min(N, 8); ++t) {
       std::printf("%8d", t);
-      for (int i = 0; i < std::min(pairs, 8); ++i) std::printf(" %9.4f", t * std::pow(c.pe_base, -2.0 * i / dh));
+      for (int i = 0; i < std::min(pairs, 8); ++i) std::printf(" %9.4f", angles[size_t(t) * pairs + i]);
       std::printf("\n");
     }
     rows = N, cols = pairs;
     for (int t = 0; t < N; ++t)
-      for (int i = 0; i < pairs; ++i)
-        picture.push_back(float(std::remainder(t * std::pow(c.pe_base, -2.0 * i / dh), 2 * M_PI)));
+      for (int i = 0; i < pairs; ++i) picture.push_back(float(std::remainder(angles[size_t(t) * pairs + i], 2 * M_PI)));
   }
   // Shift invariance: the scores of positions 0..N−1 against those of k..k+N−1.
   std::vector<double> q(size_t(N) * dh), key(size_t(N) * dh);

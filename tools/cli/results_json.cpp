@@ -2,6 +2,9 @@
 // in compare.cpp), shared with the server.
 #include "tools/cli/results_json.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <ordo/engine/head.h>
 #include <ordo/engine/reference.h>
 
@@ -68,6 +71,89 @@ std::vector<float> observed_hidden(Pipeline& pipeline, const std::vector<int32_t
   }
   const Hidden h = pipeline.encoder().forward({ids}, options);
   return std::vector<float>(h.row(0, 0), h.row(0, 0) + ids.size() * size_t(c.d_model));
+}
+
+void HeadInsides::observe(const Stage& s) {
+  auto copy = [&](Matrix* m, int col0 = 0, int cols = -1) {
+    m->rows = s.rows, m->cols = cols < 0 ? s.cols : cols;
+    m->v.resize(size_t(m->rows) * m->cols);
+    for (int r = 0; r < m->rows; ++r)
+      std::copy_n(s.data + size_t(r) * s.stride + col0, m->cols, m->v.begin() + size_t(r) * m->cols);
+  };
+  if (s.kind == StageKind::Qkv) copy(&qkv_[s.layer]);
+  if (s.kind == StageKind::RotatedQk) turned_[s.layer] = s.equation;
+  if (s.head < 0 || !wanted_(s.layer, s.head)) return;
+  Inside& in = heads_[{s.layer, s.head}];
+  switch (s.kind) {
+    case StageKind::HeadQuery:
+      copy(&in.q);
+      if (turned_.count(s.layer)) {  // the same columns of q | k | v, before the rotation
+        const Matrix& qkv = qkv_[s.layer];
+        const int d = qkv.cols / 3, dh = s.cols, first = s.head * dh;
+        in.rotation = turned_[s.layer];
+        for (auto [m, col] : {std::pair{&in.q_before, first}, std::pair{&in.k_before, d + first}}) {
+          m->rows = qkv.rows, m->cols = dh;
+          m->v.resize(size_t(qkv.rows) * dh);
+          for (int r = 0; r < qkv.rows; ++r)
+            std::copy_n(qkv.v.begin() + size_t(r) * qkv.cols + col, dh, m->v.begin() + size_t(r) * dh);
+        }
+      }
+      break;
+    case StageKind::HeadKey:
+      copy(&in.k);
+      break;
+    case StageKind::AttentionScores:  // s = q·kᵀ; times 1/√dh (as the engine does next): the scores before any bias
+      copy(&in.unbiased);
+      for (float& v : in.unbiased.v) v *= 1.0f / std::sqrt(static_cast<float>(in.q.cols));
+      break;
+    case StageKind::AlibiBias:
+      copy(&in.bias);
+      in.bias_equation = s.equation;
+      break;
+    case StageKind::ScaledScores:
+      copy(&in.scaled);
+      in.scaled_equation = s.equation;
+      break;
+    case StageKind::AttentionWeights:
+      copy(&in.weights);
+      in.weights_equation = s.equation;
+      break;
+    default:
+      break;
+  }
+}
+
+ojson HeadInsides::json(int layer, int head, int decimals) const {
+  const auto it = heads_.find({layer, head});
+  if (it == heads_.end()) return nullptr;
+  const Inside& in = it->second;
+  const double unit = decimals >= 0 ? std::pow(10.0, decimals) : 0;
+  auto rows = [&](const Matrix& m) {
+    ojson out = ojson::array();
+    for (int r = 0; r < m.rows; ++r) {
+      const float* row = m.v.data() + size_t(r) * m.cols;
+      if (decimals < 0) {
+        out.push_back(json_floats<ojson>(row, size_t(m.cols)));
+        continue;
+      }
+      ojson a = ojson::array();
+      for (int c = 0; c < m.cols; ++c) a.push_back(std::round(double(row[c]) * unit) / unit);
+      out.push_back(std::move(a));
+    }
+    return out;
+  };
+  ojson j = {{"q", rows(in.q)},
+             {"k", rows(in.k)},
+             {"scaled_scores", rows(in.scaled)},
+             {"weights", rows(in.weights)},
+             {"equations", {{"scaled_scores", in.scaled_equation}, {"weights", in.weights_equation}}},
+             {"rope", nullptr},
+             {"alibi", nullptr}};
+  if (!in.rotation.empty())
+    j["rope"] = {{"equation", in.rotation}, {"q_before", rows(in.q_before)}, {"k_before", rows(in.k_before)}};
+  if (!in.bias_equation.empty())
+    j["alibi"] = {{"equation", in.bias_equation}, {"bias", rows(in.bias)}, {"scores", rows(in.unbiased)}};
+  return j;
 }
 
 ojson trace_json(Pipeline& pipeline, const TraceRequest& r, const Tokenization& tok) {

@@ -18,6 +18,7 @@
 #include "tools/cli/compare.h"
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
+#include "tools/teach/pe_report.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
 namespace ordo::cli {
@@ -28,6 +29,13 @@ namespace {
 constexpr int kMaxPieces = 256;
 // Attention weights and encodings are stored with 4 decimals, as `ordo attention` prints them.
 constexpr int kDecimals = 4;
+// Section 2b, the chosen head from the inside, for text A with positions (where rope turns q and k and
+// alibi adds its bias): every layer × head when A has at most this many pieces, so that any head picked
+// can be shown; past it only layer 0, head 0, as the S² numbers of each head's scores and weights would
+// make the page several times larger than its maps. (`ordo serve` computes any head, either run.)
+constexpr int kInsidePieces = 64;
+// Section 5 for alibi: the bias of at most this many positions (S² per head; it depends on i − j).
+constexpr int kBiasPositions = 32;
 
 double rounded(float v) {
   return std::round(double(v) * 1e4) / 1e4;
@@ -66,12 +74,23 @@ std::vector<float> mean_rows(const std::vector<float>& rows, int S, int d) {
 
 // One forward pass of one text: what the encoder's trace hands over on the way, and its output.
 struct Run {
-  nlohmann::json attention;      // [L][H][S][S], row = query, column = key
-  std::vector<float> positions;  // (S, d): what was added to the input (empty without positions)
-  std::vector<float> hidden;     // (S, d): the encoder's output
+  nlohmann::json attention;              // [L][H][S][S], row = query, column = key
+  std::vector<float> positions;          // (S, d): what was added to the input (empty without positions)
+  std::vector<float> hidden;             // (S, d): the encoder's output
+  std::vector<std::vector<float>> bias;  // [H] (S, S): alibi's bias b_ij in layer 0 (empty without alibi)
+  std::string rotation, bias_equation;   // the equations of rope's and alibi's stages, when met
 };
 
-Run run(Pipeline& pipeline, const Tokenization& tokens, bool positions) {
+// What one run with positions met of them, for section 5.
+struct Positions {
+  int count = 0;                         // S: the text's pieces
+  std::vector<float> added;              // (S, d): sinusoids or learned rows added to the input, or empty
+  std::vector<std::vector<float>> bias;  // [H] (S, S): alibi's b_ij in layer 0, or empty
+  std::string rotation, bias_equation;   // rope's rotation and alibi's bias, as the engine states them
+};
+
+// `inside`, when given, sees every stage too (section 2b).
+Run run(Pipeline& pipeline, const Tokenization& tokens, bool positions, HeadInsides* inside = nullptr) {
   const Config& c = pipeline.model().config();
   Run r;
   r.attention = nlohmann::json::array();
@@ -84,6 +103,14 @@ Run run(Pipeline& pipeline, const Tokenization& tokens, bool positions) {
     if (s.kind == StageKind::SinusoidalPositions || s.kind == StageKind::LearnedPositions)
       for (int t = 0; t < s.rows; ++t)
         r.positions.insert(r.positions.end(), s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
+    if (s.kind == StageKind::RotatedQk) r.rotation = s.equation;
+    if (s.kind == StageKind::AlibiBias) r.bias_equation = s.equation;
+    if (s.kind == StageKind::AlibiBias && s.layer == 0) {
+      std::vector<float>& b = r.bias.emplace_back();
+      for (int t = 0; t < s.rows; ++t)
+        b.insert(b.end(), s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
+    }
+    if (inside) inside->observe(s);
   };
   r.hidden = pipeline.encode({tokens}, Pooling::None, false, options)[0].values;
   return r;
@@ -126,17 +153,32 @@ nlohmann::json model_json(const Config& c, const std::string& name) {
 }
 
 // One text's part of the page: its pieces, both runs, and how its outputs differ between them.
-nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Tokenization& tokens,
-                         std::vector<float>* positions) {
-  const int S = int(tokens.ids.size()), d = pipeline.model().config().d_model;
-  Run with = run(pipeline, tokens, true), without = run(pipeline, tokens, false);
+// `longest`: what the longest text so far met of positions (section 5 shows it);
+// `inside`, when given: the heads from the inside of this text with positions (section 2b).
+nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Tokenization& tokens, Positions* longest,
+                         nlohmann::json* inside) {
+  const Config& c = pipeline.model().config();
+  const int S = int(tokens.ids.size()), d = c.d_model;
+  const bool every_head = S <= kInsidePieces;
+  HeadInsides heads([&](int l, int h) { return every_head || (l == 0 && h == 0); });
+  Run with = run(pipeline, tokens, true, inside ? &heads : nullptr), without = run(pipeline, tokens, false);
+  if (inside) {
+    nlohmann::json all = nlohmann::json::array();
+    for (int l = 0; l < c.n_layers; ++l) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int h = 0; h < c.n_heads; ++h) row.push_back(nlohmann::json(heads.json(l, h, kDecimals)));
+      all.push_back(std::move(row));
+    }
+    *inside = {{"text", 0}, {"run", "with_pe"}, {"heads", std::move(all)}};
+  }
   nlohmann::json cos = nlohmann::json::array(), dist = nlohmann::json::array();
   for (int t = 0; t < S; ++t) {
     cos.push_back(cosine(&with.hidden[size_t(t) * d], &without.hidden[size_t(t) * d], d));
     dist.push_back(distance(&with.hidden[size_t(t) * d], &without.hidden[size_t(t) * d], d));
   }
   const std::vector<float> pooled_with = mean_rows(with.hidden, S, d), pooled_without = mean_rows(without.hidden, S, d);
-  if (with.positions.size() > positions->size()) *positions = std::move(with.positions);
+  if (S > longest->count)
+    *longest = {S, std::move(with.positions), std::move(with.bias), with.rotation, with.bias_equation};
   return {
       {"text", text},
       {"pieces", tokens.pieces},
@@ -148,14 +190,38 @@ nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Toke
        {{"cosine", cos}, {"distance", dist}, {"pooled_cosine", cosine(pooled_with.data(), pooled_without.data(), d)}}}};
 }
 
-// The encodings added to the longest text (N, d) and the cosine of every two of them (N, N).
-nlohmann::json positions_json(const std::vector<float>& P, int d) {
-  if (P.empty()) return nullptr;
-  const int N = int(P.size() / d);
+// Section 5: the positions of the model as the longest text (N pieces) met them, by where they act
+// (read from the stages the engine handed over, so that a new kind of bias shows as it is applied):
+//   "table"     added to the input (sinusoidal, learned): the encodings (N, d) and the cosine of every two
+//   "rotation"  rope: the angles t·θ_i its rotation turns pair i of q and k by (N, dh/2; ordo pe --model's)
+//   "bias"      alibi: each head's b_ij as layer 0 added it (H × (n, n), n = min(N, kBiasPositions))
+nlohmann::json positions_json(const Config& c, const Positions& p) {
+  const int N = p.count, d = c.d_model, dh = c.head_dim();
+  const std::string encoding = to_string(c.positional_encoding);
+  if (!p.rotation.empty()) {
+    const std::vector<double> angles = teach::rope_angles(N, dh, c.pe_base);
+    nlohmann::json rows = nlohmann::json::array();
+    for (int t = 0; t < N; ++t) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int i = 0; i < dh / 2; ++i) row.push_back(std::round(angles[size_t(t) * (dh / 2) + i] * 1e4) / 1e4);
+      rows.push_back(std::move(row));
+    }
+    return {{"kind", "rotation"}, {"encoding", encoding}, {"count", N}, {"equation", p.rotation}, {"angles", rows}};
+  }
+  if (!p.bias.empty()) {
+    const int n = std::min(N, kBiasPositions);
+    nlohmann::json heads = nlohmann::json::array();
+    for (const std::vector<float>& b : p.bias) heads.push_back(rounded_rows(b.data(), n, n, N));
+    return {{"kind", "bias"}, {"encoding", encoding}, {"count", n}, {"equation", p.bias_equation}, {"bias", heads}};
+  }
+  if (p.added.empty()) return nullptr;  // no positions at all
+  const std::vector<float>& P = p.added;
   std::vector<float> similarity(size_t(N) * N);
   for (int s = 0; s < N; ++s)
     for (int t = 0; t < N; ++t) similarity[size_t(s) * N + t] = float(cosine(&P[size_t(s) * d], &P[size_t(t) * d], d));
-  return {{"count", N},
+  return {{"kind", "table"},
+          {"encoding", encoding},
+          {"count", N},
           {"table", rounded_rows(P.data(), N, d, d)},
           {"similarity", rounded_rows(similarity.data(), N, N, N)}};
 }
@@ -178,15 +244,18 @@ Tokenization view_tokens(Pipeline& pipeline, const std::string& text, const std:
 }
 
 nlohmann::json view_json(Pipeline& pipeline, const std::vector<std::string>& texts,
-                         const std::vector<Tokenization>& tokens, const std::string& model_name) {
+                         const std::vector<Tokenization>& tokens, const std::string& model_name, bool with_inside) {
   const Config& c = pipeline.model().config();
   nlohmann::json data = {{"format", "ordo-view/1"}, {"decimals", kDecimals}};
   data["model"] = model_json(c, model_name);
-  std::vector<float> positions;  // (N, d), N the longer text's length
+  Positions positions;  // those of the longer text
+  nlohmann::json inside;
   data["texts"] = nlohmann::json::array();
   for (size_t i = 0; i < texts.size(); ++i)
-    data["texts"].push_back(text_json(pipeline, texts[i], tokens[i], &positions));
-  data["positions"] = positions_json(positions, c.d_model);
+    data["texts"].push_back(
+        text_json(pipeline, texts[i], tokens[i], &positions, i == 0 && with_inside ? &inside : nullptr));
+  data["positions"] = positions_json(c, positions);
+  data["inside"] = std::move(inside);
   data["compare"] = texts.size() == 2 ? comparison_json(compare_texts(pipeline, tokens[0], tokens[1]), tokens[0])
                                       : nlohmann::ordered_json(nullptr);
   return data;

@@ -253,7 +253,8 @@ ojson Service::trace(const nlohmann::json& body) {
 // POST /attention {"text", "layer"?: 0, "head"?: 0, "positions"?: true}: one head from the inside,
 // the numbers of `ordo trace --inside LAYER,HEAD`: each piece's q and k (S, dh), the scaled scores
 // q·kᵀ/√dh (S, S; with ALiBi's bias added, for a model that has it) and their softmax, the
-// attention weights (S, S). Row = query piece, column = key piece.
+// attention weights (S, S); for rope q and k before their rotation too, for alibi the bias apart
+// (HeadInsides in tools/cli/results_json.h). Row = query piece, column = key piece.
 ojson Service::attention(const nlohmann::json& body) {
   const Config& c = pipeline_.model().config();
   const std::string text = string_field(body, "text");
@@ -261,40 +262,27 @@ ojson Service::attention(const nlohmann::json& body) {
   const bool positions = bool_field(body, "positions", true);
   const Tokenization t = tokens(text, "\"text\"", pipeline_.has_head() && pipeline_.mask_id() >= 0);
   if (t.ids.empty()) throw invalid("\"text\" has no tokens");
-  ojson q, k, scores, weights;
+  HeadInsides inside([&](int l, int h) { return l == layer && h == head; });
   EncodeOptions options;
   options.positions = positions;
-  options.observe = [&](const Stage& s) {
-    if (s.layer != layer || s.head != head) return;
-    ojson rows = ojson::array();
-    for (int r = 0; r < s.rows; ++r) rows.push_back(json_floats<ojson>(s.data + size_t(r) * s.stride, size_t(s.cols)));
-    if (s.kind == StageKind::HeadQuery) q = std::move(rows);
-    if (s.kind == StageKind::HeadKey) k = std::move(rows);
-    if (s.kind == StageKind::ScaledScores) scores = std::move(rows);
-    if (s.kind == StageKind::AttentionWeights) weights = std::move(rows);
-  };
+  options.observe = [&](const Stage& s) { inside.observe(s); };
   std::lock_guard<std::mutex> lock(teach_);
   pipeline_.encoder().forward({t.ids}, options);
-  return {{"text", text},
-          {"layer", layer},
-          {"head", head},
-          {"positions", pipeline_.sees_order(positions)},
-          {"pieces", t.pieces},
-          {"ids", t.ids},
-          {"q", std::move(q)},
-          {"k", std::move(k)},
-          {"scaled_scores", std::move(scores)},
-          {"weights", std::move(weights)}};
+  ojson j = {{"text", text},       {"layer", layer}, {"head", head}, {"positions", pipeline_.sees_order(positions)},
+             {"pieces", t.pieces}, {"ids", t.ids}};
+  j.update(inside.json(layer, head));  // every pass reaches every head
+  return j;
 }
 
-// POST /view {"a", "b"?}: the JSON `ordo view` puts in its page, for one text or two.
+// POST /view {"a", "b"?}: the JSON `ordo view` puts in its page, for one text or two, with "inside"
+// null: the live page asks POST /attention for the head it shows.
 nlohmann::json Service::view(const nlohmann::json& body) {
   std::vector<std::string> texts = {string_field(body, "a")};
   if (auto b = optional_string(body, "b"); b && !b->empty()) texts.push_back(*b);
   std::vector<Tokenization> t;
   for (size_t i = 0; i < texts.size(); ++i) t.push_back(view_tokens(pipeline_, texts[i], i ? "\"b\"" : "\"a\""));
   std::lock_guard<std::mutex> lock(teach_);
-  return view_json(pipeline_, texts, t, settings_.view_name);
+  return view_json(pipeline_, texts, t, settings_.view_name, false);  // the page asks /attention for 2b
 }
 
 // GET /: the page of `ordo view` for the walkthrough's two sentences, marked live: the page then

@@ -91,6 +91,13 @@ std::vector<double> frequencies(PeVariant v, int d, double base) {
   return w;
 }
 
+std::vector<double> rope_angles(int N, int dh, double base) {
+  std::vector<double> a(size_t(N) * (dh / 2));
+  for (int t = 0; t < N; ++t)
+    for (int i = 0; i < dh / 2; ++i) a[size_t(t) * (dh / 2) + i] = t * std::pow(base, -2.0 * i / dh);
+  return a;
+}
+
 std::vector<float> pe_table(PeVariant v, int N, int d, double base) {
   std::vector<float> P(size_t(N) * d);
   if (v == PeVariant::Paper || v == PeVariant::Split) {

@@ -31,6 +31,10 @@ std::vector<double> frequencies(PeVariant v, int d, double base);
 // own. Paper and Split are exactly the engine's sinusoidal_positions().
 std::vector<float> pe_table(PeVariant v, int N, int d, double base);
 
+// Rope's angles (N, dh/2), in double: position t turns pair i = (2i, 2i+1) of each head's q and k by
+// t·θ_i, θ_i = base^(−2i/dh)   [Su et al. 2021, RoFormer, eq. 15]
+std::vector<double> rope_angles(int N, int dh, double base);
+
 // Where pair i's sine and cosine live in a row.
 inline int sin_dim(PeLayout layout, int i) {
   return layout == PeLayout::Interleaved ? 2 * i : i;

@@ -10,12 +10,27 @@ ordo=$1 model=$2 template=$3 out=$4
 size() { node -e "console.log(JSON.parse(require('fs').readFileSync('$model/config.json', 'utf8')).$1)"; }
 layers=$(size n_layers) heads=$(size n_heads)
 
-# The page the walkthrough links to, and its screenshot as docs/img/view.png shows it: section 2 with the
-# pointer on A's "cat".
+# The page the walkthrough links to, and its screenshot as docs/img/view.png shows it: section 2 on layer 1,
+# head 1 (the head that looks at the piece before), with the pointer on A's "cat".
 mkdir -p "$out"
-ORDO_MODEL="$model" "$ordo" view "the cat sat on the mat" "the mat sat on the cat" --html "$out/view-example.html"
+A="the cat sat on the mat" B="the mat sat on the cat"
+ORDO_MODEL="$model" "$ordo" view "$A" "$B" --html "$out/view-example.html"
+"$ordo" trace --json --model "$model" --inside 1,1 "$A" >"$out/view-example-trace-1,1.json"
 node "$here/test_view.mjs" "$out/view-example.html" --layers "$layers" --heads "$heads" --loads 3 \
-  --screenshot "$out/view-example.png" --shot-from "#head-view h2" \
+  --trace "$out/view-example-trace-1,1.json" \
+  --screenshot "$out/view-example.png" --shot-from "#head-view h2" --shot-head 1,1 \
   --shot-hover "#head-views .side:first-child .hit:nth-of-type(2)"
+# Rope and alibi act inside the heads: the page of each, checked against `ordo trace --inside` for a head
+# of layer 1 and, for alibi, of layer 0 (whose bias section 5 shows). The models are in the source tree.
+models=$(cd "$here/../../../models" && pwd)
+for pe in rope alibi; do
+  "$ordo" view --model "$models/position-$pe" "$A" "$B" --html "$out/view-$pe.html"
+  traces=""
+  for head in 1,2 0,3; do
+    "$ordo" trace --json --model "$models/position-$pe" --inside $head "$A" >"$out/view-$pe-trace-$head.json"
+    traces="$traces --trace $out/view-$pe-trace-$head.json"
+  done
+  node "$here/test_view.mjs" "$out/view-$pe.html" $traces
+done
 node "$here/test_view.mjs" --template "$template" --data "$here/sample.json" --out "$out/view-sample.html" \
   --predictions 2

@@ -1,11 +1,12 @@
 // The page `ordo serve` serves at /, live, in headless Chromium (puppeteer-core, the system Chromium).
 //
-//   node test_live.mjs ORDO MODEL_DIR
+//   node test_live.mjs ORDO MODEL_DIR [--no-timing]
 //
 // Starts `ordo serve --port 0` (a free port, read from its first line), opens its page and checks: the
 // text boxes are shown; typing a sentence redraws the pieces (those of POST /tokenize), L × H maps per
 // text and the data of POST /view for the same texts; the switch shows the other run's maps and asks
-// for the chosen head's inside again (q, k, q·k/√dh and its softmax, which are the maps' weights); a
+// for the chosen head's inside again (q, k, q·k/√dh and its softmax, which are the maps' weights; for rope
+// q and k before the rotation, for alibi the bias, each what POST /trace reports for that head); a
 // <mask> is filled; a second text brings the compare report; the page asks only its own server and
 // logs no console error. Prints the update time (request to painted, the median of 7 keystroke pauses
 // on a 20-piece sentence) without judging it. Exit 0 pass, 1 fail, 77 skip (no Chromium).
@@ -17,7 +18,8 @@ import readline from "node:readline";
 import { CHROMIUM, check, failures, loadPuppeteer } from "./harness.mjs";
 
 const ROUNDED = 1.01e-4; // the page's attention is rounded to 4 decimals
-const [ordo, modelDir] = process.argv.slice(2);
+const [ordo, modelDir, ...flags] = process.argv.slice(2);
+const timing = !flags.includes("--no-timing"); // the update-time loop: 7 more redraws
 
 const puppeteer = await loadPuppeteer();
 
@@ -94,8 +96,15 @@ try {
     return Array.from({ length: m.n_layers }, (_, l) => Array.from({ length: m.n_heads }, (_, h) => v.shown(0, l, h)));
   });
   check(maxDiff(await shownAll(), data.texts[0].with_pe.attention) === 0, "the maps drawn are the new text's, with positions");
+  const kind = data.positions ? data.positions.kind : "none"; // where the positions act: table, rotation, bias
   const pe = await page.$$eval("#positions-body canvas", (cs) => cs.map((c) => c.height));
-  check(data.positions.count === S && pe.length === 2 && pe[1] === S, `the PE table and similarity cover the ${S} positions`);
+  if (kind === "table")
+    check(data.positions.count === S && pe.length === 2 && pe[1] === S, `the PE table and similarity cover the ${S} positions`);
+  if (kind === "rotation")
+    check(data.positions.count === S && pe.length === 1 && pe[0] === S && !(await page.$("#pe-table")),
+      `rope: the rotation angles of the ${S} positions, and no table of encodings`);
+  if (kind === "bias")
+    check(pe.length === H && !(await page.$("#pe-table")), `alibi: the bias of each of the ${H} heads, and no table of encodings`);
 
   // The chosen head from the inside: the weights are the softmax of the scaled scores, and the maps'.
   await page.select("#pick-layer", "1");
@@ -112,6 +121,38 @@ try {
     "its softmax(q·k/√dh) is the head's map, with positions");
   const cells = await page.$$eval("#inside-q tr", (rows) => rows.length - 1);
   check(cells === S, `the q table has a row per piece (${cells})`);
+  // Where rope and alibi act: the same numbers as the engine's stages in POST /trace for that head.
+  const trace = await post("/trace", { text: sentence, inside: [1, 1] });
+  const stage = (name) => trace.stages.find((x) => x.name === name && x.layer === 1);
+  const steps = await page.$$eval("#inside-body .step", (ss) => ss.map((x) => x.id).join(" "));
+  if (kind === "rotation") {
+    const qkv = stage("q | k | v").values, dh = data.model.head_dim, d = data.model.d_model;
+    const cols = (first) => qkv.map((row) => row.slice(first, first + dh));
+    check(maxDiff(inside.rope.q_before, cols(dh)) === 0 && maxDiff(inside.rope.k_before, cols(d + dh)) === 0 &&
+      maxDiff(inside.q, stage("query").values) === 0 && maxDiff(inside.k, stage("key").values) === 0,
+      "rope: q and k before the rotation and after it are the engine's (POST /trace's q | k | v, query, key)");
+    check(!!(await page.$("#inside-q-before")) && !!(await page.$("#inside-k-before")), "... and the page shows both");
+  }
+  if (kind === "bias") {
+    const bias = stage("ALiBi bias");
+    check(maxDiff(inside.alibi.bias, bias.values) === 0 && inside.alibi.equation === bias.equation,
+      `alibi: the bias is the engine's (b(0,1) = ${bias.values[0][1]})`);
+    // The map of S² cells is too small for printed numbers: point at the far corners (a key far ahead of
+    // the query, one far behind) and read the tooltip, which gives the value with 4 decimals.
+    const box = await page.$eval("#inside-bias canvas", (c) => { c.scrollIntoView({ block: "center" }); const r = c.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; });
+    const tipAt = async (r, c) => {
+      await page.mouse.move(box[0] + ((c + 0.5) * box[2]) / S, box[1] + ((r + 0.5) * box[3]) / S);
+      return page.$eval("#tip", (t) => t.textContent);
+    };
+    const corners = [[0, S - 1], [S - 1, 0]];
+    const tips = [];
+    for (const [r, c] of corners) tips.push(await tipAt(r, c));
+    check(corners.every(([r, c], n) => tips[n].endsWith(`: ${bias.values[r][c].toFixed(4)}`)),
+      `... and shown: pointing at b(0, ${S - 1}) and b(${S - 1}, 0) reads ${tips.map((t) => t.split(": ").pop()).join(" and ")}`);
+    await page.mouse.move(5, 5);
+  }
+  check(steps === (kind === "bias" ? "inside-scores inside-bias inside-biased inside-weights" : "inside-scores inside-weights"),
+    `the steps from the scores to the softmax: ${steps}`);
 
   // The switch: the other run's maps, and the inside asked again without positions.
   await page.click("label:has(input[value=without_pe])");
@@ -125,12 +166,12 @@ try {
 
   // The update time after a pause in typing, for this 20-odd piece sentence.
   const times = [];
-  for (let n = 0; n < 7; ++n) {
+  for (let n = 0; n < (timing ? 7 : 0); ++n) {
     await type("#text-a", n % 2 ? sentence : sentence + ".");
     times.push(await page.evaluate(() => window.ordoView.updateMs));
   }
   times.sort((a, b) => a - b);
-  console.log(`update time for ${S} pieces (request sent to painted): median ${times[3].toFixed(0)} ms over 7 ` +
+  if (timing) console.log(`update time for ${S} pieces (request sent to painted): median ${times[3].toFixed(0)} ms over 7 ` +
     `(min ${times[0].toFixed(0)}, max ${times[6].toFixed(0)})`);
 
   // A <mask>, and a second text: the fill and the compare report.

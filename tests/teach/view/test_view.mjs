@@ -1,7 +1,7 @@
 // The page `ordo view` writes, in a real browser: Debian's Chromium, headless, driven by puppeteer-core.
 //
-//   node test_view.mjs PAGE.html [--layers L --heads H] [--predictions N] [--loads N] [--cpu]
-//                      [--screenshot FILE.png [--full-page | --shot-from CSS] [--shot-hover CSS]]
+//   node test_view.mjs PAGE.html [--layers L --heads H] [--predictions N] [--loads N] [--cpu] [--trace TRACE.json ...]
+//                      [--screenshot FILE.png [--full-page | --shot-from CSS] [--shot-hover CSS] [--shot-head L,H]]
 //   node test_view.mjs --template TEMPLATE.html --data DATA.json --out PAGE.html [...]   (fill a template first)
 //
 // Checks: the page loads from file:// with no console error and no request for anything but itself; it
@@ -9,7 +9,11 @@
 // the same piece's row in the other text); the head view draws that row's lines and values; the switch
 // changes the maps the page shows; without positions B's maps are A's with rows and columns permuted (the
 // permutation worked out here from the ids, not taken from the page), with positions they are not; mask
-// predictions are listed when the data has them; a screenshot is not blank. Prints the render time
+// predictions are listed when the data has them; section 5 shows what the model applies (the sinusoid or
+// learned table only for a model that adds one; rope's angles t·θ_i; alibi's bias of every head); for
+// each --trace (the JSON of `ordo trace --json --inside L,H` for text A), picking that head shows in
+// section 2b the engine's numbers: for rope q and k before and after the rotation, for alibi the bias as
+// a step between the scores and the softmax; a screenshot is not blank. Prints the render time
 // (the median over --loads page loads) but does not judge it: speed belongs to measurements, not tests.
 // Exit 0 pass, 1 fail, 77 skip (no Chromium).
 import fs from "node:fs";
@@ -26,6 +30,7 @@ const option = (name, fallback = null) => {
   return i >= 0 ? args[i + 1] : fallback;
 };
 const positional = args.filter((a, i) => !a.startsWith("--") && (i === 0 || !args[i - 1].startsWith("--")));
+const every = (name) => args.flatMap((a, i) => (a === `--${name}` ? [args[i + 1]] : []));
 
 
 const puppeteer = await loadPuppeteer();
@@ -219,7 +224,92 @@ try {
       "the PLL of A and B, with and without positions, are in the compare table");
   }
 
+  // Section 5: what this model applies, and no sinusoid table where it adds none.
+  await page.click("label:has(input[value=with_pe])");
+  // Where the positions act (data.positions.kind, or a table for the sample data, which predates it).
+  const kind = data.positions ? data.positions.kind || "table" : "none", H5 = data.model.n_heads;
+  const section5 = await page.evaluate((H) => ({
+    table: !!document.querySelector("#pe-table"), angles: !!document.querySelector("#pe-angles"),
+    bias: Array.from({ length: H }, (_, h) => !!document.querySelector(`#pe-bias-${h}`)).filter((x) => x).length,
+    text: document.getElementById("positions-body").textContent,
+  }), H5);
+  if (kind === "table")
+    check(section5.table && !section5.angles && !section5.bias, `section 5 (${data.model.positional_encoding}): the model's table of encodings`);
+  if (kind === "rotation" || kind === "bias") {
+    check(!section5.table && /adds nothing to its pieces' vectors/.test(section5.text),
+      `section 5 (${kind}): no table of encodings, since the model adds none to its pieces' vectors`);
+  }
+  if (kind === "rotation") {
+    // The angles t·θ_i, θ_i = base^(−2i/dh), worked out here: the numbers printed in the cells.
+    const cells = await page.$$eval("#pe-angles .numbers span", (ss) => ss.map((x) => x.textContent));
+    const dh = data.model.head_dim, N = data.positions.count, want = [];
+    for (let t = 0; t < N; ++t) for (let i = 0; i < dh / 2; ++i) want.push((t * data.model.pe_base ** (-2 * i / dh)).toFixed(2));
+    check(section5.angles && cells.length === want.length && cells.every((c, k) => c === want[k]),
+      `section 5 (rope): the rotation angles t·θ_i of ${N} positions × ${dh / 2} pairs (${cells.slice(8, 11).join(", ")} ...)`);
+  }
+  if (kind === "bias") check(section5.bias === H5, `section 5 (alibi): the bias of each of the ${H5} heads (${section5.bias} shown)`);
+
+  // Section 2b in the file: the inside of the chosen head, with positions, as `ordo trace --inside` reports it.
+  const numbersIn = (sel) => page.$$eval(`${sel} .numbers span`, (ss) => ss.map((x) => +x.textContent.replace(/^(-?)\./, "$10.")));
+  const tableIn = (sel) => page.$$eval(`${sel} tr`, (rows) => rows.slice(1).map((r) => [...r.querySelectorAll("td.num")].map((td) => +td.textContent)));
+  const gapTo = (got, want) => got.flat().reduce((m, v, k) => Math.max(m, Math.abs(v - want.flat()[k])), got.flat().length === want.flat().length ? 0 : Infinity);
+  for (const file of every("trace")) {
+    const trace = JSON.parse(fs.readFileSync(file, "utf8"));
+    const stage = (name) => trace.stages.find((x) => x.name === name && x.head !== null);
+    const q = stage("query"), L2 = q.layer, H2 = q.head, dh = q.shape[1], dm = data.model.d_model;
+    await page.select("#pick-layer", String(L2));
+    await page.select("#pick-head", String(H2));
+    const shownHead = await page.evaluate(() => ({ hidden: document.getElementById("inside").hidden, title: document.querySelector("#inside-body p").textContent }));
+    check(!shownHead.hidden && shownHead.title.startsWith(`Layer ${L2}, head ${H2} of A, with positions`), `section 2b shows layer ${L2}, head ${H2} (${file})`);
+    const stepOrder = await page.$$eval("#inside-body .step", (ss) => ss.map((x) => x.id).join(" "));
+    const bias = stage("ALiBi bias");
+    if (bias) {
+      // Two significant digits in each cell: within 5% of the engine's value (and of 0 where it is 0).
+      const cells = await numbersIn("#inside-bias");
+      const worst = bias.values.flat().reduce((m, v, k) => Math.max(m, Math.abs(cells[k] - v) / Math.max(Math.abs(v), 1e-3)), 0);
+      check(cells.length === bias.values.flat().length && worst <= 0.05,
+        `2b (alibi): the bias b_ij is the engine's, cell by cell (worst relative gap ${worst.toFixed(3)}; b(0,1) = ${bias.values[0][1]})`);
+      check(stepOrder === "inside-scores inside-bias inside-biased inside-weights",
+        `2b (alibi): the bias is a step of its own between the scores and the softmax (${stepOrder})`);
+      const equation = await page.$eval("#inside-bias .equation", (e) => e.textContent);
+      check(equation === bias.equation, `2b (alibi): with the engine's equation "${equation}"`);
+      if (L2 === 0) {
+        const pe = await numbersIn(`#pe-bias-${H2}`), n = data.positions.count;
+        const want = bias.values.slice(0, n).map((row) => row.slice(0, n)).flat();
+        const gap5 = want.reduce((m, v, k) => Math.max(m, Math.abs(pe[k] - v) / Math.max(Math.abs(v), 1e-3)), 0);
+        check(pe.length === want.length && gap5 <= 0.05, `section 5 (alibi): head ${H2}'s bias is layer 0's, cell by cell`);
+      }
+    }
+    const turned = trace.stages.find((x) => x.name === "q and k rotated (rope)" && x.layer === L2);
+    if (turned) {
+      const qkv = trace.stages.find((x) => x.name === "q | k | v" && x.layer === L2).values;
+      const cols = (first) => qkv.map((row) => row.slice(first, first + dh));
+      const gaps = [gapTo(await tableIn("#inside-q-before"), cols(H2 * dh)), gapTo(await tableIn("#inside-k-before"), cols(dm + H2 * dh)),
+        gapTo(await tableIn("#inside-q"), q.values), gapTo(await tableIn("#inside-k"), stage("key").values)];
+      // Printed with 3 decimals from values stored with 4: at most 0.0005 + 0.00005 apart.
+      check(gaps.every((g) => g <= 5.6e-4), `2b (rope): q and k before the rotation (q | k | v's columns) and after (the head's query and key), ` +
+        `as the engine computed them (largest gaps ${gaps.map((g) => g.toFixed(5)).join(", ")})`);
+      check(gapTo(cols(H2 * dh), q.values) > 1e-2, "... and the rotation moved them");
+    }
+    if (!bias) check(stepOrder === "inside-scores inside-weights", `2b: the scores, then the softmax (${stepOrder})`);
+    const weights = await numbersIn("#inside-weights");
+    const A = data.texts[0].with_pe.attention[L2][H2].flat();
+    check(weights.length === A.length && weights.every((w, k) => Math.abs(w - A[k]) <= 1e-4 + 1e-9), "2b: its softmax is the head's map of section 3");
+  }
+  if (data.inside) {
+    await page.click("label:has(input[value=without_pe])");
+    const note = await page.$eval("#inside-body", (b) => b.textContent);
+    check(/with positions only/.test(note), "2b in a file, without positions: says it carries the run with positions only");
+    await page.click("label:has(input[value=with_pe])");
+  }
+
   // A screenshot, with positions, that is not blank: many colours, much of it not white.
+  // --shot-head L,H picks that head first (section 2 then shows it).
+  if (option("shot-head")) {
+    const [l, h] = option("shot-head").split(",");
+    await page.select("#pick-layer", l);
+    await page.select("#pick-head", h);
+  }
   // --shot-from CSS puts that element at the top (under the sticky switch); --shot-hover CSS points at one.
   await page.click("label:has(input[value=with_pe])");
   if (option("shot-from")) await page.$eval(option("shot-from"), (e) => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - document.getElementById("controls").offsetHeight - 8));

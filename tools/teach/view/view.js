@@ -7,7 +7,7 @@
 // positional encoding added; "without_pe" the ablation without it (the names of `ordo compare --json`).
 //
 //   format     "ordo-view/1"
-//   decimals   4: attention, positions.table and positions.similarity are rounded to this many decimals
+//   decimals   4: attention, positions and inside are rounded to this many decimals
 //              (as `ordo attention` prints them); every other number is the float as computed
 //   model      { name, d_model, n_heads, head_dim, d_ff, n_layers, norm: "post-LN" | "pre-LN", final_norm,
 //                activation, positional_encoding: "sinusoidal" | "learned" | "none", pe_layout, pe_base,
@@ -19,7 +19,21 @@
 //                without_pe: { the same, without the positional encoding },
 //                outputs:    { cosine: [S], distance: [S], pooled_cosine }   h_t with vs without positions
 //              }
-//   positions  null (the model has none) | { count: N, table: [N][d] PE(t), similarity: [N][N] cos(PE(s), PE(t)) }
+//   positions  null (the model has none) | what the longer text (N pieces) met of them, by where they act;
+//              encoding is model.positional_encoding:
+//                added to the input (sinusoidal, learned):
+//                  { kind: "table", encoding, count: N, table: [N][d] PE(t), similarity: [N][N] cos(PE(s), PE(t)) }
+//                rope:  { kind: "rotation", encoding, count: N, equation, angles: [N][dh/2] t·θ_i }  (ordo pe --model's)
+//                alibi: { kind: "bias", encoding, count: n ≤ 32, equation, bias: [H][n][n] b_ij as layer 0 added it }
+//              equation: the engine's own text for its rotation or bias stage (engine/trace.h)
+//   inside     null (POST /view: the live page asks POST /attention instead) | { text: 0, run: "with_pe", heads: [L][H] of
+//                null (not carried: text A has more than 64 pieces, and only layer 0 head 0 is) | {
+//                q, k: [S][dh], scaled_scores: [S][S] the softmax's input, weights: [S][S],
+//                equations: { scaled_scores, weights },
+//                rope:  null | { equation, q_before, k_before: [S][dh] q and k before the rotation },
+//                alibi: null | { equation, bias: [S][S] b_ij, scores: [S][S] q·k/√dh before the bias } } }
+//              the chosen head of text A from the inside, with positions; numbers rounded to `decimals`.
+//              POST /attention answers the same fields (and text, layer, head, positions, pieces, ids).
 //   compare    null (one text) | { same_tokens_reordered, cosine: { with_pe, without_pe },
 //                max_abs_diff: { with_pe, without_pe },
 //                tokens: [{ piece, position_a, position_b, moved_with_pe, moved_without_pe }] }
@@ -541,6 +555,8 @@ function renderPositions() {
       ", and both settings of the switch are the same."));
     return;
   }
+  if (P.kind === "rotation") return renderRope(box, P);
+  if (P.kind === "bias") return renderAlibi(box, P);
   const kind = model.positional_encoding === "sinusoidal"
     ? `sinusoidal (${model.pe_layout} layout, base ${model.pe_base}): PE(t, 2i) = sin(t / base^(2i/d)), PE(t, 2i+1) = cos(t / base^(2i/d))`
     : "learned: row t of the model's position table";
@@ -553,12 +569,14 @@ function renderPositions() {
     rows: N, cols: d, width: Math.max(256, Math.min(640, 6 * d)), height: rowH * N, colour: signedColour,
     rowLabels: positions, tip: (t, j, v) => `PE(t = ${t}, dim ${j}) = ${fixed(v)}`,
   });
+  table.root.id = "pe-table";
   table.draw(P.table);
   const square = side(Math.max(160, Math.min(360, 16 * N)), N);
   const similarity = heatmap({
     rows: N, cols: N, width: square, height: square, colour: signedColour, rowLabels: positions, colLabels: positions,
     tip: (s, t, v) => `cos(PE(${s}), PE(${t})) = ${fixed(v)}`,
   });
+  similarity.root.id = "pe-similarity";
   similarity.draw(P.similarity);
   box.append(el("div", { class: "sides" },
     el("div", { class: "side" }, el("h3", {}, `The table: positions 0 .. ${N - 1} (rows) × dimensions 0 .. ${d - 1} (columns)`), table.root,
@@ -568,6 +586,52 @@ function renderPositions() {
       el("p", { class: "muted" }, model.positional_encoding === "sinusoidal"
         ? "Near positions are alike and far ones less so, and the value depends on s − t only: distance can be read from it."
         : "A learned table follows no formula: these similarities are whatever the model's weights hold."))));
+}
+
+// A bias in a cell: two significant digits, without the leading zero ("-.0039").
+const biasText = (v) => (v === 0 ? "0" : v.toPrecision(2).replace(/^(-?)0\./, "$1."));
+
+// Rope adds nothing to the input: it turns q and k in every head. The angles t·θ_i, position by pair.
+function renderRope(box, P) {
+  const N = P.count, pairs = P.angles[0].length;
+  box.append(el("p", {}, `This model adds nothing to its pieces' vectors: x_t = E[id_t]${model.scale_embedding ? "·√d" : ""}. ` +
+    "Its positions act inside every head, before the scores (rope, rotary position embedding): ", el("span", { class: "equation" }, P.equation),
+    `. Below, the angle t·θ_i for each position t of the longer text and each of the ${pairs} pairs of a head's dh = ` +
+    `${model.head_dim} dimensions (the numbers of ordo pe --model). Pair 0 turns by 1 radian per position; the last turns slowest. ` +
+    "Section 2b shows q and k of the chosen head before and after the rotation."));
+  // Angles wrapped to (−π, π] for the colour: a turn by 2π is no turn.
+  const wrap = (a) => a - 2 * Math.PI * Math.round(a / (2 * Math.PI));
+  const rowH = Math.max(3, Math.min(18, Math.floor(360 / N)));
+  const angles = heatmap({
+    rows: N, cols: pairs, width: Math.max(160, Math.min(640, 40 * pairs)), height: rowH * N, colour: (a) => signedColour(wrap(a) / Math.PI),
+    numbers: true, format: (a) => a.toFixed(2), dark: (a) => Math.abs(wrap(a)) > 0.55 * Math.PI,
+    rowLabels: range(N).map(String), colLabels: range(pairs).map(String), corner: "pair i →\nt ↓",
+    tip: (t, i, a) => `position t = ${t}, pair i = ${i}: t·θ_i = ${a.toFixed(4)} rad (${wrap(a).toFixed(4)} after whole turns)`,
+  });
+  angles.root.id = "pe-angles";
+  angles.draw(P.angles);
+  box.append(el("div", { class: "sides" }, el("div", { class: "side" }, el("h3", {}, `The rotation angles t·θ_i: positions 0 .. ${N - 1} (rows) × pairs 0 .. ${pairs - 1} (columns)`),
+    angles.root, el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "angle, after whole turns (radians)"), colourBar(DIVERGING, -Math.PI, Math.PI)))));
+}
+
+// ALiBi adds nothing to the input: each head adds a bias to its scores. Each head's b_ij, as layer 0 added it.
+function renderAlibi(box, P) {
+  const n = P.count, positions = range(n).map(String);
+  box.append(el("p", {}, `This model adds nothing to its pieces' vectors: x_t = E[id_t]${model.scale_embedding ? "·√d" : ""}. ` +
+    "Its positions act inside every head, after the scores and before the softmax (ALiBi, attention with linear biases): ",
+    el("span", { class: "equation" }, P.equation), `. Below, each head's bias b_ij for positions 0 .. ${n - 1} as the engine ` +
+    "added it in layer 0 (row = query i, column = key j): a head with a steep slope looks near, a gentle one far. " +
+    "Section 2b shows the chosen head's bias as a step of its own."));
+  const lo = Math.min(-1e-6, ...P.bias.flat(2));
+  const size = side(Math.max(120, Math.min(300, 44 * n)), n);
+  box.append(el("div", { class: "sides steps" }, ...P.bias.map((B, h) => {
+    const map = heatmap({ rows: n, cols: n, width: size, height: size, colour: (v) => signedColour(v / -lo), numbers: true,
+      format: biasText, dark: (v) => v / lo > 0.55, rowLabels: positions, colLabels: positions,
+      corner: "j →\ni ↓", tip: (i, j, v) => `head ${h}: b(${i}, ${j}) = ${fixed(v)}` });
+    map.root.id = `pe-bias-${h}`;
+    map.draw(B);
+    return el("div", { class: "side step" }, el("h3", {}, `head ${h}`), map.root);
+  })), el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "bias b_ij"), colourBar(DIVERGING, lo, -lo)));
 }
 
 // ---- header, switch, redraw ---------------------------------------------------------------------------
@@ -606,6 +670,13 @@ function setRun(run) {
 function runNote() {
   if (model.positional_encoding === "none") return "This model has no positional encoding: both settings show the same numbers.";
   const scale = model.scale_embedding ? "·√d" : "";
+  const acts = { rotation: ["rope turns q and k of every head by their positions' angles", "q and k are not turned"],
+    bias: ["ALiBi adds its bias to every head's scores", "no bias is added"] }[data.positions && data.positions.kind];
+  if (acts)
+    return state.run === "with_pe"
+      ? `x_t = E[id_t]${scale}, and ${acts[0]} (section 2b): the same pieces in another order get other weights.`
+      : `x_t = E[id_t]${scale}, and ${acts[1]}: ` +
+        "the encoder sees a bag of pieces, and a reordered text gives the same maps with rows and columns permuted.";
   return state.run === "with_pe"
     ? `x_t = E[id_t]${scale} + PE(t): the same piece at two positions enters as two different vectors.`
     : `x_t = E[id_t]${scale}: the encoder sees a bag of pieces. Equal pieces get equal rows and columns, and a ` +
@@ -631,6 +702,7 @@ function update() {
   drawPermutation();
   updateHover();
   if (data.live) askInside();
+  else showCarriedInside();
 }
 
 // Only what follows the pointer: the marked rows, the chips, the head view's lines.
@@ -680,32 +752,69 @@ async function askInside() {
   }
 }
 
+// In a file, the chosen head's inside comes from the page's own data (with positions only).
+function showCarriedInside() {
+  const section = document.getElementById("inside"), box = document.getElementById("inside-body");
+  section.hidden = !data.inside;
+  if (!data.inside) return;
+  const head = data.inside.heads[state.layer][state.head];
+  if (state.run !== "with_pe" || !head) {
+    inside.data = null;
+    box.replaceChildren(el("p", { class: "muted", id: "inside-missing" }, state.run !== "with_pe"
+      ? "This page carries each head's inside with positions only: switch them on to see it (ordo serve computes both runs)."
+      : "This page carries the inside of layer 0, head 0 only: text A has more than 64 pieces, and every head's " +
+        "scores would make the file several times larger. ordo serve computes any head."));
+    return;
+  }
+  inside.data = { ...head, layer: state.layer, head: state.head, positions: model.positional_encoding !== "none", pieces: texts[0].pieces };
+  drawInside();
+}
+
+// q and k; for rope, before and after their rotation; then the maps from the scores to the softmax, with
+// alibi's bias as a step of its own. Every number is the engine's (POST /attention or data.inside).
 function drawInside() {
   const j = inside.data, box = document.getElementById("inside-body");
   const S = j.pieces.length, dh = j.q[0].length, names = j.pieces.map(label);
-  const vectors = (name, M) => el("table", { class: "numbers-table vectors", id: `inside-${name}` },
+  const vectors = (id, name, M) => el("div", { class: "scroll-x" }, el("table", { class: "numbers-table vectors", id: `inside-${id}` },
     el("tr", {}, el("th", {}, "piece"), ...range(dh).map((e) => el("th", {}, `${name}${e}`))),
-    ...M.map((row, i) => el("tr", {}, el("td", {}, `${i} ${names[i]}`), ...row.map((v) => el("td", { class: "num" }, v.toFixed(3))))));
-  const big = Math.max(1e-6, ...j.scaled_scores.flat().map(Math.abs));
-  const size = side(Math.max(160, Math.min(360, 36 * S)), S);
-  const scores = heatmap({ rows: S, cols: S, width: size, height: size, colour: (v) => signedColour(v / big), numbers: true,
-    format: (v) => v.toFixed(Math.abs(v) >= 10 ? 0 : 1), dark: (v) => Math.abs(v / big) > 0.55,
-    rowLabels: names, colLabels: names, corner: "key →\nquery ↓", tip: (r, c, v) => `q(${names[r]})·k(${names[c]})/√dh = ${v.toFixed(4)}` });
-  scores.draw(j.scaled_scores);
-  const weights = heatmap({ rows: S, cols: S, width: size, height: size, colour: attentionColour, numbers: true,
-    rowLabels: names, colLabels: names, corner: "key →\nquery ↓", tip: (r, c, v) => `softmax row ${names[r]}, key ${names[c]}: ${v.toFixed(4)}` });
-  weights.draw(j.weights);
-  box.replaceChildren(
-    el("p", {}, `Layer ${j.layer}, head ${j.head} of A, ${j.positions ? "with" : "without"} positions: each piece's query q and ` +
-      `key k (dh = ${dh}), the scaled scores q·k/√dh of every query (row) with every key (column), and their softmax along ` +
-      "each row, the weights of the maps above."),
-    el("h3", {}, "q, one row per piece"), el("div", { class: "scroll-x" }, vectors("q", j.q)),
-    el("h3", {}, "k, one row per piece"), el("div", { class: "scroll-x" }, vectors("k", j.k)),
-    el("div", { class: "sides" },
-      el("div", { class: "side", id: "inside-scores" }, el("h3", {}, "q·k/√dh"), scores.root,
-        el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "score"), colourBar(DIVERGING, -big, big))),
-      el("div", { class: "side", id: "inside-weights" }, el("h3", {}, "softmax of each row"), weights.root,
-        el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "attention weight"), colourBar(SEQUENTIAL, 0, 1)))));
+    ...M.map((row, i) => el("tr", {}, el("td", {}, `${i} ${names[i]}`), ...row.map((v) => el("td", { class: "num" }, v.toFixed(3)))))));
+  const size = side(Math.max(160, Math.min(320, 40 * S)), S);
+  // One step's map: its own colour scale, symmetric about 0 (the weights: 0 .. 1).
+  const step = (id, title, equation, M, what, format) => {
+    const big = Math.max(1e-6, ...M.flat().map(Math.abs)), weights = id === "weights";
+    const map = heatmap({ rows: S, cols: S, width: size, height: size, numbers: true, rowLabels: names, colLabels: names,
+      colour: weights ? attentionColour : (v) => signedColour(v / big), corner: "key →\nquery ↓",
+      format: weights ? null : format || ((v) => v.toFixed(Math.abs(v) >= 10 ? 0 : Math.abs(v) >= 1 ? 1 : 2)), dark: weights ? null : (v) => Math.abs(v / big) > 0.55,
+      tip: (r, c, v) => `${what}, query ${names[r]} (${r}), key ${names[c]} (${c}): ${v.toFixed(4)}` });
+    map.draw(M);
+    return el("div", { class: "side step", id: `inside-${id}` }, el("h3", {}, title), el("p", { class: "equation" }, equation), map.root,
+      el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, what),
+        weights ? colourBar(SEQUENTIAL, 0, 1) : colourBar(DIVERGING, -big, big)));
+  };
+  const parts = [el("p", {}, `Layer ${j.layer}, head ${j.head} of A, ${j.positions ? "with" : "without"} positions: each piece's ` +
+    `query q and key k (dh = ${dh}), the scores of every query (row) with every key (column), and their softmax along ` +
+    "each row, the weights of the maps above.")];
+  if (j.rope) {
+    parts.push(el("p", {}, "Rope acts here, on q and k, before any score: ", el("span", { class: "equation" }, j.rope.equation),
+      ". The position is in the angle, so q_i·k_j depends on the pieces and on i − j only."),
+      el("h3", {}, "q before the rotation"), vectors("q-before", "q", j.rope.q_before),
+      el("h3", {}, "q after it (what the scores use)"), vectors("q", "q", j.q),
+      el("h3", {}, "k before the rotation"), vectors("k-before", "k", j.rope.k_before),
+      el("h3", {}, "k after it"), vectors("k", "k", j.k));
+  } else {
+    parts.push(el("h3", {}, "q, one row per piece"), vectors("q", "q", j.q), el("h3", {}, "k, one row per piece"), vectors("k", "k", j.k));
+  }
+  const steps = [];
+  if (j.alibi) {
+    steps.push(step("scores", "1. q·k/√dh", "s_ij = q_i · k_j / √dh", j.alibi.scores, "score"),
+      step("bias", "2. + ALiBi's bias", j.alibi.equation, j.alibi.bias, "bias b_ij", biasText),
+      step("biased", "3. = the softmax's input", j.equations.scaled_scores, j.scaled_scores, "score + bias"));
+  } else {
+    steps.push(step("scores", "1. q·k/√dh", j.equations.scaled_scores, j.scaled_scores, "score"));
+  }
+  steps.push(step("weights", `${steps.length + 1}. softmax of each row`, j.equations.weights, j.weights, "attention weight"));
+  parts.push(el("div", { class: "sides steps" }, ...steps));
+  box.replaceChildren(...parts);
 }
 
 const live = { asked: 0, updates: 0, updateMs: null, timer: null };
