@@ -9,18 +9,14 @@
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/reduced.h"
 #include "engine/kernels/simd.h"
+#include "engine/kernels/tiles.h"
 
 namespace ordo {
 
 PackedBf16 pack_bf16(const uint16_t* w, int N, int K) {
   PackedBf16 p;
   p.N = N, p.K = K, p.K2 = (K + 1) / 2 * 2;
-  const int panels = (N + 15) / 16;
-  p.w.assign(size_t(panels) * p.K2 * 16, 0);
-  for (int n = 0; n < N; ++n) {
-    uint16_t* panel = p.w.data() + size_t(n / 16) * p.K2 * 16;
-    for (int k = 0; k < K; ++k) panel[size_t(k / 2) * 32 + (n % 16) * 2 + k % 2] = w[size_t(n) * K + k];
-  }
+  p.w = tiles::pack_panels<2>(w, N, K);
   return p;
 }
 
@@ -34,10 +30,6 @@ void to_bf16_rows(uint16_t* xh, const float* x, int M, int K, int K2) {
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 
 namespace {
-
-// The loops over the tile's rows and panels unrolled whole, so that each accumulator is a register
-// of its own (int8_vnni.cpp says what GCC 12 did without it).
-#define ORDO_UNROLL _Pragma("GCC unroll 16")
 
 // An MR × (16·NR) tile of y: MR rows of x against NR panels of W, MR·NR vectors of 16 float sums
 // in registers along K. Each step of 2 k loads NR panels' 64 bytes once and broadcasts one pair
@@ -71,44 +63,22 @@ void dot_tile(const uint16_t* x, int K2, const uint16_t* w, size_t panel_elems, 
 }
 
 constexpr int kTileM = 8, kTileN = 3;  // as int8_vnni.cpp's
-using DotTile = void (*)(const uint16_t*, int, const uint16_t*, size_t, const float*, int, float*, int);
-template <int MR, int... NR>
-constexpr std::array<DotTile, kTileN> tile_row(std::integer_sequence<int, NR...>) {
-  return {dot_tile<MR, NR + 1>...};
-}
-template <int... MR>
-constexpr std::array<std::array<DotTile, kTileN>, kTileM> tile_table(std::integer_sequence<int, MR...>) {
-  return {tile_row<MR + 1>(std::make_integer_sequence<int, kTileN>{})...};
-}
-constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles =
-    tile_table(std::make_integer_sequence<int, kTileM>{});
+template <int MR, int NR>
+struct Dot {
+  static constexpr auto fn = &dot_tile<MR, NR>;
+};
+constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();
 
 }  // namespace
 
-// Tasks as in int8_vnni.cpp: blocks of 64 rows × an equal share of the panels per thread.
+// Tasks as in int8_vnni.cpp (tiles::for_each_tile, in panels).
 void bf16_dot_linear(float* y, const uint16_t* xh, const PackedBf16& w, const float* b, int M, int threads) {
-  if (M == 0 || w.N == 0) return;
-  constexpr int kRowsPerTask = 64;
-  const int panels = (w.N + 15) / 16;
-  const int share = (panels + threads - 1) / threads, col_tasks = (panels + share - 1) / share;
-  const int row_blocks = (M + kRowsPerTask - 1) / kRowsPerTask;
   const size_t panel_elems = size_t(w.K2) * 16;
-  auto task = [&](int t, int) {
-    const int m0 = t % row_blocks * kRowsPerTask, m_end = std::min(M, m0 + kRowsPerTask);
-    const int p0 = t / row_blocks * share, p_end = std::min(panels, p0 + share);
-    for (int p = p0; p < p_end; p += kTileN) {
-      const int np = std::min(kTileN, p_end - p), n = 16 * p, cols = std::min(16 * np, w.N - n);
-      for (int m = m0; m < m_end; m += kTileM)
-        kTiles[std::min(kTileM, m_end - m) - 1][np - 1](xh + size_t(m) * w.K2, w.K2, w.w.data() + p * panel_elems,
-                                                        panel_elems, b ? b + n : nullptr, cols, y + size_t(m) * w.N + n,
-                                                        w.N);
-    }
-  };
-  const int tasks = row_blocks * col_tasks;
-  if (threads <= 1 || tasks == 1)
-    for (int t = 0; t < tasks; ++t) task(t, 0);
-  else
-    parallel_for(tasks, task);
+  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, [&](int m, int mr, int p, int np) {
+    const int n = 16 * p, cols = std::min(16 * np, w.N - n);
+    kTiles[mr - 1][np - 1](xh + size_t(m) * w.K2, w.K2, w.w.data() + p * panel_elems, panel_elems, b ? b + n : nullptr,
+                           cols, y + size_t(m) * w.N + n, w.N);
+  });
 }
 
 #else  // no AVX-512 BF16 in this build: never called (kHaveBf16Dot is false)

@@ -10,23 +10,18 @@
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/reduced.h"
 #include "engine/kernels/simd.h"
+#include "engine/kernels/tiles.h"
 
 namespace ordo {
 
 PackedInt8 pack_int8(const int8_t* w, int N, int K) {
   PackedInt8 p;
   p.N = N, p.K = K, p.K4 = (K + 3) / 4 * 4;
-  const int panels = (N + 15) / 16;
-  p.w.assign(size_t(panels) * p.K4 * 16, 0);
-  p.compensation.assign(size_t(panels) * 16, 0);
+  p.w = tiles::pack_panels<4>(w, N, K);
+  p.compensation.assign(size_t(N + 15) / 16 * 16, 0);
   for (int n = 0; n < N; ++n) {
-    const int8_t* row = w + size_t(n) * K;
-    int8_t* column = p.w.data() + size_t(n / 16) * p.K4 * 16 + (n % 16) * 4;  // its 4 bytes in group 0
     int32_t sum = 0;
-    for (int k = 0; k < K; ++k) {
-      column[size_t(k / 4) * 64 + k % 4] = row[k];
-      sum += row[k];
-    }
+    for (int k = 0; k < K; ++k) sum += w[size_t(n) * K + k];
     p.compensation[n] = 128 * sum;
   }
   return p;
@@ -94,11 +89,6 @@ struct Out {
   int ld;
 };
 
-// "#pragma GCC unroll": the loops over a tile's rows and panels unrolled whole, so that each
-// accumulator is a register of its own. GCC 12 at -O3 left the 8 × 3 loops rolled and the 24
-// accumulators in an array on the stack, loaded and stored around every vpdpbusd.
-#define ORDO_UNROLL _Pragma("GCC unroll 16")
-
 // An MR × (16·NR) tile of the output: MR rows of x against NR panels of W, MR·NR vectors of 16
 // int32 sums kept in registers along K. Each step of 4 k loads NR panels' 64 bytes once and
 // broadcasts 4 bytes of each row of x to all 16 lanes (vpbroadcastd).
@@ -148,52 +138,27 @@ void dot_tile(const uint8_t* x, int K4, const int8_t* w, size_t panel_bytes, con
 // 8 rows × 3 panels: 24 accumulators and 3 weight vectors of the 32 registers, 3 loads and 8
 // broadcasts for 24 vpdpbusd a step; at the 8 rows of a short text the weights are read once.
 constexpr int kTileM = 8, kTileN = 3;
-using DotTile = void (*)(const uint8_t*, int, const int8_t*, size_t, const int32_t*, int, const Out&);
-template <int MR, int... NR>
-constexpr std::array<DotTile, kTileN> tile_row(std::integer_sequence<int, NR...>) {
-  return {dot_tile<MR, NR + 1>...};
-}
-template <int... MR>
-constexpr std::array<std::array<DotTile, kTileN>, kTileM> tile_table(std::integer_sequence<int, MR...>) {
-  return {tile_row<MR + 1>(std::make_integer_sequence<int, kTileN>{})...};
-}
-// kTiles[mr − 1][nr − 1]: the tile for the edges, where fewer than kTileM rows or kTileN panels remain.
-constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles =
-    tile_table(std::make_integer_sequence<int, kTileM>{});
+template <int MR, int NR>
+struct Dot {
+  static constexpr auto fn = &dot_tile<MR, NR>;
+};
+constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr − 1][np − 1]: the edges too
 
-// Tasks are blocks of kRowsPerTask rows × an equal share of the panels per thread: each thread
-// streams its own run of W, and inside a task each group of kTileN panels (16·K4 bytes each) stays
-// in cache while the block's rows pass over it.
+// Tasks as tiles::for_each_tile splits them, in panels; each group of kTileN panels (16·K4 bytes
+// each) stays in cache while a block's rows pass over it.
 void run(const uint8_t* xu, const PackedInt8& w, int M, int threads, const Out& out) {
-  if (M == 0 || w.N == 0) return;
-  constexpr int kRowsPerTask = 64;
-  const int panels = (w.N + 15) / 16;
-  const int share = (panels + threads - 1) / threads, col_tasks = (panels + share - 1) / share;
-  const int row_blocks = (M + kRowsPerTask - 1) / kRowsPerTask;
   const size_t panel_bytes = size_t(w.K4) * 16;
-  auto task = [&](int t, int) {
-    const int m0 = t % row_blocks * kRowsPerTask, m_end = std::min(M, m0 + kRowsPerTask);
-    const int p0 = t / row_blocks * share, p_end = std::min(panels, p0 + share);
-    for (int p = p0; p < p_end; p += kTileN) {
-      const int np = std::min(kTileN, p_end - p), n = 16 * p, cols = std::min(16 * np, w.N - n);
-      for (int m = m0; m < m_end; m += kTileM) {
-        const int mr = std::min(kTileM, m_end - m);
-        const Out o{out.acc ? out.acc + size_t(m) * out.ld + n : nullptr,
-                    out.y ? out.y + size_t(m) * out.ld + n : nullptr,
-                    out.xs ? out.xs + m : nullptr,
-                    out.ws ? out.ws + n : nullptr,
-                    out.b ? out.b + n : nullptr,
-                    out.ld};
-        kTiles[mr - 1][np - 1](xu + size_t(m) * w.K4, w.K4, w.w.data() + p * panel_bytes, panel_bytes,
-                               w.compensation.data() + n, cols, o);
-      }
-    }
-  };
-  const int tasks = row_blocks * col_tasks;
-  if (threads <= 1 || tasks == 1)
-    for (int t = 0; t < tasks; ++t) task(t, 0);
-  else
-    parallel_for(tasks, task);
+  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, [&](int m, int mr, int p, int np) {
+    const int n = 16 * p, cols = std::min(16 * np, w.N - n);
+    const Out o{out.acc ? out.acc + size_t(m) * out.ld + n : nullptr,
+                out.y ? out.y + size_t(m) * out.ld + n : nullptr,
+                out.xs ? out.xs + m : nullptr,
+                out.ws ? out.ws + n : nullptr,
+                out.b ? out.b + n : nullptr,
+                out.ld};
+    kTiles[mr - 1][np - 1](xu + size_t(m) * w.K4, w.K4, w.w.data() + p * panel_bytes, panel_bytes,
+                           w.compensation.data() + n, cols, o);
+  });
 }
 
 }  // namespace

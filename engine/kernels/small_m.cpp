@@ -6,6 +6,7 @@
 
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/simd.h"
+#include "engine/kernels/tiles.h"
 
 namespace ordo {
 
@@ -73,41 +74,20 @@ void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b,
 // the operands, 10 loads and 6 + 6 prefetches for 24 FMAs a step (2 × 8 took 10 loads and 16
 // prefetches for 16). Measured against 2 × 8, 8 × 3, 8 × 2 and 4 × 4 in docs/performance.md.
 constexpr int kTileM = 4, kTileN = kLanes == 16 ? 6 : 4;
-using DotTile = void (*)(float*, int, const float*, const float*, const float*, int);
-template <int MR, int... NR>
-constexpr std::array<DotTile, kTileN> tile_row(std::integer_sequence<int, NR...>) {
-  return {dot_tile<MR, NR + 1>...};
-}
-template <int... MR>
-constexpr std::array<std::array<DotTile, kTileN>, kTileM> tile_table(std::integer_sequence<int, MR...>) {
-  return {tile_row<MR + 1>(std::make_integer_sequence<int, kTileN>{})...};
-}
-// kTiles[mr − 1][nr − 1]: the tile for the edges, where fewer than kTileM rows or kTileN columns remain.
-constexpr std::array<std::array<DotTile, kTileN>, kTileM> kTiles =
-    tile_table(std::make_integer_sequence<int, kTileM>{});
+template <int MR, int NR>
+struct Dot {
+  static constexpr auto fn = &dot_tile<MR, NR>;
+};
+constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr − 1][nr − 1]: the edges too
 
 }  // namespace
 
-// Tasks are blocks of y, kRowsPerTask rows × an equal share of the columns per thread: each thread
-// streams one contiguous run of W rows, tile after tile, which is what the prefetch above follows
-// (handing out 32-column blocks as threads came free measured slower). Inside a task, each
-// tile of kTileN weight rows stays in L1 or L2 while the block's rows of x pass over it.
+// Tasks as tiles::for_each_tile splits them: each thread streams one contiguous run of W rows, tile
+// after tile, which is what the prefetch above follows (handing out 32-column blocks as threads came
+// free measured slower).
 void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  if (M == 0 || N == 0) return;
-  constexpr int kRowsPerTask = 64;
-  const int threads = kernel_threads();
-  const int cols_per_task = (N + threads * kTileN - 1) / (threads * kTileN) * kTileN;
-  const int row_blocks = (M + kRowsPerTask - 1) / kRowsPerTask;
-  parallel_for(row_blocks * ((N + cols_per_task - 1) / cols_per_task), [&](int task, int) {
-    const int m0 = task % row_blocks * kRowsPerTask, m_end = std::min(M, m0 + kRowsPerTask);
-    const int n0 = task / row_blocks * cols_per_task, n_end = std::min(N, n0 + cols_per_task);
-    for (int n = n0; n < n_end; n += kTileN) {
-      const int nr = std::min(kTileN, n_end - n);
-      for (int m = m0; m < m_end; m += kTileM) {
-        const int mr = std::min(kTileM, m_end - m);
-        kTiles[mr - 1][nr - 1](y + size_t(m) * N + n, N, x + size_t(m) * K, w + size_t(n) * K, b ? b + n : nullptr, K);
-      }
-    }
+  tiles::for_each_tile(M, N, kTileM, kTileN, kTileN, kernel_threads(), [&](int m, int mr, int n, int nr) {
+    kTiles[mr - 1][nr - 1](y + size_t(m) * N + n, N, x + size_t(m) * K, w + size_t(n) * K, b ? b + n : nullptr, K);
   });
 }
 

@@ -31,8 +31,31 @@ namespace {
 struct Shape {
   int M, K, N;
 };
-const Shape kShapes[] = {{1, 64, 96},    {8, 512, 1536}, {13, 512, 700},  {128, 2048, 512}, {1, 2048, 512},
-                         {200, 96, 300}, {3, 5, 7},      {1500, 64, 192}, {2048, 256, 64}};
+const std::vector<Shape> kShapes = {{1, 64, 96},    {8, 512, 1536}, {13, 512, 700},  {128, 2048, 512}, {1, 2048, 512},
+                                    {200, 96, 300}, {3, 5, 7},      {1500, 64, 192}, {2048, 256, 64}};
+
+// The own kernels' edges: every row count of their 8-row tiles, two of them and one more (1..17),
+// a full block of 128 rows and one more, column counts that end inside a 16-column panel or a
+// 3-panel tile, and K that is not a multiple of a group of `group` k nor of a cache line.
+std::vector<Shape> edge_shapes(int group) {
+  std::vector<Shape> shapes;
+  for (int M = 1; M <= 17; ++M)
+    for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}}) shapes.push_back({M, K, N});
+  for (const Shape& sh : {Shape{128, 511, 97}, Shape{129, 1, 1}, Shape{65, group, 16}}) shapes.push_back(sh);
+  return shapes;
+}
+
+// check(shape, threads, kernel) for every kernel and shape, on one thread and on two.
+template <class Check>
+void for_each_case(const std::vector<ReducedKernel>& kernels, const std::vector<Shape>& shapes, const Check& check) {
+  test::ThreadsGuard guard;
+  for (ReducedKernel kernel : kernels)
+    for (const Shape& sh : shapes)
+      for (int threads : {1, 2}) {
+        set_kernel_threads(threads);
+        check(sh, threads, kernel);
+      }
+}
 
 TEST(Reduced, QuantizationMatchesThePlainOne) {
   const auto x = test::random_floats(13 * 300, 11, 3.0f);
@@ -156,32 +179,17 @@ void expect_int8_exact(const Shape& sh, int threads, ReducedKernel kernel) {
 
 TEST(Reduced, Int8ProductsAreExact) {
   SKIP_WITHOUT_ONEDNN();
-  test::ThreadsGuard guard;
-  for (ReducedKernel kernel : int8_kernels())
-    for (const Shape& sh : kShapes)
-      for (int threads : {1, 2}) {
-        set_kernel_threads(threads);
-        expect_int8_exact(sh, threads, kernel);
-      }
+  for_each_case(int8_kernels(), kShapes, expect_int8_exact);
 }
 
-// The VNNI kernel's edges: every row count of its 8-row tiles and two of them and one more (1..17),
-// a full block of 128, column counts that end inside a 16-column panel or a 3-panel tile, and K
-// that is not a multiple of its 4-byte groups nor of a cache line.
+// The VNNI kernel's edges (4-byte groups of k), and in_proj's shape at a tile's worth of rows and
+// either side of it (kShapes has the larger ones).
 TEST(Reduced, Int8VnniEdgesAreExact) {
   SKIP_WITHOUT_ONEDNN();
   if (!kHaveInt8Vnni) GTEST_SKIP() << "this build has no AVX-512 VNNI";
-  test::ThreadsGuard guard;
-  for (int threads : {1, 2}) {
-    set_kernel_threads(threads);
-    for (int M = 1; M <= 17; ++M)
-      for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}})
-        expect_int8_exact({M, K, N}, threads, ReducedKernel::Own);
-    // in_proj's shape at a tile's worth of rows and either side of it (kShapes has the larger ones)
-    for (int M : {1, 8, 9, 16, 17}) expect_int8_exact({M, 512, 1536}, threads, ReducedKernel::Own);
-    for (const Shape& sh : {Shape{128, 511, 97}, Shape{129, 1, 1}, Shape{65, 4, 16}})
-      expect_int8_exact(sh, threads, ReducedKernel::Own);
-  }
+  std::vector<Shape> shapes = edge_shapes(4);
+  for (int M : {1, 8, 9, 16, 17}) shapes.push_back({M, 512, 1536});
+  for_each_case({ReducedKernel::Own}, shapes, expect_int8_exact);
 }
 
 // By hand, through the u8 + 128 compensation at the extremes of s8: x = (−127, 127, 0, 5) against
@@ -229,31 +237,16 @@ void expect_bf16_within_bound(const Shape& sh, int threads, ReducedKernel kernel
 
 TEST(Reduced, Bf16ProductsWithinTheSummationBound) {
   SKIP_WITHOUT_ONEDNN();
-  test::ThreadsGuard guard;
   std::vector<ReducedKernel> kernels{ReducedKernel::OneDnn};
   if (kHaveBf16Dot) kernels.push_back(ReducedKernel::Own);
-  for (ReducedKernel kernel : kernels)
-    for (const Shape& sh : kShapes)
-      for (int threads : {1, 2}) {
-        set_kernel_threads(threads);
-        expect_bf16_within_bound(sh, threads, kernel);
-      }
+  for_each_case(kernels, kShapes, expect_bf16_within_bound);
 }
 
-// The AVX-512 BF16 kernel's edges, as for int8: rows 1..17 and 128, column counts that end inside a
-// panel or a 3-panel tile, and odd K (the last pair of k half padding).
+// The AVX-512 BF16 kernel's edges, as for int8, in pairs of k (odd K: the last pair half padding).
 TEST(Reduced, Bf16OwnKernelEdgesWithinTheBound) {
   SKIP_WITHOUT_ONEDNN();
   if (!kHaveBf16Dot) GTEST_SKIP() << "this build has no AVX-512 BF16";
-  test::ThreadsGuard guard;
-  for (int threads : {1, 2}) {
-    set_kernel_threads(threads);
-    for (int M = 1; M <= 17; ++M)
-      for (auto [K, N] : {std::pair{5, 7}, std::pair{63, 49}, std::pair{130, 33}})
-        expect_bf16_within_bound({M, K, N}, threads, ReducedKernel::Own);
-    for (const Shape& sh : {Shape{128, 511, 97}, Shape{129, 1, 1}, Shape{65, 2, 16}})
-      expect_bf16_within_bound(sh, threads, ReducedKernel::Own);
-  }
+  for_each_case({ReducedKernel::Own}, edge_shapes(2), expect_bf16_within_bound);
 }
 
 // Cosine of two vectors, in double.

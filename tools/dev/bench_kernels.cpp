@@ -20,8 +20,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/kernels/blas.h"
@@ -80,10 +82,11 @@ void compare(const std::string& shape, std::vector<Variant>& variants, int round
   std::fflush(stdout);
 }
 
-void bench_linear(const std::vector<int>& ms, int rounds) {
-  struct Layer {
-    std::vector<float> in_w, in_b, out_w, out_b, w1, b1, w2, b2;
-  };
+// The base encoder's four weight products per layer, with random weights.
+struct Layer {
+  std::vector<float> in_w, in_b, out_w, out_b, w1, b1, w2, b2;
+};
+std::vector<Layer> random_layers() {
   std::vector<Layer> layers(LAYERS);
   unsigned seed = 1;
   for (Layer& l : layers) {
@@ -92,21 +95,38 @@ void bench_linear(const std::vector<int>& ms, int rounds) {
     l.w1 = noise(size_t(F) * D, seed++), l.b1 = noise(F, seed++);
     l.w2 = noise(size_t(D) * F, seed++), l.b2 = noise(D, seed++);
   }
+  return layers;
+}
+
+// A pass's 24 products at M rows through `linear`, on fixed inputs x (M, D) and h (M, F): outputs
+// fed back would shrink pass after pass into subnormal numbers.
+struct Products {
+  int M;
+  std::vector<float> x, h, qkv, y, ff;
+  explicit Products(int M)
+      : M(M),
+        x(noise(size_t(M) * D, 99)),
+        h(noise(size_t(M) * F, 98)),
+        qkv(size_t(M) * 3 * D),
+        y(size_t(M) * D),
+        ff(size_t(M) * F) {}
+  template <class Linear>
+  void run(const std::vector<Layer>& layers, Linear linear) {
+    for (const Layer& l : layers) {
+      linear(qkv.data(), x.data(), l.in_w.data(), l.in_b.data(), M, D, 3 * D);
+      linear(y.data(), x.data(), l.out_w.data(), l.out_b.data(), M, D, D);
+      linear(ff.data(), x.data(), l.w1.data(), l.b1.data(), M, D, F);
+      linear(y.data(), h.data(), l.w2.data(), l.b2.data(), M, F, D);
+    }
+  }
+};
+
+void bench_linear(const std::vector<int>& ms, int rounds) {
+  const std::vector<Layer> layers = random_layers();
   using Linear = void (*)(float*, const float*, const float*, const float*, int, int, int);
   for (int M : ms) {
-    // Fixed inputs: outputs fed back would shrink pass after pass into subnormal numbers.
-    const std::vector<float> x = noise(size_t(M) * D, 99), h = noise(size_t(M) * F, 98);
-    std::vector<float> qkv(size_t(M) * 3 * D), y(size_t(M) * D), ff(size_t(M) * F);
-    auto pass = [&](Linear linear) {
-      return [&, linear] {
-        for (const Layer& l : layers) {
-          linear(qkv.data(), x.data(), l.in_w.data(), l.in_b.data(), M, D, 3 * D);
-          linear(y.data(), x.data(), l.out_w.data(), l.out_b.data(), M, D, D);
-          linear(ff.data(), x.data(), l.w1.data(), l.b1.data(), M, D, F);
-          linear(y.data(), h.data(), l.w2.data(), l.b2.data(), M, F, D);
-        }
-      };
-    };
+    Products p(M);
+    auto pass = [&](Linear linear) { return [&, linear] { p.run(layers, linear); }; };
     std::vector<Variant> variants;
     if (M <= 32) variants.push_back({"small_m", pass(linear_small_m)});
     if (M <= 512) variants.push_back({"stream", pass(linear_stream)});
@@ -125,45 +145,25 @@ void bench_reduced(ComputeType type, const std::vector<int>& ms, int rounds) {
     std::printf("%s: this build has no oneDNN\n", name);
     return;
   }
-  struct Layer {
-    std::vector<float> in_w, in_b, out_w, out_b, w1, b1, w2, b2;
-    std::unique_ptr<ReducedLinear> in_proj, out_proj, linear1, linear2;
-  };
-  std::vector<Layer> layers(LAYERS);
-  unsigned seed = 1;
-  for (Layer& l : layers) {
-    l.in_w = noise(size_t(3) * D * D, seed++), l.in_b = noise(3 * D, seed++);
-    l.out_w = noise(size_t(D) * D, seed++), l.out_b = noise(D, seed++);
-    l.w1 = noise(size_t(F) * D, seed++), l.b1 = noise(F, seed++);
-    l.w2 = noise(size_t(D) * F, seed++), l.b2 = noise(D, seed++);
-    l.in_proj = std::make_unique<ReducedLinear>(type, l.in_w.data(), l.in_b.data(), 3 * D, D);
-    l.out_proj = std::make_unique<ReducedLinear>(type, l.out_w.data(), l.out_b.data(), D, D);
-    l.linear1 = std::make_unique<ReducedLinear>(type, l.w1.data(), l.b1.data(), F, D);
-    l.linear2 = std::make_unique<ReducedLinear>(type, l.w2.data(), l.b2.data(), D, F);
-  }
+  const std::vector<Layer> layers = random_layers();
+  // Each weight converted once, found by its address.
+  std::map<const float*, std::unique_ptr<ReducedLinear>> converted;
+  for (const Layer& l : layers)
+    for (auto [w, b, N, K] : {std::tuple{&l.in_w, &l.in_b, 3 * D, D}, std::tuple{&l.out_w, &l.out_b, D, D},
+                              std::tuple{&l.w1, &l.b1, F, D}, std::tuple{&l.w2, &l.b2, D, F}})
+      converted[w->data()] = std::make_unique<ReducedLinear>(type, w->data(), b->data(), N, K);
   const int threads = kernel_threads();
   for (int M : ms) {
-    const std::vector<float> x = noise(size_t(M) * D, 99), h = noise(size_t(M) * F, 98);
-    std::vector<float> qkv(size_t(M) * 3 * D), y(size_t(M) * D), ff(size_t(M) * F);
+    Products p(M);
     auto pass = [&](ReducedKernel kernel) {
       return [&, kernel] {
-        for (const Layer& l : layers) {
-          l.in_proj->forward(qkv.data(), x.data(), M, threads, kernel);
-          l.out_proj->forward(y.data(), x.data(), M, threads, kernel);
-          l.linear1->forward(ff.data(), x.data(), M, threads, kernel);
-          l.linear2->forward(y.data(), h.data(), M, threads, kernel);
-        }
+        p.run(layers, [&](float* y, const float* x, const float* w, const float*, int rows, int, int) {
+          converted.at(w)->forward(y, x, rows, threads, kernel);
+        });
       };
     };
     std::vector<Variant> variants;
-    variants.push_back({"f32", [&] {
-                          for (const Layer& l : layers) {
-                            linear(qkv.data(), x.data(), l.in_w.data(), l.in_b.data(), M, D, 3 * D);
-                            linear(y.data(), x.data(), l.out_w.data(), l.out_b.data(), M, D, D);
-                            linear(ff.data(), x.data(), l.w1.data(), l.b1.data(), M, D, F);
-                            linear(y.data(), h.data(), l.w2.data(), l.b2.data(), M, F, D);
-                          }
-                        }});
+    variants.push_back({"f32", [&] { p.run(layers, linear); }});
     if (type == ComputeType::Int8 ? kHaveInt8Vnni : kHaveBf16Dot) variants.push_back({"own", pass(ReducedKernel::Own)});
     variants.push_back({"onednn", pass(ReducedKernel::OneDnn)});
     const int calls = std::max(2, std::min(10, 1000 / (M + 20)));

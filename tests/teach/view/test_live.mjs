@@ -12,10 +12,9 @@
 // on a 20-piece sentence) without judging it. Exit 0 pass, 1 fail, 77 skip (no Chromium).
 import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
-import { CHROMIUM, check, failures, loadPuppeteer } from "./harness.mjs";
+import { check, failures, launch, loadPuppeteer, openPage } from "./harness.mjs";
 
 const ROUNDED = 1.01e-4; // the page's attention is rounded to 4 decimals
 const [ordo, modelDir, ...flags] = process.argv.slice(2);
@@ -40,23 +39,9 @@ const maxDiff = (X, Y) => {
   return x.length !== y.length ? Infinity : x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i])), 0);
 };
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), "ordo-live-chromium-"));
-const browser = await puppeteer.launch({
-  executablePath: CHROMIUM, headless: true, userDataDir: profile,
-  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const { browser, profile } = await launch(puppeteer, "live");
 try {
-  const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
-  const problems = [];
-  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  await page.setRequestInterception(true);
-  page.on("request", (r) => {
-    if (r.url().startsWith(origin + "/") || r.url().startsWith("data:")) return r.continue();
-    problems.push(`request for ${r.url()}`);
-    r.abort();
-  });
+  const { page, problems } = await openPage(browser, (url) => url.startsWith(origin + "/"));
   await page.goto(origin + "/", { waitUntil: "load" });
   await page.waitForFunction(() => window.ordoView && window.ordoView.inside !== null, { timeout: 20000 });
   check(await page.$eval("#live", (e) => !e.hidden), "the live page shows its text boxes");

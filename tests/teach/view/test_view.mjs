@@ -17,10 +17,9 @@
 // (the median over --loads page loads) but does not judge it: speed belongs to measurements, not tests.
 // Exit 0 pass, 1 fail, 77 skip (no Chromium).
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { CHROMIUM, check, failures, loadPuppeteer } from "./harness.mjs";
+import { check, failures, launch, loadPuppeteer, openPage } from "./harness.mjs";
 
 const TOLERANCE = 1.01e-4; // two attention weights rounded to 4 decimals, each apart by at most 0.5e-4
 
@@ -50,27 +49,9 @@ if (!pagePath) {
 const pageUrl = pathToFileURL(path.resolve(pagePath)).href;
 console.log(`page ${pagePath}: ${fs.statSync(pagePath).size} bytes`);
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), "ordo-view-chromium-"));
-const browser = await puppeteer.launch({
-  executablePath: CHROMIUM,
-  headless: true,
-  userDataDir: profile,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-});
-
+const { browser, profile } = await launch(puppeteer, "view");
 try {
-  const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
-  const problems = [];
-  page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  await page.setRequestInterception(true);
-  page.on("request", (r) => {
-    if (r.url() === pageUrl || r.url().startsWith("data:")) return r.continue();
-    problems.push(`request for ${r.url()}`);
-    r.abort();
-  });
+  const { page, problems } = await openPage(browser, (url) => url === pageUrl);
 
   // Load it --loads times; the render time is the page's own clock when it has drawn and painted.
   const loads = Math.max(1, +option("loads", 1));
