@@ -396,7 +396,7 @@ TEST(Init, RngStreamIsFixed) {
   EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
 }
 
-// first_position: rope and alibi see only distances, so starting every sequence at another
+// first_position: rope and alibi see only offsets i − j, so starting every sequence at another
 // position changes nothing but rounding; the sinusoids' input is E·√d + PE(first + t) by the
 // formula; a learned table must hold the shifted positions.
 TEST(Encoder, FirstPositionMovesOnlyAbsolutePositions) {

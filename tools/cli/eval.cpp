@@ -211,7 +211,7 @@ int cmd_eval(int argc, char** argv) {
       cxxopts::value<int>()->default_value("0"))(
       "offset",
       "start every line at position K instead of 0: the same texts at unseen positions (sinusoidal and "
-      "learned positions move; rope and alibi see only distances)",
+      "learned positions move; rope and alibi see only the offsets i - j)",
       cxxopts::value<int>()->default_value("0"))("json", "print one JSON object")(
       "png", "draw top-1 accuracy against position, one line per model (PNG, or SVG by the name's extension)",
       cxxopts::value<std::string>())("threads", "threads for the matrix work (0: one per core)",
