@@ -107,12 +107,14 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where,
                      "key \"layer_norm_eps\" is " + brief(j.at("layer_norm_eps")) + ", which rounds to 0 as a float");
 
-  const std::string pe = r.choice("positional_encoding", {"sinusoidal", "learned", "none", "rope", "alibi"}, "", true);
-  c.positional_encoding = pe == "sinusoidal" ? PositionalEncoding::Sinusoidal
-                          : pe == "learned"  ? PositionalEncoding::Learned
-                          : pe == "rope"     ? PositionalEncoding::Rope
-                          : pe == "alibi"    ? PositionalEncoding::Alibi
-                                             : PositionalEncoding::None;
+  const std::string pe =
+      r.choice("positional_encoding", {"sinusoidal", "learned", "none", "rope", "alibi", "alibi-symmetric"}, "", true);
+  c.positional_encoding = pe == "sinusoidal"        ? PositionalEncoding::Sinusoidal
+                          : pe == "learned"         ? PositionalEncoding::Learned
+                          : pe == "rope"            ? PositionalEncoding::Rope
+                          : pe == "alibi"           ? PositionalEncoding::Alibi
+                          : pe == "alibi-symmetric" ? PositionalEncoding::AlibiSymmetric
+                                                    : PositionalEncoding::None;
   c.pe_layout = r.choice("pe_layout", {"interleaved", "split"}, "interleaved") == std::string("split")
                     ? PeLayout::Split
                     : PeLayout::Interleaved;
@@ -180,11 +182,12 @@ const char* to_string(Activation a) {
   return a == Activation::GELU ? "gelu" : "relu";
 }
 const char* to_string(PositionalEncoding p) {
-  return p == PositionalEncoding::Sinusoidal ? "sinusoidal"
-         : p == PositionalEncoding::Learned  ? "learned"
-         : p == PositionalEncoding::Rope     ? "rope"
-         : p == PositionalEncoding::Alibi    ? "alibi"
-                                             : "none";
+  return p == PositionalEncoding::Sinusoidal       ? "sinusoidal"
+         : p == PositionalEncoding::Learned        ? "learned"
+         : p == PositionalEncoding::Rope           ? "rope"
+         : p == PositionalEncoding::Alibi          ? "alibi"
+         : p == PositionalEncoding::AlibiSymmetric ? "alibi-symmetric"
+                                                   : "none";
 }
 const char* to_string(PeLayout l) {
   return l == PeLayout::Split ? "split" : "interleaved";

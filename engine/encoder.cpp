@@ -260,7 +260,7 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
 // For an observer, one head's inside before its softmax: its q, k and v columns, and the scores
 // s = q·kᵀ and s/√dh, computed here in plain loops (the fast path fuses them into one product).
 void Encoder::observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh,
-                                  int ld, float alibi_slope) const {
+                                  int ld, float alibi_before, float alibi_after) const {
   const int d = model_.config().d_model;
   observe(options, StageKind::HeadQuery, layer, head, q, L, dh, ld);
   observe(options, StageKind::HeadKey, layer, head, q + d, L, dh, ld);
@@ -275,10 +275,11 @@ void Encoder::observe_head_inputs(const EncodeOptions& options, int layer, int h
   observe(options, StageKind::AttentionScores, layer, head, scores.data(), L, L, L);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   for (float& v : scores) v *= scale;
-  if (alibi_slope > 0.0f) {  // − m·|i − j|, as attention_head adds it
+  if (alibi_before > 0.0f || alibi_after > 0.0f) {  // as attention_head adds it
     std::vector<float> bias(size_t(L) * L);
     for (int i = 0; i < L; ++i)
-      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = 0.0f - alibi_slope * float(std::abs(i - j));
+      for (int j = 0; j < L; ++j)  // −m_before·(i − j) behind the query, −m_after·(j − i) ahead
+        bias[size_t(i) * L + j] = j < i ? 0.0f - alibi_before * float(i - j) : 0.0f - alibi_after * float(j - i);
     observe(options, StageKind::AlibiBias, layer, head, bias.data(), L, L, L);
     for (size_t n = 0; n < scores.size(); ++n) scores[n] += bias[n];
   }
@@ -302,8 +303,6 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     }
     observe(options, StageKind::RotatedQk, layer, -1, s.qkv.data(), lengths[0], 3 * d, 3 * d);
   }
-  const std::vector<double> slopes =
-      pe == PositionalEncoding::Alibi ? reference::alibi_slopes(h) : std::vector<double>();
 
   // One task per (sequence, head); each thread has its own scratch: (block, S) weights of a block
   // of query rows, or the whole (S, S) table for an observer, which sees it.
@@ -314,9 +313,10 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     const float* q = s.qkv.data() + size_t(b) * S * 3 * d + size_t(i) * dh;
     float* out = s.context.data() + size_t(b) * S * d + size_t(i) * dh;
     float* probs = s.probs.data() + size_t(thread) * scratch;
-    const float slope = slopes.empty() ? 0.0f : static_cast<float>(slopes[i]);
-    if (b == 0 && options.observe) observe_head_inputs(options, layer, i, q, L, dh, 3 * d, slope);
-    attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block, slope);
+    const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i);  // 0 and 0 without alibi
+    const float before = static_cast<float>(m.before), after = static_cast<float>(m.after);
+    if (b == 0 && options.observe) observe_head_inputs(options, layer, i, q, L, dh, 3 * d, before, after);
+    attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block, before, after);
     if (b == 0) {
       observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
       observe(options, StageKind::HeadOutput, layer, i, out, L, dh, d);

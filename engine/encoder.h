@@ -112,7 +112,7 @@ class Encoder {
   void observe(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows, int cols,
                int stride) const;
   void observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh, int ld,
-                           float alibi_slope) const;
+                           float alibi_before, float alibi_after) const;
 
   std::unique_ptr<RunState> borrow_state();
   void return_state(std::unique_ptr<RunState> state);

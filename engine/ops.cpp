@@ -97,7 +97,7 @@ size_t attention_scratch_floats(int L, int dh, int block) {
 }
 
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
-                    int ld_qkv, int ld_out, int block, float alibi_slope) {
+                    int ld_qkv, int ld_out, int block, float alibi_before, float alibi_after) {
   if (L == 0) return;
   blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
@@ -118,9 +118,13 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
       gemm_packed(probs, L, qb, ld_qkv, k_packed, scale, n, L, dh);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, L, dh, scale, qb, ld_qkv, k, ld_qkv, 0.0f, probs, L);
-    if (alibi_slope > 0.0f)  // − m·|i − j|, i the query row r0 + r
-      for (int r = 0; r < n; ++r)
-        for (int j = 0; j < L; ++j) probs[size_t(r) * L + j] -= alibi_slope * float(std::abs(r0 + r - j));
+    if (alibi_before > 0.0f || alibi_after > 0.0f)  // i the query row r0 + r
+      for (int r = 0; r < n; ++r) {
+        const int i = r0 + r;
+        float* row = probs + size_t(r) * L;
+        for (int j = 0; j < i; ++j) row[j] -= alibi_before * float(i - j);     // behind: −m_before·(i − j)
+        for (int j = i + 1; j < L; ++j) row[j] -= alibi_after * float(j - i);  // ahead: −m_after·(j − i)
+      }
     softmax_rows(probs, n, L, L);
     // out[r0 : r0+n] (n, dh) = probs (n, L) · V (L, dh)
     if (kHaveGemm)

@@ -59,10 +59,13 @@ void activate(float* x, size_t n, Activation act);
 // block's weights (row stride L), so block ≥ L leaves the whole (L, L) table there, row i query i's
 // distribution over the L keys. One thread: the encoder runs one (sequence, head) per task.
 constexpr int kQueryBlock = 96;  // a multiple of the GEMM's 12-row tile; docs/performance.md
-// alibi_slope m > 0 adds ALiBi's bias −m·|i − j| to each score q_i·k_j/√dh before the softmax.
+// alibi_before, alibi_after: ALiBi's bias, −m_before·(i − j) for a key before the query (j < i),
+// −m_after·(j − i) for one after it, added to each score q_i·k_j/√dh before the softmax
+// (reference::attention_head has the equation); 0 and 0: none.
 size_t attention_scratch_floats(int L, int dh, int block);
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
-                    int ld_qkv, int ld_out, int block = kQueryBlock, float alibi_slope = 0.0f);
+                    int ld_qkv, int ld_out, int block = kQueryBlock, float alibi_before = 0.0f,
+                    float alibi_after = 0.0f);
 
 // RoPE [Su et al. 2021, eq. 34]: the angles t·θ_i, θ_i = base^(−2i/dh), of positions
 // t = first_position .. first_position+S−1, as cos and sin tables (S, dh/2) (computed in double).

@@ -109,7 +109,7 @@ void softmax(double* z, int n) {
 }
 
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs, int L, int dh,
-                    int ld_qkv, int ld_out, double alibi_slope) {
+                    int ld_qkv, int ld_out, double alibi_before, double alibi_after) {
   see(StageKind::HeadQuery, q, L, dh, ld_qkv);
   see(StageKind::HeadKey, k, L, dh, ld_qkv);
   see(StageKind::HeadValue, v, L, dh, ld_qkv);
@@ -122,11 +122,11 @@ void attention_head(double* out, const double* q, const double* k, const double*
   see(StageKind::AttentionScores, probs, L, L, L);
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   for (size_t n = 0; n < size_t(L) * L; ++n) probs[n] *= scale;  // s / √dh
-  if (alibi_slope > 0) {
+  if (alibi_before > 0 || alibi_after > 0) {
     std::vector<double> bias(size_t(L) * L);
     for (int i = 0; i < L; ++i)
-      for (int j = 0; j < L; ++j)
-        bias[size_t(i) * L + j] = 0.0 - alibi_slope * std::abs(i - j);  // −m·|i − j| (0, not −0, at i = j)
+      for (int j = 0; j < L; ++j)  // −m_before·(i − j) behind the query, −m_after·(j − i) ahead (0, not −0, at i = j)
+        bias[size_t(i) * L + j] = j < i ? 0.0 - alibi_before * (i - j) : 0.0 - alibi_after * (j - i);
     see(StageKind::AlibiBias, bias.data(), L, L, L);
     residual(probs, bias.data(), bias.size());
   }
@@ -155,6 +155,12 @@ std::vector<double> alibi_slopes(int h) {
   return m;
 }
 
+AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head) {
+  if (p != PositionalEncoding::Alibi && p != PositionalEncoding::AlibiSymmetric) return {};
+  const std::vector<double> m = alibi_slopes(h);
+  return {m[head], p == PositionalEncoding::Alibi ? m[h - 1 - head] : m[head]};
+}
+
 void rope(double* x, int S, int ld, int h, int dh, double base, int first_position) {
   for (int s = 0; s < S; ++s)
     for (int head = 0; head < h; ++head)
@@ -178,11 +184,12 @@ void self_attention(double* out, const double* x, const LayerWeights& w, int S, 
     rope(qkv.data() + d, S, 3 * d, h, dh, base);
     see(StageKind::RotatedQk, qkv.data(), S, 3 * d, 3 * d);
   }
-  const std::vector<double> slopes = positions == PositionalEncoding::Alibi ? alibi_slopes(h) : std::vector<double>(h);
   for (int i = 0; i < h; ++i) {  // head i reads columns [i·dh, (i+1)·dh) of q, k and v
     const double* q = qkv.data() + size_t(i) * dh;
     head_now = i;
-    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d, slopes[i]);
+    const AlibiSlopes m = alibi_head_slopes(positions, h, i);
+    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d, m.before,
+                   m.after);
   }
   head_now = -1;
   see(StageKind::HeadsConcatenated, concat.data(), S, d, d);

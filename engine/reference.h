@@ -59,15 +59,27 @@ void softmax(double* z, int n);
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V for one head of L tokens            [§3.2.1]
 // q, k, v: (L, dh) views with row stride ld_qkv; out: (L, dh) with row stride ld_out;
 // probs: the (L, L) attention weights, row i query i's distribution over the keys.
-// alibi_slope m > 0: ALiBi [Press, Smith and Lewis 2022], each score q_i·k_j/√dh gets −m·|i − j|
-// before the softmax. The paper's models are causal (j ≤ i only); an encoder sees both sides, and
-// this one takes the same slope on each, so the bias alone says "near", not "before".
+// ALiBi [Press, Smith and Lewis 2022]: each score q_i·k_j/√dh gets, before the softmax,
+//   b_ij = −m_before·(i − j)   for a key before the query (j < i)
+//   b_ij = −m_after·(j − i)    for a key after it (j > i),   b_ii = 0
+// (alibi_head_slopes below gives the two slopes of a head). The paper's models are causal (j ≤ i only);
+// an encoder sees both sides, and one slope both ways would make the bias say "near", never "before".
+// Both slopes 0: no bias.
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs /* (L, L) */, int L,
-                    int dh, int ld_qkv, int ld_out, double alibi_slope = 0.0);
+                    int dh, int ld_qkv, int ld_out, double alibi_before = 0.0, double alibi_after = 0.0);
 
-// ALiBi's slopes m_1 .. m_h: the geometric sequence 2^(−8/h), 2^(−16/h), ..., 2^(−8) for h a power of
-// two; for other h, the slopes of the power of two below h, then every other slope of the one above.
+// ALiBi's slopes m_0 .. m_{h−1}: the geometric sequence 2^(−8/h), 2^(−16/h), ..., 2^(−8) for h a power
+// of two; for other h, the slopes of the power of two below h, then every other slope of the one above.
 std::vector<double> alibi_slopes(int h);
+
+// The two slopes of head `head` of h. Alibi: m_head before the query and m_{h−1−head} after it (the
+// sequence reversed), so head 0 falls steeply behind and gently ahead, the last head the other way
+// round; nothing is learned, as in the paper. AlibiSymmetric: m_head both ways, −m_head·|i − j|, which
+// a text read backwards cannot tell from itself (every distance stays). Any other encoding: 0 and 0.
+struct AlibiSlopes {
+  double before = 0.0, after = 0.0;
+};
+AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head);
 
 // RoPE [Su et al. 2021, "RoFormer", eq. 34]: the dh columns of each of h heads, S rows of stride ld,
 // rotated in place pair by pair — pairs (2i, 2i+1), as in the paper's equation and in the
@@ -79,8 +91,8 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,                          [§3.2.2]
 // head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ); the three projections are one Linear, in_proj.
-// positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi biases the
-// scores; anything else leaves attention as it is.
+// positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi and
+// AlibiSymmetric bias the scores; anything else leaves attention as it is.
 void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h,
                     PositionalEncoding positions = PositionalEncoding::None, double base = 10000.0);
 

@@ -36,7 +36,8 @@ enum class StageKind {
 };
 
 // A stage's name and equation. Where a model's options change the equation, the variant picks
-// the row: Input, 1 for the √d scale + 2 for positions; the residual stages, 1 for pre-LN;
+// the row: Input, 1 for the √d scale + 2 for positions; ScaledScores and AttentionWeights, 1 for
+// alibi, 2 for alibi-symmetric; AlibiBias, 1 for alibi-symmetric; the residual stages, 1 for pre-LN;
 // FeedForwardHidden, 1 for GELU.
 struct StageText {
   StageKind kind;
@@ -62,11 +63,15 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::HeadKey, 0, "key", "k_h = columns [h*dh, (h+1)*dh) of k"},
     {StageKind::HeadValue, 0, "value", "v_h = columns [h*dh, (h+1)*dh) of v"},
     {StageKind::AttentionScores, 0, "scores", "s = q_h k_h^T   (s_ij = q_i . k_j)"},
-    {StageKind::AlibiBias, 0, "ALiBi bias", "b_ij = -m_h |i - j|   (the same slope m_h both ways)"},
+    {StageKind::AlibiBias, 0, "ALiBi bias",
+     "b_ij = -m_h (i - j) for j < i, -m_(H-1-h) (j - i) for j > i   (head h: slope m_h behind, m_(H-1-h) ahead)"},
+    {StageKind::AlibiBias, 1, "ALiBi bias", "b_ij = -m_h |i - j|   (the same slope m_h both ways)"},
     {StageKind::ScaledScores, 0, "scaled scores", "s / sqrt(dh)"},
-    {StageKind::ScaledScores, 1, "scaled scores + bias", "s / sqrt(dh) - m_h |i - j|"},
+    {StageKind::ScaledScores, 1, "scaled scores + bias", "s / sqrt(dh) + b_ij"},
+    {StageKind::ScaledScores, 2, "scaled scores + bias", "s / sqrt(dh) - m_h |i - j|"},
     {StageKind::AttentionWeights, 0, "attention weights", "A = softmax(q k^T / sqrt(dh))"},
-    {StageKind::AttentionWeights, 1, "attention weights", "A = softmax(q k^T / sqrt(dh) - m_h |i - j|)"},
+    {StageKind::AttentionWeights, 1, "attention weights", "A = softmax(q k^T / sqrt(dh) + b)"},
+    {StageKind::AttentionWeights, 2, "attention weights", "A = softmax(q k^T / sqrt(dh) - m_h |i - j|)"},
     {StageKind::HeadOutput, 0, "head output", "A v_h   (row i: the values mixed by row i of A)"},
     {StageKind::HeadsConcatenated, 0, "heads concatenated", "concat_i(A_i v_i)"},
     {StageKind::OutputProjection, 0, "output projection", "a = concat W_o^T + b_o"},
@@ -86,7 +91,8 @@ inline const StageText& stage_text(StageKind kind, const Config& c, bool positio
   const PositionalEncoding p = c.positional_encoding;
   if (kind == StageKind::Input) variant = (c.scale_embedding ? 1 : 0) + (positions && added_to_input(p) ? 2 : 0);
   if (kind == StageKind::ScaledScores || kind == StageKind::AttentionWeights)
-    variant = positions && p == PositionalEncoding::Alibi ? 1 : 0;
+    variant = !positions ? 0 : p == PositionalEncoding::Alibi ? 1 : p == PositionalEncoding::AlibiSymmetric ? 2 : 0;
+  if (kind == StageKind::AlibiBias) variant = p == PositionalEncoding::AlibiSymmetric ? 1 : 0;
   if (kind == StageKind::AttentionResidual || kind == StageKind::FeedForwardResidual) variant = c.norm_first ? 1 : 0;
   if (kind == StageKind::FeedForwardHidden) variant = c.activation == Activation::GELU ? 1 : 0;
   for (const StageText& s : kStageTable)

@@ -73,11 +73,12 @@ inline void layer_norm_reference(float* y, const float* x, const float* gamma, c
 }
 // q, k, v: (L, dh) views with row stride ld_qkv.
 inline void attention_head_reference(float* out, const float* q, const float* k, const float* v, float* probs, int L,
-                                     int dh, int ld_qkv, int ld_out, double alibi_slope = 0.0) {
+                                     int dh, int ld_qkv, int ld_out, double alibi_before = 0.0,
+                                     double alibi_after = 0.0) {
   const size_t n = L > 0 ? size_t(L - 1) * ld_qkv + dh : 0;
   std::vector<double> o(L > 0 ? size_t(L - 1) * ld_out + dh : 0), p(size_t(L) * L);
   reference::attention_head(o.data(), widen(q, n).data(), widen(k, n).data(), widen(v, n).data(), p.data(), L, dh,
-                            ld_qkv, ld_out, alibi_slope);
+                            ld_qkv, ld_out, alibi_before, alibi_after);
   for (int i = 0; i < L; ++i)
     for (int c = 0; c < dh; ++c) out[size_t(i) * ld_out + c] = static_cast<float>(o[size_t(i) * ld_out + c]);
   narrow(probs, p);

@@ -3,7 +3,12 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ordo/engine/encoder.h>
 
@@ -190,6 +195,38 @@ TEST(Cli, PeTableAndCsv) {
   EXPECT_EQ(header, "position,d0,d1,d2,d3");
   EXPECT_EQ(row0, "0,0,1,0,1");
   EXPECT_EQ(row1, "1,0.841470957,0.540302277,0.00999983307,0.999949992");
+}
+
+// `ordo pe --model` for ALiBi: each head's slope behind the query and ahead of it, and the bias they
+// give at offsets j − i = −3 .. 3 (alibi: m_h behind, m_(H−1−h) ahead; alibi-symmetric: m_h both ways).
+TEST(Cli, PeModelShowsBothAlibiSlopes) {
+  test::TempDir dir;
+  const std::string tok = std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> want = {
+      {"alibi",
+       {"0", "0.25", "0.00390625", "-0.7500", "-0.5000", "-0.2500", "0.0000", "-0.0039", "-0.0078", "-0.0117"}},
+      {"alibi-symmetric",
+       {"0", "0.25", "0.25", "-0.7500", "-0.5000", "-0.2500", "0.0000", "-0.2500", "-0.5000", "-0.7500"}}};
+  for (const auto& [pe, head0] : want) {
+    const std::string cfg = dir.path + "/" + pe + ".json", model = dir.path + "/" + pe;
+    std::ofstream(cfg) << R"({"vocab_size": 8000, "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 1, )"
+                       << R"("positional_encoding": ")" << pe << "\"}";
+    ASSERT_EQ(run_ordo("init --seed 3 --config " + cfg + " --out " + model + " --tokenizer " + tok).status, 0);
+    const auto r = run_ordo("pe --positions 4 --model " + model);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    bool found = false;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::vector<std::string> row{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+      if (row.empty() || row[0] != "0") continue;
+      found = true;
+      EXPECT_EQ(row, head0) << pe << "\n" << r.out;
+    }
+    EXPECT_TRUE(found) << pe << ": no row for head 0\n" << r.out;
+    EXPECT_NE(r.out.find("changes no score q.k/sqrt(dh) + b_ij: holds"), std::string::npos) << r.out;
+  }
 }
 
 // cxxopts splits a vector value at commas by default; a text with a comma must stay one text.

@@ -135,7 +135,7 @@ TEST(Eval, BadUseGivesOneErrorLine) {
                    "bad.txt: line 2");
 }
 
-// --offset: the same lines from another first position. Rope and alibi see only distances, so the
+// --offset: the same lines from another first position. Rope and alibi see only offsets i − j, so the
 // counts stay; the sinusoids move; a learned table leaves out the lines the shift pushes past it.
 TEST(Eval, OffsetMovesOnlyAbsolutePositions) {
   test::TempDir dir;
@@ -149,7 +149,7 @@ TEST(Eval, OffsetMovesOnlyAbsolutePositions) {
     return std::vector<long>{m["masked"].get<long>(), m["top1_hits"].get<long>(), m["top5_hits"].get<long>(),
                              m["order"]["swap"]["preferred"].get<long>()};
   };
-  for (const char* p : {"rope", "alibi"}) {
+  for (const char* p : {"rope", "alibi", "alibi-symmetric"}) {
     const std::string cfg = dir.path + "/" + p + ".json", model = dir.path + "/" + p;
     std::ofstream(cfg) << R"({"vocab_size": 8000, "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 2, )"
                        << R"("final_norm": true, "head": "mlm", "positional_encoding": ")" << p << "\"}";

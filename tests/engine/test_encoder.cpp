@@ -75,6 +75,7 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
       {"alibi, 3 heads", [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi; }},
       {"alibi, 4 heads, pre-LN",
        [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi, c.n_heads = 4, c.norm_first = true; }},
+      {"alibi-symmetric, 3 heads", [](Config& c) { c.positional_encoding = PositionalEncoding::AlibiSymmetric; }},
   };
   for (const Variant& v : variants) {
     Config c = small_config();
@@ -109,7 +110,8 @@ double largest_move(const Hidden& h, int b0, int b1, const std::vector<int>& to)
 // With rope or alibi switched off the encoder sees no order, as a model without positions: a
 // permutation of the tokens permutes the outputs, and with them on it does not.
 TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
-  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi}) {
+  for (PositionalEncoding p :
+       {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
     RandomEncoder r(p);
     Encoder& enc = r.enc;
     const std::vector<int32_t> a = {5, 9, 2, 7}, b = {9, 5, 2, 7};  // b: a's first two swapped
@@ -122,18 +124,20 @@ TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
 }
 
 // Symmetric ALiBi sees distances |i − j| only, and reading a text backwards keeps every distance:
-// an alibi encoder gives a reversed text the same outputs, reversed. (RoPE tells the two apart: its
-// rotation has a direction.)
+// an alibi-symmetric encoder gives a reversed text the same outputs, reversed. Two-sided ALiBi tells
+// the two apart (a head's slope behind the query is not the one ahead of it), and so does RoPE (its
+// rotation has a direction).
 TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
-  for (PositionalEncoding p : {PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
+  for (PositionalEncoding p :
+       {PositionalEncoding::AlibiSymmetric, PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
     RandomEncoder re(p);
     Encoder& enc = re.enc;
     const std::vector<int32_t> a = {5, 9, 2, 7, 11}, r = {11, 7, 2, 9, 5};
     const double moved = largest_move(enc.forward({a, r}), 0, 1, {4, 3, 2, 1, 0});
-    if (p == PositionalEncoding::Alibi)
-      EXPECT_LT(moved, 1e-5);
+    if (p == PositionalEncoding::AlibiSymmetric)
+      EXPECT_LT(moved, 1e-5) << to_string(p);
     else
-      EXPECT_GT(moved, 1e-2);
+      EXPECT_GT(moved, 1e-2) << to_string(p);
   }
 }
 
@@ -392,12 +396,13 @@ TEST(Init, RngStreamIsFixed) {
   EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
 }
 
-// first_position: rope and alibi see only distances, so starting every sequence at another
+// first_position: rope and alibi see only offsets i − j, so starting every sequence at another
 // position changes nothing but rounding; the sinusoids' input is E·√d + PE(first + t) by the
 // formula; a learned table must hold the shifted positions.
 TEST(Encoder, FirstPositionMovesOnlyAbsolutePositions) {
   const std::vector<std::vector<int32_t>> ids = {{3, 1, 4, 1, 5, 9, 2}, {6, 5}};
-  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi}) {
+  for (PositionalEncoding p :
+       {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
     Config c = small_config();
     c.positional_encoding = p;
     test::TempDir dir;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "engine/ops.h"
@@ -164,20 +165,40 @@ TEST(Attention, BlocksOfQueryRowsMatchReference) {
     }
 }
 
-// ALiBi in the fast head: the bias −m·|i − j| on every block of query rows, as the plain twin adds it.
+// ALiBi in the fast head: the bias −m_before·(i − j) behind the query and −m_after·(j − i) ahead of
+// it on every block of query rows, as the plain twin adds it; two slopes, and one slope both ways.
 TEST(Attention, AlibiBiasMatchesReference) {
-  for (int L : {1, 37, 130})
-    for (int block : {7, kQueryBlock}) {
-      const int dh = 16, ld = 3 * 48;
-      const auto qkv = random_floats(size_t(L) * ld, 5 + L, 2.0f);
-      std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), ps(size_t(L) * L);
-      std::vector<float> scratch(attention_scratch_floats(L, dh, block));
-      attention_head(fast.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block,
-                     0.25f);
-      test::attention_head_reference(slow.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, ps.data(), L, dh, ld,
-                                     dh, 0.25);
-      EXPECT_LT(max_abs_diff(fast.data(), slow.data(), fast.size()), 1e-5) << "L " << L << " block " << block;
-    }
+  for (const auto& [before, after] : {std::pair<float, float>{0.25f, 0.0625f}, {0.0039f, 0.5f}, {0.25f, 0.25f}})
+    for (int L : {1, 37, 130})
+      for (int block : {7, kQueryBlock}) {
+        const int dh = 16, ld = 3 * 48;
+        const auto qkv = random_floats(size_t(L) * ld, 5 + L, 2.0f);
+        std::vector<float> fast(size_t(L) * dh), slow(size_t(L) * dh), ps(size_t(L) * L);
+        std::vector<float> scratch(attention_scratch_floats(L, dh, block));
+        attention_head(fast.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block,
+                       before, after);
+        test::attention_head_reference(slow.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, ps.data(), L, dh, ld,
+                                       dh, before, after);
+        EXPECT_LT(max_abs_diff(fast.data(), slow.data(), fast.size()), 1e-5)
+            << "L " << L << " block " << block << " slopes " << before << ", " << after;
+      }
+}
+
+// Two-sided ALiBi by hand: with q = 0 every score is 0, so row i of the weights is softmax of the
+// bias alone, −0.5·(i − j) for keys behind the query and −0.25·(j − i) for keys ahead of it.
+TEST(Attention, TwoSidedAlibiWeightsByHand) {
+  const int L = 3, dh = 2;
+  std::vector<float> qkv(size_t(L) * 3 * dh, 0.0f), out(size_t(L) * dh);
+  std::vector<float> scratch(attention_scratch_floats(L, dh, L));
+  attention_head(out.data(), qkv.data(), qkv.data() + dh, qkv.data() + 2 * dh, scratch.data(), L, dh, 3 * dh, dh, L,
+                 0.5f, 0.25f);
+  const double bias[L][L] = {{0, -0.25, -0.5}, {-0.5, 0, -0.25}, {-1.0, -0.5, 0}};
+  for (int i = 0; i < L; ++i) {
+    const double sum = std::exp(bias[i][0]) + std::exp(bias[i][1]) + std::exp(bias[i][2]);
+    for (int j = 0; j < L; ++j)
+      EXPECT_NEAR(scratch[size_t(i) * L + j], std::exp(bias[i][j]) / sum, 1e-6) << "row " << i << " key " << j;
+  }
+  EXPECT_NEAR(scratch[0], 0.4192, 1e-4);  // row 0: 1 / (1 + e^−0.25 + e^−0.5), written out once
 }
 
 // RoPE: the fast table and rotation against reference::rope, at positions from 0 and from 1000.

@@ -171,5 +171,28 @@ TEST(Reference, AlibiSlopes) {
   EXPECT_EQ(reference::alibi_slopes(6), (std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125}));
 }
 
+// Two-sided ALiBi: head h's slope behind the query is m_h, ahead of it m_(H−1−h), the sequence reversed;
+// the symmetric one has m_h both ways; other encodings no bias.
+TEST(Reference, AlibiHeadSlopes) {
+  const double m[] = {0.25, 0.0625, 0.015625, 0.00390625};
+  for (int head = 0; head < 4; ++head) {
+    const auto two = reference::alibi_head_slopes(PositionalEncoding::Alibi, 4, head);
+    EXPECT_EQ(two.before, m[head]);
+    EXPECT_EQ(two.after, m[3 - head]);
+    const auto one = reference::alibi_head_slopes(PositionalEncoding::AlibiSymmetric, 4, head);
+    EXPECT_EQ(one.before, m[head]);
+    EXPECT_EQ(one.after, m[head]);
+  }
+  // 3 heads: slopes 2^-4, 2^-8, 2^-2; the middle head of an odd count is its own mirror
+  const auto h0 = reference::alibi_head_slopes(PositionalEncoding::Alibi, 3, 0);
+  const auto h1 = reference::alibi_head_slopes(PositionalEncoding::Alibi, 3, 1);
+  EXPECT_EQ(h0.before, 0.0625);
+  EXPECT_EQ(h0.after, 0.25);
+  EXPECT_EQ(h1.before, h1.after);
+  const auto none = reference::alibi_head_slopes(PositionalEncoding::Rope, 4, 0);
+  EXPECT_EQ(none.before, 0.0);
+  EXPECT_EQ(none.after, 0.0);
+}
+
 }  // namespace
 }  // namespace ordo

@@ -6,9 +6,9 @@
 --train: runs tools/train/train_mlm.py for a few dozen steps on a small slice of WordNet, checks that
   the loss falls, and holds ordo to the module it wrote.
 --model DIR: a committed model (models/default, ...); skipped (not an error) when DIR has no head.
---random rope|alibi|...: a module of that positional encoding with random weights (every parameter
-  drawn, biases and LayerNorms included, so that a wrong wire shows), exported and checked the same way;
-  alibi also with 3 heads (slopes of a head count that is not a power of two).
+--random rope|alibi|alibi-symmetric|...: a module of that positional encoding with random weights (every
+  parameter drawn, biases and LayerNorms included, so that a wrong wire shows), exported and checked the
+  same way; alibi and alibi-symmetric also with 3 heads (slopes of a head count that is not a power of two).
 
 For each model, texts with <mask> markers go through `ordo fill --json --logits` (with and without
 positions); ordo's ids are fed to the module rebuilt from the same directory (mlm.load) and every
@@ -155,7 +155,7 @@ def main():
     p.add_argument("--ordo", required=True)
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--train", action="store_true")
-    p.add_argument("--random", action="append", default=[], choices=("sinusoidal", "learned", "none", "rope", "alibi"))
+    p.add_argument("--random", action="append", default=[], choices=("sinusoidal", "learned", "none", "rope", "alibi", "alibi-symmetric"))
     a = p.parse_args()
     torch.set_num_threads(1)
     checked = 0
@@ -163,7 +163,7 @@ def main():
         if a.train:
             checked += check_model(a.ordo, train_small(tmp))
         for k, positions in enumerate(a.random):
-            for heads in (4, 3) if positions == "alibi" else (4,):
+            for heads in (4, 3) if positions.startswith("alibi") else (4,):
                 checked += check_model(a.ordo, random_model(tmp, positions, heads, 1000 + k))
         for d in a.model:
             checked += check_model(a.ordo, d)

@@ -92,12 +92,14 @@ void print_tables(const std::string& input, int lines, bool positions, int offse
                 pieces[pieces.size() / 2], pieces.front(), pieces.back());
 
   std::printf("\nmasked pieces (15%% of each line's pieces, masked all at once)\n");
-  std::printf("  %s  %-12s %6s %9s %7s %8s %8s\n", name.c_str(), "positions", "lines", "left out", "masked", "top-1 %",
-              "top-5 %");
+  int pe_width = 12;  // "alibi-symmetric" is wider than the others
+  for (const Result& m : results) pe_width = std::max(pe_width, int(positions_name(m).size()));
+  std::printf("  %s  %-*s %6s %9s %7s %8s %8s\n", name.c_str(), pe_width, "positions", "lines", "left out", "masked",
+              "top-1 %", "top-5 %");
   for (const Result& m : results) {
     const eval::Report& r = m.report;
-    std::printf("  %s  %-12s %6d %9d %7ld %8s %8s\n", pad_right(m.dir, name_width).c_str(), positions_name(m).c_str(),
-                r.evaluated, r.left_out, r.masked, percent(r.top1, r.masked).c_str(),
+    std::printf("  %s  %-*s %6d %9d %7ld %8s %8s\n", pad_right(m.dir, name_width).c_str(), pe_width,
+                positions_name(m).c_str(), r.evaluated, r.left_out, r.masked, percent(r.top1, r.masked).c_str(),
                 percent(r.top5, r.masked).c_str());
   }
 
@@ -211,7 +213,7 @@ int cmd_eval(int argc, char** argv) {
       cxxopts::value<int>()->default_value("0"))(
       "offset",
       "start every line at position K instead of 0: the same texts at unseen positions (sinusoidal and "
-      "learned positions move; rope and alibi see only distances)",
+      "learned positions move; rope and alibi see only the offsets i - j)",
       cxxopts::value<int>()->default_value("0"))("json", "print one JSON object")(
       "png", "draw top-1 accuracy against position, one line per model (PNG, or SVG by the name's extension)",
       cxxopts::value<std::string>())("threads", "threads for the matrix work (0: one per core)",

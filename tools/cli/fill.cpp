@@ -22,7 +22,7 @@ int cmd_fill(int argc, char** argv) {
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"))(
       "offset",
       "the text's first piece stands at position K (sinusoidal and learned positions move; rope and alibi see only "
-      "distances)",
+      "the offsets i - j)",
       cxxopts::value<int>()->default_value("0"))(
       "words",
       "only pieces that start a word (\u2581...): whole-word guesses, each with its probability over all "

@@ -193,31 +193,47 @@ void print_cosine_by_distance(const char* label, const std::vector<double>& C, i
   std::printf("\n");
 }
 
-// `ordo pe --model DIR` for rope and alibi, which add nothing to the token vectors: what they apply
+// `ordo pe --model DIR` for rope and alibi(-symmetric), which add nothing to the token vectors: what they apply
 // inside every head's attention, and the property that makes them relative: shifting every position
 // by k changes no score (checked here in double with seeded random q and k through the plain code).
 int relative_positions(const cxxopts::ParseResult& args, const std::string& dir, const Config& c) {
   const int h = c.n_heads, dh = c.head_dim();
   const int N = args.count("positions") ? args["positions"].as<int>() : 16;
   if (N <= 1 || N > 4096) throw UsageError("--positions must be in 2 .. 4096");
-  const bool alibi = c.positional_encoding == PositionalEncoding::Alibi;
-  const std::vector<double> slopes = reference::alibi_slopes(h);
+  const PositionalEncoding pe = c.positional_encoding;
+  const bool alibi = pe == PositionalEncoding::Alibi || pe == PositionalEncoding::AlibiSymmetric;
+  // The bias of head `head` on a key at offset j − i from its query (reference::attention_head's b_ij).
+  auto bias = [&](int head, int offset) {
+    const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, head);
+    return offset < 0 ? 0.0 - m.before * -offset : 0.0 - m.after * offset;
+  };
   std::vector<float> picture;  // rows × cols
   int rows = 0, cols = 0;
   if (alibi) {
-    std::printf(
-        "positions of %s: alibi, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
-        "b_ij = -m_h |i - j| before the softmax (the same slope on both sides of the query)\n",
-        dir.c_str());
-    std::printf("%-8s %10s   bias at distance |i - j| = 0, 1, 2, ...\n", "head", "slope m_h");
+    if (pe == PositionalEncoding::Alibi)
+      std::printf(
+          "positions of %s: alibi, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
+          "b_ij = -m_before (i - j) for a key before the query (j < i), -m_after (j - i) for one after it (j > i),\n"
+          "before the softmax; head h of H: m_before = m_h, m_after = m_(H-1-h) (the slopes reversed)\n",
+          dir.c_str());
+    else
+      std::printf(
+          "positions of %s: alibi-symmetric, nothing added to the token vectors; each head's scores q.k/sqrt(dh)\n"
+          "get b_ij = -m_h |i - j| before the softmax (the same slope on both sides of the query)\n",
+          dir.c_str());
+    const int shown = std::min(N - 1, 3);  // offsets −shown .. shown in the table
+    std::printf("%-6s %10s %10s   the bias b_ij at offset j - i\n%28s", "", "", "", "");
+    for (int o = -shown; o <= shown; ++o) std::printf(" %8d", o);
+    std::printf("\n%-6s %10s %10s\n", "head", "m_before", "m_after");
     for (int k = 0; k < h; ++k) {
-      std::printf("%-8d %10.6g  ", k, slopes[k]);
-      for (int t = 0; t < std::min(N, 8); ++t) std::printf(" %8.4f", 0.0 - slopes[k] * t);
+      const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, k);
+      std::printf("%-6d %10.6g %10.6g ", k, m.before, m.after);
+      for (int o = -shown; o <= shown; ++o) std::printf(" %8.4f", bias(k, o));
       std::printf("\n");
     }
-    rows = h, cols = N;
+    rows = h, cols = 2 * N - 1;  // offsets −(N − 1) .. N − 1
     for (int k = 0; k < h; ++k)
-      for (int t = 0; t < N; ++t) picture.push_back(float(0.0 - slopes[k] * t));
+      for (int o = -(N - 1); o <= N - 1; ++o) picture.push_back(float(bias(k, o)));
   } else {
     const int pairs = dh / 2;
     std::printf(
@@ -259,8 +275,7 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
       for (int j = 0; j < N; ++j) {
         double s = 0;
         for (int e = 0; e < dh; ++e) s += a[size_t(i) * dh + e] * b[size_t(j) * dh + e];
-        out[size_t(i) * N + j] =
-            s / std::sqrt(double(dh)) - (alibi ? slopes[head] * std::abs((first + i) - (first + j)) : 0.0);
+        out[size_t(i) * N + j] = s / std::sqrt(double(dh)) + (alibi ? bias(head, (first + j) - (first + i)) : 0.0);
       }
     return out;
   };
@@ -276,28 +291,28 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
   std::printf(
       "\nrelative: shifting every position by k = 1, 7, 100, 1000 changes no score q.k/sqrt(dh)%s: %s, worst "
       "change %.3g (scores up to %.3g; random q, k of %d positions, in double)\n",
-      alibi ? " - m|i - j|" : "", worst <= 1e-9 * std::max(1.0, largest) ? "holds" : "FAILS", worst, largest, N);
+      alibi ? " + b_ij" : "", worst <= 1e-9 * std::max(1.0, largest) ? "holds" : "FAILS", worst, largest, N);
 
   if (args.count("png")) {
     teach::Heatmap hm;
     hm.rows = rows, hm.cols = cols, hm.values.assign(picture.begin(), picture.end());
-    const double m = alibi ? slopes[0] * (N - 1) : M_PI;
+    const double m = alibi ? reference::alibi_slopes(h)[0] * (N - 1) : M_PI;  // the steepest slope's far end
     hm.vmin = -m, hm.vmax = m;
     scale(args, &hm.vmin, &hm.vmax);
-    hm.value_name = alibi ? "bias -m_h k" : "angle t*theta_i (wrapped to -pi .. pi)";
+    hm.value_name = alibi ? "bias b_ij" : "angle t*theta_i (wrapped to -pi .. pi)";
     teach::choose_cells(rows, cols, false, &hm.cell_w, &hm.cell_h);
     const teach::Figure f{
-        alibi ? "ALiBi bias by distance, " + dir + ": one row per head, N = " + std::to_string(N)
+        alibi ? "ALiBi bias by offset, " + dir + ": one row per head, N = " + std::to_string(N)
               : "RoPE rotation angles, " + dir + ": N = " + std::to_string(N) + ", dh = " + std::to_string(dh),
-        alibi ? "distance k = |i - j|" : "pair i", alibi ? "head" : "position t"};
+        alibi ? "offset j - i (keys before the query on the left)" : "pair i", alibi ? "head" : "position t"};
     const std::string path = args["png"].as<std::string>();
     const auto drawn = teach::draw(path, f, hm);
-    std::printf(
-        "\n%s",
-        teach::describe(path, f, hm, drawn,
-                        alibi ? "heads 0 .. " + std::to_string(h - 1) : "positions t = 0 .. " + std::to_string(N - 1),
-                        alibi ? "distances 0 .. " + std::to_string(N - 1) : "pairs 0 .. " + std::to_string(cols - 1))
-            .c_str());
+    std::printf("\n%s", teach::describe(path, f, hm, drawn,
+                                        alibi ? "heads 0 .. " + std::to_string(h - 1)
+                                              : "positions t = 0 .. " + std::to_string(N - 1),
+                                        alibi ? "offsets " + std::to_string(1 - N) + " .. " + std::to_string(N - 1)
+                                              : "pairs 0 .. " + std::to_string(cols - 1))
+                            .c_str());
   }
   return 0;
 }

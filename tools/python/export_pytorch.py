@@ -48,7 +48,7 @@ class ExportError(Exception):
 
 CONFIG_CHOICES = {
     "activation": ("relu", "gelu"),
-    "positional_encoding": ("sinusoidal", "learned", "none", "rope", "alibi"),
+    "positional_encoding": ("sinusoidal", "learned", "none", "rope", "alibi", "alibi-symmetric"),
     "pe_layout": ("interleaved", "split"),
 }
 
@@ -143,9 +143,9 @@ def _from_module(encoder, settings):
     tensors = {}
     for i, layer in enumerate(layers):
         where = f"encoder.layers.{i}"
-        # relative_positions.PositionalLayer: the same layer with rope or alibi inside its attention,
-        # exported as such when the config says so.
-        relative = getattr(layer, "positions", None) in ("rope", "alibi")
+        # relative_positions.PositionalLayer: the same layer with rope or alibi(-symmetric) inside its
+        # attention, exported as such when the config says so.
+        relative = getattr(layer, "positions", None) in ("rope", "alibi", "alibi-symmetric")
         if relative and layer.positions != settings.get("positional_encoding"):
             raise ExportError(f"{where} applies {layer.positions} positions but positional_encoding is "
                               f"\"{settings.get('positional_encoding')}\"")

@@ -10,11 +10,19 @@ Neither adds anything to the token vectors. Both act inside each head's attentio
              q'_{2i+1} = q_{2i}·sin(tθ_i) + q_{2i+1}·cos(tθ_i)
          so q'_t·k'_s depends on t − s and not on t or s alone.
   alibi  a bias added to each head's scores q·k/√dh before the softmax (Press, Smith and Lewis,
-         "Train Short, Test Long", 2022): −m_h·|i − j|, the slopes m_h = 2^(−8h/H) for h = 1..H (the
-         paper's geometric sequence for H a power of two; for other H its rule of interleaving the
-         next power's slopes). The paper's models are causal and see only j ≤ i; an encoder sees both
-         sides, and this one uses the same slope on each (|i − j|, symmetric), so a head cannot tell
-         the piece before from the piece after by the bias alone.
+         "Train Short, Test Long", 2022), the slopes m_1..m_H = 2^(−8h/H) for h = 1..H (the paper's
+         geometric sequence for H a power of two; for other H its rule of interleaving the next power's
+         slopes). The paper's models are causal and see only j ≤ i; an encoder sees both sides, so each
+         head h (counted from 0) has a slope for keys before the query and one for keys after it, the
+         after-slopes the same sequence reversed:
+             b_ij = −m_h·(i − j)        j < i   (before: m_h, steep for the first head)
+             b_ij = −m_{H−1−h}·(j − i)  j > i   (after: gentle for the first head, steep for the last)
+             b_ii = 0
+         Nothing is learned. Head 0's bias falls steeply behind the query and gently ahead of it, the
+         last head's the other way round, so a text read backwards no longer gets its attention mirrored.
+  alibi-symmetric  the same slope both ways, −m_h·|i − j|: a head cannot tell the piece before from
+         the piece after by the bias alone, and a reversed text keeps every distance (the encoder gives
+         it the same outputs reversed, and the same score).
 
 PositionalLayer is nn.TransformerEncoderLayer (post-LN, the same parameters under the same names,
 so ordo's export reads it unchanged) with the self-attention written out so that the rotation or
@@ -38,12 +46,15 @@ def alibi_slopes(n_heads):
     return power_of_two(lower) + power_of_two(2 * lower)[0::2][:n_heads - lower]
 
 
-def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32):
-    """(n_heads, S, S): −m_h·|i − j| (a shift of every position changes nothing)."""
+def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32, symmetric=False):
+    """(n_heads, S, S): −m_before·(i − j) for j < i, −m_after·(j − i) for j > i, with m_before = m_h and
+    m_after = m_{H−1−h}, or m_h both ways when symmetric (a shift of every position changes nothing)."""
     pos = torch.arange(S, dtype=torch.float64) + first_position
-    distance = (pos[:, None] - pos[None, :]).abs()
+    offset = pos[:, None] - pos[None, :]  # i − j: > 0 for keys before the query
     m = torch.tensor(alibi_slopes(n_heads), dtype=torch.float64)
-    return (-m[:, None, None] * distance).to(dtype)
+    before = m[:, None, None]
+    after = before if symmetric else m.flip(0)[:, None, None]
+    return torch.where(offset > 0, -before * offset, after * offset).to(dtype)  # j > i: −m_after·(j − i)
 
 
 def rope_angles(S, dh, base=10000.0, first_position=0):
@@ -65,13 +76,16 @@ def rope(x, base=10000.0, first_position=0):
     return out
 
 
+POSITIONS = ("rope", "alibi", "alibi-symmetric")  # the schemes that act inside the attention
+
+
 class PositionalLayer(nn.TransformerEncoderLayer):
-    """A post-LN encoder layer whose attention applies `positions` ("rope" or "alibi")."""
+    """A post-LN encoder layer whose attention applies `positions` ("rope", "alibi" or "alibi-symmetric")."""
 
     def __init__(self, *args, positions="rope", base=10000.0, **kwargs):
         super().__init__(*args, **kwargs)
-        if positions not in ("rope", "alibi"):
-            raise ValueError(f"positions {positions!r}: expected rope or alibi")
+        if positions not in POSITIONS:
+            raise ValueError(f"positions {positions!r}: expected rope, alibi or alibi-symmetric")
         if self.norm_first:
             raise ValueError("PositionalLayer is post-LN (norm_first=False)")
         self.positions, self.base = positions, base
@@ -87,8 +101,8 @@ class PositionalLayer(nn.TransformerEncoderLayer):
         if self.use_positions and self.positions == "rope":
             q, k = rope(q, self.base), rope(k, self.base)
         scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # (B, h, S, S)
-        if self.use_positions and self.positions == "alibi":
-            scores = scores + alibi_bias(S, h, dtype=scores.dtype)
+        if self.use_positions and self.positions != "rope":
+            scores = scores + alibi_bias(S, h, dtype=scores.dtype, symmetric=self.positions == "alibi-symmetric")
         if key_padding_mask is not None:  # keys past a sequence's end get no weight
             scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
         weights = torch.softmax(scores, dim=-1)

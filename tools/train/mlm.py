@@ -3,7 +3,7 @@ same module rebuilt from an exported ordo model directory (config.json + model.s
 
     x_t    = E[id_t]·√d + P(t)                 E: the token embedding (one row per piece)
                                                P: sinusoidal (ordo's float64 formula), learned, or none;
-                                               rope and alibi add nothing here and act in each layer's
+                                               rope and alibi(-symmetric) add nothing here and act in each layer's
                                                attention (tools/python/relative_positions.py)
     h      = nn.TransformerEncoder(x)          post-LN layers, ReLU, then a final LayerNorm (norm.*)
     logits = h·Eᵀ + b                          the head: the input embedding tied as the output matrix,
@@ -28,7 +28,7 @@ from torch import nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from torch_encoder import sinusoidal  # noqa: E402  (tools/torch_encoder.py or tools/python/)
-from relative_positions import PositionalLayer  # noqa: E402  (rope and alibi)
+from relative_positions import POSITIONS as RELATIVE, PositionalLayer  # noqa: E402  (rope and alibi)
 
 
 class MaskedLMHead(nn.Module):
@@ -60,11 +60,12 @@ class MaskedLM(nn.Module):
         if positions == "learned":
             self.position_embedding = nn.Embedding(max_positions, d_model)
             nn.init.normal_(self.position_embedding.weight, std=1.0 / math.sqrt(2.0))  # the sinusoids' mean square
-        elif positions not in ("sinusoidal", "none", "rope", "alibi"):
-            raise ValueError(f"positions {positions!r}: expected sinusoidal, learned, rope, alibi or none")
+        elif positions not in ("sinusoidal", "none") + RELATIVE:
+            raise ValueError(f"positions {positions!r}: expected sinusoidal, learned, rope, alibi, alibi-symmetric "
+                             "or none")
         sizes = dict(dim_feedforward=d_ff, dropout=dropout, activation="relu", layer_norm_eps=layer_norm_eps,
                      batch_first=True, norm_first=False)
-        if positions in ("rope", "alibi"):  # inside the attention: tools/python/relative_positions.py
+        if positions in RELATIVE:  # inside the attention: tools/python/relative_positions.py
             layer = PositionalLayer(d_model, n_heads, positions=positions, **sizes)
         else:
             layer = nn.TransformerEncoderLayer(d_model, n_heads, **sizes)
