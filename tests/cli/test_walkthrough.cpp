@@ -119,8 +119,8 @@ std::vector<Example> the_walkthrough() {
 }
 
 // One test per command, each in a directory of its own, so that ctest -j runs them side by side.
-// Named by the doc's line and subcommand; the list is read when ctest runs (DISCOVERY_MODE PRE_TEST),
-// so an edited doc needs no rebuild.
+// Named by the doc's line and subcommand; an edited doc rebuilds this file's binary (OBJECT_DEPENDS in
+// tests/CMakeLists.txt), and ctest lists the tests again at its next run (DISCOVERY_MODE PRE_TEST).
 class WalkthroughCommand : public ::testing::TestWithParam<Example> {};
 
 TEST(Walkthrough, ShowsItsCommandsAndWhatTheyPrint) {
