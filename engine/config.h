@@ -8,9 +8,9 @@
 namespace ordo {
 
 enum class Activation { ReLU, GELU };  // GELU is the exact erf form
-// Sinusoidal and Learned add a vector to each token's before the first layer; Rope, Alibi (two slopes
-// per head, one for each side) and AlibiSymmetric (one slope both ways) add nothing there and act in
-// every head's attention (engine/reference.h has their equations).
+// Sinusoidal and Learned add a vector to each token's before the first layer; Rope, Alibi (heads in
+// pairs, one looking back and one ahead) and AlibiSymmetric (one slope both ways) add nothing there and
+// act in every head's attention (engine/reference.h has their equations).
 enum class PositionalEncoding { Sinusoidal, Learned, None, Rope, Alibi, AlibiSymmetric };
 // Whether positions are added to the token vectors (sinusoidal, learned).
 inline bool added_to_input(PositionalEncoding p) {

@@ -278,8 +278,7 @@ void Encoder::observe_head_inputs(const EncodeOptions& options, int layer, int h
   if (alibi_before > 0.0f || alibi_after > 0.0f) {  // as attention_head adds it
     std::vector<float> bias(size_t(L) * L);
     for (int i = 0; i < L; ++i)
-      for (int j = 0; j < L; ++j)  // −m_before·(i − j) behind the query, −m_after·(j − i) ahead
-        bias[size_t(i) * L + j] = j < i ? 0.0f - alibi_before * float(i - j) : 0.0f - alibi_after * float(j - i);
+      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = reference::alibi_bias(i, j, alibi_before, alibi_after);
     observe(options, StageKind::AlibiBias, layer, head, bias.data(), L, L, L);
     for (size_t n = 0; n < scores.size(); ++n) scores[n] += bias[n];
   }

@@ -61,7 +61,8 @@ void activate(float* x, size_t n, Activation act);
 constexpr int kQueryBlock = 96;  // a multiple of the GEMM's 12-row tile; docs/performance.md
 // alibi_before, alibi_after: ALiBi's bias, −m_before·(i − j) for a key before the query (j < i),
 // −m_after·(j − i) for one after it, added to each score q_i·k_j/√dh before the softmax
-// (reference::attention_head has the equation); 0 and 0: none.
+// (reference::attention_head has the equation); an infinite slope leaves that side no weight (its
+// −∞ scores become exp(−104) = 0 in the softmax); 0 and 0: none.
 size_t attention_scratch_floats(int L, int dh, int block);
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
                     int ld_qkv, int ld_out, int block = kQueryBlock, float alibi_before = 0.0f,

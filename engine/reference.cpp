@@ -125,8 +125,7 @@ void attention_head(double* out, const double* q, const double* k, const double*
   if (alibi_before > 0 || alibi_after > 0) {
     std::vector<double> bias(size_t(L) * L);
     for (int i = 0; i < L; ++i)
-      for (int j = 0; j < L; ++j)  // −m_before·(i − j) behind the query, −m_after·(j − i) ahead (0, not −0, at i = j)
-        bias[size_t(i) * L + j] = j < i ? 0.0 - alibi_before * (i - j) : 0.0 - alibi_after * (j - i);
+      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = alibi_bias(i, j, alibi_before, alibi_after);
     see(StageKind::AlibiBias, bias.data(), L, L, L);
     residual(probs, bias.data(), bias.size());
   }
@@ -158,7 +157,9 @@ std::vector<double> alibi_slopes(int h) {
 AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head) {
   if (p != PositionalEncoding::Alibi && p != PositionalEncoding::AlibiSymmetric) return {};
   const std::vector<double> m = alibi_slopes(h);
-  return {m[head], p == PositionalEncoding::Alibi ? m[h - 1 - head] : m[head]};
+  if (p == PositionalEncoding::AlibiSymmetric) return {m[head], m[head]};
+  const double slope = m[head - head % 2], unseen = std::numeric_limits<double>::infinity();
+  return head % 2 == 0 ? AlibiSlopes{slope, unseen} : AlibiSlopes{unseen, slope};
 }
 
 void rope(double* x, int S, int ld, int h, int dh, double base, int first_position) {

@@ -62,9 +62,8 @@ void softmax(double* z, int n);
 // ALiBi [Press, Smith and Lewis 2022]: each score q_i·k_j/√dh gets, before the softmax,
 //   b_ij = −m_before·(i − j)   for a key before the query (j < i)
 //   b_ij = −m_after·(j − i)    for a key after it (j > i),   b_ii = 0
-// (alibi_head_slopes below gives the two slopes of a head). The paper's models are causal (j ≤ i only);
-// an encoder sees both sides, and one slope both ways would make the bias say "near", never "before".
-// Both slopes 0: no bias.
+// (alibi_head_slopes below gives the two slopes of a head; an infinite slope, −∞: that side gets no
+// weight). Both slopes 0: no bias.
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs /* (L, L) */, int L,
                     int dh, int ld_qkv, int ld_out, double alibi_before = 0.0, double alibi_after = 0.0);
 
@@ -72,14 +71,25 @@ void attention_head(double* out, const double* q, const double* k, const double*
 // of two; for other h, the slopes of the power of two below h, then every other slope of the one above.
 std::vector<double> alibi_slopes(int h);
 
-// The two slopes of head `head` of h. Alibi: m_head before the query and m_{h−1−head} after it (the
-// sequence reversed), so head 0 falls steeply behind and gently ahead, the last head the other way
-// round; nothing is learned, as in the paper. AlibiSymmetric: m_head both ways, −m_head·|i − j|, which
-// a text read backwards cannot tell from itself (every distance stays). Any other encoding: 0 and 0.
+// The two slopes of head `head` of h. The paper's models are causal: a query sees only the keys up to
+// itself. An encoder sees both sides, so Alibi takes the heads in pairs: the even head of a pair is
+// the paper's causal head, the odd one its mirror image, both with the slope of the pair's first head:
+//   even head: before m_head, after ∞        b_ij = −m_head·(i − j) for j ≤ i, −∞ for j > i
+//   odd head:  before ∞, after m_{head−1}    b_ij = −m_{head−1}·(j − i) for j ≥ i, −∞ for j < i
+// (an odd h's last head looks back alone). Nothing is learned, as in the paper. AlibiSymmetric:
+// m_head both ways, −m_head·|i − j|, every head seeing both sides, which a text read backwards cannot
+// tell from itself (every distance stays). Any other encoding: 0 and 0.
 struct AlibiSlopes {
   double before = 0.0, after = 0.0;
 };
 AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head);
+
+// b_ij of a head with these slopes: −before·(i − j) for j < i, −after·(j − i) for j > i, 0 for j = i
+// (an infinite slope gives −∞ on its side, never ∞·0).
+template <typename T>
+T alibi_bias(int i, int j, T before, T after) {
+  return j < i ? T(0) - before * T(i - j) : j > i ? T(0) - after * T(j - i) : T(0);
+}
 
 // RoPE [Su et al. 2021, "RoFormer", eq. 34]: the dh columns of each of h heads, S rows of stride ld,
 // rotated in place pair by pair — pairs (2i, 2i+1), as in the paper's equation and in the

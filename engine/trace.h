@@ -64,7 +64,8 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::HeadValue, 0, "value", "v_h = columns [h*dh, (h+1)*dh) of v"},
     {StageKind::AttentionScores, 0, "scores", "s = q_h k_h^T   (s_ij = q_i . k_j)"},
     {StageKind::AlibiBias, 0, "ALiBi bias",
-     "b_ij = -m_h (i - j) for j < i, -m_(H-1-h) (j - i) for j > i   (head h: slope m_h behind, m_(H-1-h) ahead)"},
+     "b_ij = -m (i - j) for j <= i, -inf for j > i (an even head, m = m_h); the odd head after it: -m (j - i) for "
+     "j >= i, -inf for j < i"},
     {StageKind::AlibiBias, 1, "ALiBi bias", "b_ij = -m_h |i - j|   (the same slope m_h both ways)"},
     {StageKind::ScaledScores, 0, "scaled scores", "s / sqrt(dh)"},
     {StageKind::ScaledScores, 1, "scaled scores + bias", "s / sqrt(dh) + b_ij"},

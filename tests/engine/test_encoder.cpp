@@ -124,9 +124,8 @@ TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
 }
 
 // Symmetric ALiBi sees distances |i − j| only, and reading a text backwards keeps every distance:
-// an alibi-symmetric encoder gives a reversed text the same outputs, reversed. Two-sided ALiBi tells
-// the two apart (a head's slope behind the query is not the one ahead of it), and so does RoPE (its
-// rotation has a direction).
+// an alibi-symmetric encoder gives a reversed text the same outputs, reversed. ALiBi's pairs of heads
+// tell the two apart (each head sees one side), and so does RoPE (its rotation has a direction).
 TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
   for (PositionalEncoding p :
        {PositionalEncoding::AlibiSymmetric, PositionalEncoding::Alibi, PositionalEncoding::Rope}) {

@@ -166,9 +166,14 @@ TEST(Attention, BlocksOfQueryRowsMatchReference) {
 }
 
 // ALiBi in the fast head: the bias −m_before·(i − j) behind the query and −m_after·(j − i) ahead of
-// it on every block of query rows, as the plain twin adds it; two slopes, and one slope both ways.
+// it on every block of query rows, as the plain twin adds it; two slopes, one slope both ways, and
+// alibi's heads that see one side only (an infinite slope on the other).
 TEST(Attention, AlibiBiasMatchesReference) {
-  for (const auto& [before, after] : {std::pair<float, float>{0.25f, 0.0625f}, {0.0039f, 0.5f}, {0.25f, 0.25f}})
+  for (const auto& [before, after] : {std::pair<float, float>{0.25f, 0.0625f},
+                                      {0.0039f, 0.5f},
+                                      {0.25f, 0.25f},
+                                      {0.25f, INFINITY},
+                                      {INFINITY, 0.015625f}})
     for (int L : {1, 37, 130})
       for (int block : {7, kQueryBlock}) {
         const int dh = 16, ld = 3 * 48;
@@ -184,21 +189,32 @@ TEST(Attention, AlibiBiasMatchesReference) {
       }
 }
 
-// Two-sided ALiBi by hand: with q = 0 every score is 0, so row i of the weights is softmax of the
-// bias alone, −0.5·(i − j) for keys behind the query and −0.25·(j − i) for keys ahead of it.
-TEST(Attention, TwoSidedAlibiWeightsByHand) {
+// ALiBi by hand: with q = 0 every score is 0, so row i of the weights is the softmax of the bias alone.
+// Two slopes: −0.5·(i − j) for keys behind the query and −0.25·(j − i) for keys ahead of it. A head
+// that looks back (slope 0.5 behind, ∞ ahead): the keys ahead get weight 0, exactly, and the first
+// query only itself.
+TEST(Attention, AlibiWeightsByHand) {
   const int L = 3, dh = 2;
-  std::vector<float> qkv(size_t(L) * 3 * dh, 0.0f), out(size_t(L) * dh);
-  std::vector<float> scratch(attention_scratch_floats(L, dh, L));
-  attention_head(out.data(), qkv.data(), qkv.data() + dh, qkv.data() + 2 * dh, scratch.data(), L, dh, 3 * dh, dh, L,
-                 0.5f, 0.25f);
-  const double bias[L][L] = {{0, -0.25, -0.5}, {-0.5, 0, -0.25}, {-1.0, -0.5, 0}};
-  for (int i = 0; i < L; ++i) {
-    const double sum = std::exp(bias[i][0]) + std::exp(bias[i][1]) + std::exp(bias[i][2]);
-    for (int j = 0; j < L; ++j)
-      EXPECT_NEAR(scratch[size_t(i) * L + j], std::exp(bias[i][j]) / sum, 1e-6) << "row " << i << " key " << j;
+  const double two[L][L] = {{0, -0.25, -0.5}, {-0.5, 0, -0.25}, {-1.0, -0.5, 0}};
+  const double back[L][L] = {{0, -INFINITY, -INFINITY}, {-0.5, 0, -INFINITY}, {-1.0, -0.5, 0}};
+  for (const auto& [after, bias] : {std::pair<float, const double(*)[L]>{0.25f, two}, {INFINITY, back}}) {
+    std::vector<float> qkv(size_t(L) * 3 * dh, 0.0f), out(size_t(L) * dh);
+    std::vector<float> scratch(attention_scratch_floats(L, dh, L));
+    attention_head(out.data(), qkv.data(), qkv.data() + dh, qkv.data() + 2 * dh, scratch.data(), L, dh, 3 * dh, dh, L,
+                   0.5f, after);
+    for (int i = 0; i < L; ++i) {
+      const double sum = std::exp(bias[i][0]) + std::exp(bias[i][1]) + std::exp(bias[i][2]);
+      for (int j = 0; j < L; ++j)
+        EXPECT_NEAR(scratch[size_t(i) * L + j], std::exp(bias[i][j]) / sum, 1e-6) << "row " << i << " key " << j;
+    }
+    if (after == INFINITY) {  // exactly: nothing ahead
+      EXPECT_EQ(scratch[0], 1.0f);
+      EXPECT_EQ(scratch[1], 0.0f);
+      EXPECT_EQ(scratch[size_t(1) * L + 2], 0.0f);
+    } else {
+      EXPECT_NEAR(scratch[0], 0.4192, 1e-4);  // row 0: 1 / (1 + e^−0.25 + e^−0.5), written out once
+    }
   }
-  EXPECT_NEAR(scratch[0], 0.4192, 1e-4);  // row 0: 1 / (1 + e^−0.25 + e^−0.5), written out once
 }
 
 // RoPE: the fast table and rotation against reference::rope, at positions from 0 and from 1000.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -171,24 +172,26 @@ TEST(Reference, AlibiSlopes) {
   EXPECT_EQ(reference::alibi_slopes(6), (std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125}));
 }
 
-// Two-sided ALiBi: head h's slope behind the query is m_h, ahead of it m_(H−1−h), the sequence reversed;
-// the symmetric one has m_h both ways; other encodings no bias.
+// ALiBi's heads in pairs: the even head sees back with the pair's slope (∞ ahead: no weight), the odd
+// one ahead with the same slope; the symmetric scheme has m_h both ways; other encodings no bias.
 TEST(Reference, AlibiHeadSlopes) {
-  const double m[] = {0.25, 0.0625, 0.015625, 0.00390625};
+  const double m[] = {0.25, 0.0625, 0.015625, 0.00390625}, inf = std::numeric_limits<double>::infinity();
+  const std::pair<double, double> pairs[] = {{0.25, inf}, {inf, 0.25}, {0.015625, inf}, {inf, 0.015625}};
   for (int head = 0; head < 4; ++head) {
     const auto two = reference::alibi_head_slopes(PositionalEncoding::Alibi, 4, head);
-    EXPECT_EQ(two.before, m[head]);
-    EXPECT_EQ(two.after, m[3 - head]);
+    EXPECT_EQ(two.before, pairs[head].first) << head;
+    EXPECT_EQ(two.after, pairs[head].second) << head;
     const auto one = reference::alibi_head_slopes(PositionalEncoding::AlibiSymmetric, 4, head);
     EXPECT_EQ(one.before, m[head]);
     EXPECT_EQ(one.after, m[head]);
   }
-  // 3 heads: slopes 2^-4, 2^-8, 2^-2; the middle head of an odd count is its own mirror
-  const auto h0 = reference::alibi_head_slopes(PositionalEncoding::Alibi, 3, 0);
+  // 3 heads: slopes 2^-4, 2^-8, 2^-2; a pair with 2^-4, and the last head looking back alone with 2^-2
   const auto h1 = reference::alibi_head_slopes(PositionalEncoding::Alibi, 3, 1);
-  EXPECT_EQ(h0.before, 0.0625);
-  EXPECT_EQ(h0.after, 0.25);
-  EXPECT_EQ(h1.before, h1.after);
+  const auto h2 = reference::alibi_head_slopes(PositionalEncoding::Alibi, 3, 2);
+  EXPECT_EQ(h1.before, inf);
+  EXPECT_EQ(h1.after, 0.0625);
+  EXPECT_EQ(h2.before, 0.25);
+  EXPECT_EQ(h2.after, inf);
   const auto none = reference::alibi_head_slopes(PositionalEncoding::Rope, 4, 0);
   EXPECT_EQ(none.before, 0.0);
   EXPECT_EQ(none.after, 0.0);

@@ -205,7 +205,7 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
   // The bias of head `head` on a key at offset j − i from its query (reference::attention_head's b_ij).
   auto bias = [&](int head, int offset) {
     const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, head);
-    return offset < 0 ? 0.0 - m.before * -offset : 0.0 - m.after * offset;
+    return reference::alibi_bias(0, offset, m.before, m.after);  // query 0, key at the offset
   };
   std::vector<float> picture;  // rows × cols
   int rows = 0, cols = 0;
@@ -214,7 +214,8 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
       std::printf(
           "positions of %s: alibi, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
           "b_ij = -m_before (i - j) for a key before the query (j < i), -m_after (j - i) for one after it (j > i),\n"
-          "before the softmax; head h of H: m_before = m_h, m_after = m_(H-1-h) (the slopes reversed)\n",
+          "before the softmax; the heads go in pairs, the even one seeing only back (m_after = inf: -inf, no\n"
+          "weight), the odd one only ahead, both with the slope m of the pair's first head\n",
           dir.c_str());
     else
       std::printf(
@@ -282,10 +283,14 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
   double worst = 0, largest = 0;
   for (int head = 0; head < (alibi ? h : 1); ++head) {
     const std::vector<double> s0 = scores(0, head);
-    for (double v : s0) largest = std::max(largest, std::fabs(v));
+    for (double v : s0)
+      if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
     for (int shift : {1, 7, 100, 1000}) {
       const std::vector<double> s1 = scores(shift, head);
-      for (size_t n = 0; n < s0.size(); ++n) worst = std::max(worst, std::fabs(s1[n] - s0[n]));
+      for (size_t n = 0; n < s0.size(); ++n)  // −∞ (a side alibi's head does not see) must stay −∞
+        worst = std::max(worst, s1[n] == s0[n]                 ? 0.0
+                                : std::isfinite(s1[n] - s0[n]) ? std::fabs(s1[n] - s0[n])
+                                                               : HUGE_VAL);
     }
   }
   std::printf(

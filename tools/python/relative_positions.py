@@ -12,17 +12,16 @@ Neither adds anything to the token vectors. Both act inside each head's attentio
   alibi  a bias added to each head's scores q·k/√dh before the softmax (Press, Smith and Lewis,
          "Train Short, Test Long", 2022), the slopes m_1..m_H = 2^(−8h/H) for h = 1..H (the paper's
          geometric sequence for H a power of two; for other H its rule of interleaving the next power's
-         slopes). The paper's models are causal and see only j ≤ i; an encoder sees both sides, so each
-         head h (counted from 0) has a slope for keys before the query and one for keys after it, the
-         after-slopes the same sequence reversed:
-             b_ij = −m_h·(i − j)        j < i   (before: m_h, steep for the first head)
-             b_ij = −m_{H−1−h}·(j − i)  j > i   (after: gentle for the first head, steep for the last)
-             b_ii = 0
-         Nothing is learned. Head 0's bias falls steeply behind the query and gently ahead of it, the
-         last head's the other way round, so a text read backwards no longer gets its attention mirrored.
-  alibi-symmetric  the same slope both ways, −m_h·|i − j|: a head cannot tell the piece before from
-         the piece after by the bias alone, and a reversed text keeps every distance (the encoder gives
-         it the same outputs reversed, and the same score).
+         slopes). The paper's models are causal: a query sees only the keys up to itself. An encoder
+         must see both sides, so the heads go in pairs (counted from 0): the even head of a pair is the
+         paper's causal head, the odd one its mirror image, both with the slope of the pair's first head:
+             even h:  b_ij = −m_h·(i − j)  for j ≤ i,   −∞ (no weight) for j > i
+             odd h:   b_ij = −m_{h−1}·(j − i)  for j ≥ i,   −∞ for j < i
+         Nothing is learned. Together a pair sees both sides, and each head knows which side it sees.
+         (For an odd H the last head looks back alone.)
+  alibi-symmetric  one slope both ways, −m_h·|i − j|, every head seeing both sides: a head cannot tell
+         the piece before from the piece after by the bias alone, and a reversed text keeps every
+         distance (the encoder gives it the same outputs reversed, and the same score).
 
 PositionalLayer is nn.TransformerEncoderLayer (post-LN, the same parameters under the same names,
 so ordo's export reads it unchanged) with the self-attention written out so that the rotation or
@@ -46,15 +45,18 @@ def alibi_slopes(n_heads):
     return power_of_two(lower) + power_of_two(2 * lower)[0::2][:n_heads - lower]
 
 
-def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32, symmetric=False):
-    """(n_heads, S, S): −m_before·(i − j) for j < i, −m_after·(j − i) for j > i, with m_before = m_h and
-    m_after = m_{H−1−h}, or m_h both ways when symmetric (a shift of every position changes nothing)."""
+def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32, kind="alibi"):
+    """(n_heads, S, S): alibi's pairs of heads, each seeing one side (−inf on the other), or
+    −m_h·|i − j| for alibi-symmetric. Only i − j enters: a shift of every position changes nothing."""
     pos = torch.arange(S, dtype=torch.float64) + first_position
     offset = pos[:, None] - pos[None, :]  # i − j: > 0 for keys before the query
     m = torch.tensor(alibi_slopes(n_heads), dtype=torch.float64)
-    before = m[:, None, None]
-    after = before if symmetric else m.flip(0)[:, None, None]
-    return torch.where(offset > 0, -before * offset, after * offset).to(dtype)  # j > i: −m_after·(j − i)
+    if kind == "alibi-symmetric":
+        return (-m[:, None, None] * offset.abs()).to(dtype)
+    slope = m[[2 * (h // 2) for h in range(n_heads)]][:, None, None]  # the pair's first head's
+    looks_back = torch.tensor([h % 2 == 0 for h in range(n_heads)])[:, None, None]
+    seen = torch.where(looks_back, offset >= 0, offset <= 0)
+    return torch.where(seen, -slope * offset.abs(), torch.tensor(float("-inf"), dtype=torch.float64)).to(dtype)
 
 
 def rope_angles(S, dh, base=10000.0, first_position=0):
@@ -85,7 +87,7 @@ class PositionalLayer(nn.TransformerEncoderLayer):
     def __init__(self, *args, positions="rope", base=10000.0, **kwargs):
         super().__init__(*args, **kwargs)
         if positions not in POSITIONS:
-            raise ValueError(f"positions {positions!r}: expected rope, alibi or alibi-symmetric")
+            raise ValueError(f"positions {positions!r}: expected one of {', '.join(POSITIONS)}")
         if self.norm_first:
             raise ValueError("PositionalLayer is post-LN (norm_first=False)")
         self.positions, self.base = positions, base
@@ -102,9 +104,12 @@ class PositionalLayer(nn.TransformerEncoderLayer):
             q, k = rope(q, self.base), rope(k, self.base)
         scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # (B, h, S, S)
         if self.use_positions and self.positions != "rope":
-            scores = scores + alibi_bias(S, h, dtype=scores.dtype, symmetric=self.positions == "alibi-symmetric")
+            scores = scores + alibi_bias(S, h, dtype=scores.dtype, kind=self.positions)
         if key_padding_mask is not None:  # keys past a sequence's end get no weight
-            scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+            mask = key_padding_mask[:, None, None, :]
+            if self.positions == "alibi":  # a padded query that looks ahead sees only padding: it keeps
+                mask = mask & ~torch.eye(S, dtype=torch.bool)  # itself (its output is never read)
+            scores = scores.masked_fill(mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         out = (weights @ v).transpose(1, 2).reshape(B, S, d)
         return a.out_proj(out)

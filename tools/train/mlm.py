@@ -61,8 +61,8 @@ class MaskedLM(nn.Module):
             self.position_embedding = nn.Embedding(max_positions, d_model)
             nn.init.normal_(self.position_embedding.weight, std=1.0 / math.sqrt(2.0))  # the sinusoids' mean square
         elif positions not in ("sinusoidal", "none") + RELATIVE:
-            raise ValueError(f"positions {positions!r}: expected sinusoidal, learned, rope, alibi, alibi-symmetric "
-                             "or none")
+            raise ValueError(f"positions {positions!r}: expected sinusoidal, learned, none or one of "
+                             f"{', '.join(RELATIVE)}")
         sizes = dict(dim_feedforward=d_ff, dropout=dropout, activation="relu", layer_norm_eps=layer_norm_eps,
                      batch_first=True, norm_first=False)
         if positions in RELATIVE:  # inside the attention: tools/python/relative_positions.py

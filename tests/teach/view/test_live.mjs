@@ -34,6 +34,8 @@ const port = await new Promise((resolve, reject) => {
 });
 const origin = `http://127.0.0.1:${port}`;
 const post = async (p, body) => (await fetch(origin + p, { method: "POST", body: JSON.stringify(body) })).json();
+// JSON has no −∞: a score or bias of a key an alibi head does not see arrives as null.
+const unseen = (M) => M.map((row) => row.map((v) => (v === null ? -Infinity : v)));
 const maxDiff = (X, Y) => {
   const x = [X].flat(Infinity), y = [Y].flat(Infinity);
   return x.length !== y.length ? Infinity : x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i])), 0);
@@ -95,7 +97,7 @@ try {
   await page.select("#pick-layer", "1");
   await page.select("#pick-head", "1");
   await page.waitForFunction(() => { const i = window.ordoView.inside; return i.layer === 1 && i.head === 1 && i.positions; }, { timeout: 20000 });
-  const softmaxGap = (j) => Math.max(...j.scaled_scores.map((row, r) => {
+  const softmaxGap = (j) => Math.max(...unseen(j.scaled_scores).map((row, r) => {
     const m = Math.max(...row), e = row.map((v) => Math.exp(v - m)), z = e.reduce((a, b) => a + b, 0);
     return Math.max(...e.map((v, c) => Math.abs(v / z - j.weights[r][c])));
   }));
@@ -132,7 +134,8 @@ try {
     const corners = [[0, S - 1], [S - 1, 0]];
     const tips = [];
     for (const [r, c] of corners) tips.push(await tipAt(r, c));
-    check(corners.every(([r, c], n) => tips[n].endsWith(`: ${bias.values[r][c].toFixed(4)}`)),
+    const shown = (v) => (v === null ? "−∞ (not seen: weight 0)" : v.toFixed(4));
+    check(corners.every(([r, c], n) => tips[n].endsWith(`: ${shown(bias.values[r][c])}`)),
       `... and shown: pointing at b(0, ${S - 1}) and b(${S - 1}, 0) reads ${tips.map((t) => t.split(": ").pop()).join(" and ")}`);
     await page.mouse.move(5, 5);
   }

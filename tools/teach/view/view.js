@@ -111,6 +111,10 @@ function ramp(stops, f) {
 }
 const attentionColour = (v) => ramp(SEQUENTIAL, v); // fixed 0 .. 1, every map alike
 const signedColour = (v) => ramp(DIVERGING, (v + 1) / 2); // fixed −1 .. 1
+// A score or bias of −∞, a key an alibi head does not see: grey, outside the colour scale.
+const UNSEEN = [204, 204, 204];
+const scoreColour = (big) => (v) => (v === -Infinity ? UNSEEN : signedColour(v / big));
+const darkScore = (big) => (v) => Number.isFinite(v) && Math.abs(v / big) > 0.55;
 
 // A colour bar: the gradient with ticks, for a scale from lo to hi.
 function colourBar(stops, lo, hi) {
@@ -588,8 +592,13 @@ function renderPositions() {
         : "A learned table follows no formula: these similarities are whatever the model's weights hold."))));
 }
 
-// A bias in a cell: two significant digits, without the leading zero ("-.0039").
-const biasText = (v) => (v === 0 ? "0" : v.toPrecision(2).replace(/^(-?)0\./, "$1."));
+// A bias in a cell: two significant digits, without the leading zero ("-.0039"); −∞ where a head does
+// not look (alibi's heads each see one side).
+const biasText = (v) => (v === 0 ? "0" : v === -Infinity ? "−∞" : v.toPrecision(2).replace(/^(-?)0\./, "$1."));
+// JSON has no −∞: the engine's −∞ (a key an alibi head does not see) arrives as null.
+const unseen = (M) => M.map((row) => row.map((v) => (v === null ? -Infinity : v)));
+// The largest |v| of a table, leaving out −∞ (which takes the scale's end colour).
+const largest = (M) => Math.max(1e-6, ...M.flat(2).filter(Number.isFinite).map(Math.abs));
 
 // Rope adds nothing to the input: it turns q and k in every head. The angles t·θ_i, position by pair.
 function renderRope(box, P) {
@@ -620,14 +629,15 @@ function renderAlibi(box, P) {
   box.append(el("p", {}, `This model adds nothing to its pieces' vectors: x_t = E[id_t]${model.scale_embedding ? "·√d" : ""}. ` +
     "Its positions act inside every head, after the scores and before the softmax (ALiBi, attention with linear biases): ",
     el("span", { class: "equation" }, P.equation), `. Below, each head's bias b_ij for positions 0 .. ${n - 1} as the engine ` +
-    "added it in layer 0 (row = query i, column = key j): a head with a steep slope looks near, a gentle one far. " +
+    "added it in layer 0 (row = query i, column = key j): a head with a steep slope looks near, a gentle one far; " +
+    "−∞ (grey) is a key the head does not see, which gets no weight. " +
     "Section 2b shows the chosen head's bias as a step of its own."));
-  const lo = Math.min(-1e-6, ...P.bias.flat(2));
+  const lo = -largest(P.bias);
   const size = side(Math.max(120, Math.min(300, 44 * n)), n);
-  box.append(el("div", { class: "sides steps" }, ...P.bias.map((B, h) => {
-    const map = heatmap({ rows: n, cols: n, width: size, height: size, colour: (v) => signedColour(v / -lo), numbers: true,
-      format: biasText, dark: (v) => v / lo > 0.55, rowLabels: positions, colLabels: positions,
-      corner: "j →\ni ↓", tip: (i, j, v) => `head ${h}: b(${i}, ${j}) = ${fixed(v)}` });
+  box.append(el("div", { class: "sides steps" }, ...P.bias.map(unseen).map((B, h) => {
+    const map = heatmap({ rows: n, cols: n, width: size, height: size, colour: scoreColour(-lo), numbers: true,
+      format: biasText, dark: darkScore(-lo), rowLabels: positions, colLabels: positions,
+      corner: "j →\ni ↓", tip: (i, j, v) => `head ${h}: b(${i}, ${j}) = ${v === -Infinity ? "−∞ (not seen: weight 0)" : fixed(v)}` });
     map.root.id = `pe-bias-${h}`;
     map.draw(B);
     return el("div", { class: "side step" }, el("h3", {}, `head ${h}`), map.root);
@@ -781,11 +791,12 @@ function drawInside() {
   const size = side(Math.max(160, Math.min(320, 40 * S)), S);
   // One step's map: its own colour scale, symmetric about 0 (the weights: 0 .. 1).
   const step = (id, title, equation, M, what, format) => {
-    const big = Math.max(1e-6, ...M.flat().map(Math.abs)), weights = id === "weights";
+    const big = largest(M), weights = id === "weights";
     const map = heatmap({ rows: S, cols: S, width: size, height: size, numbers: true, rowLabels: names, colLabels: names,
-      colour: weights ? attentionColour : (v) => signedColour(v / big), corner: "key →\nquery ↓",
-      format: weights ? null : format || ((v) => v.toFixed(Math.abs(v) >= 10 ? 0 : Math.abs(v) >= 1 ? 1 : 2)), dark: weights ? null : (v) => Math.abs(v / big) > 0.55,
-      tip: (r, c, v) => `${what}, query ${names[r]} (${r}), key ${names[c]} (${c}): ${v.toFixed(4)}` });
+      colour: weights ? attentionColour : scoreColour(big), corner: "key →\nquery ↓",
+      format: weights ? null : format || ((v) => (v === -Infinity ? "−∞" : v.toFixed(Math.abs(v) >= 10 ? 0 : Math.abs(v) >= 1 ? 1 : 2))),
+      dark: weights ? null : darkScore(big),
+      tip: (r, c, v) => `${what}, query ${names[r]} (${r}), key ${names[c]} (${c}): ${v === -Infinity ? "−∞ (not seen: weight 0)" : v.toFixed(4)}` });
     map.draw(M);
     return el("div", { class: "side step", id: `inside-${id}` }, el("h3", {}, title), el("p", { class: "equation" }, equation), map.root,
       el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, what),
@@ -807,8 +818,8 @@ function drawInside() {
   const steps = [];
   if (j.alibi) {
     steps.push(step("scores", "1. q·k/√dh", "s_ij = q_i · k_j / √dh", j.alibi.scores, "score"),
-      step("bias", "2. + ALiBi's bias", j.alibi.equation, j.alibi.bias, "bias b_ij", biasText),
-      step("biased", "3. = the softmax's input", j.equations.scaled_scores, j.scaled_scores, "score + bias"));
+      step("bias", "2. + ALiBi's bias", j.alibi.equation, unseen(j.alibi.bias), "bias b_ij", biasText),
+      step("biased", "3. = the softmax's input", j.equations.scaled_scores, unseen(j.scaled_scores), "score + bias"));
   } else {
     steps.push(step("scores", "1. q·k/√dh", j.equations.scaled_scores, j.scaled_scores, "score"));
   }
