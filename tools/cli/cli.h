@@ -141,19 +141,10 @@ std::string row_label(int t, const std::string& piece);
 // Spaces as wide as a row label, above the labels.
 std::string row_label_blank();
 
-int cmd_encode(int argc, char** argv);
-int cmd_compare(int argc, char** argv);
-int cmd_pe(int argc, char** argv);
-int cmd_init(int argc, char** argv);
-int cmd_info(int argc, char** argv);
-int cmd_trace(int argc, char** argv);
-int cmd_attention(int argc, char** argv);
-int cmd_bench(int argc, char** argv);
-int cmd_fill(int argc, char** argv);
-int cmd_score(int argc, char** argv);
-int cmd_view(int argc, char** argv);
-int cmd_eval(int argc, char** argv);
-int cmd_tokenize(int argc, char** argv);
-int cmd_serve(int argc, char** argv);  // tools/serve/serve.cpp
+// Each subcommand's main(): `ordo <name> ...` with argc and argv from the name on; returns the exit status.
+using CommandMain = int(int argc, char** argv);
+CommandMain cmd_encode, cmd_tokenize, cmd_compare, cmd_pe, cmd_init, cmd_info, cmd_trace, cmd_attention, cmd_fill,
+    cmd_score, cmd_bench, cmd_view, cmd_eval;
+CommandMain cmd_serve;  // tools/serve/serve.cpp
 
 }  // namespace ordo::cli
