@@ -115,14 +115,16 @@ constexpr int kScoreMaxPieces = 512;
 constexpr int kMaxThreads = 1024;
 int threads_option(const cxxopts::ParseResult& args);
 
-// --compute-type f32|bf16|int8 (in add_model_options and add_text_options; bench and eval add it
+// --compute-type f32|bf16|int8 (in add_model_options and text_command_options; bench and eval add it
 // themselves). compute_type_option() checks it — a name not known, or bf16/int8 in a build without
 // oneDNN, is a UsageError — before the model loads; Encoder::set_compute_type then applies it.
 void add_compute_type_option(cxxopts::Options& o);
 ComputeType compute_type_option(const cxxopts::ParseResult& args);
 
-// --model, --no-pe and one positional TEXT, for trace and attention; the_text() reads it.
-void add_text_options(cxxopts::Options& o);
+// The options of `ordo <command>` for a command of one text (trace, attention, fill): --model,
+// --no-pe, --compute-type and the positional TEXT come first, the command adds its own after them;
+// the_text() reads the text.
+cxxopts::Options text_command_options(const std::string& command, const std::string& description);
 // One text: a plain string option, not a list, so that commas stay inside the text.
 std::string the_text(const cxxopts::ParseResult& args, const char* command);
 
