@@ -20,17 +20,9 @@ namespace ordo::simd {
 #if defined(__AVX512F__)
 using Vec = __m512;
 constexpr int kLanes = 16;
-inline Vec vzero() {
-  return _mm512_setzero_ps();
-}
-inline Vec vload(const float* p) {
-  return _mm512_loadu_ps(p);
-}
+#define ORDO_MM(op) _mm512_##op  // the intrinsic of this width: ORDO_MM(fmadd_ps) is _mm512_fmadd_ps
 inline Vec vload_first(const float* p, int n) {
   return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p);
-}
-inline Vec vfma(Vec a, Vec b, Vec c) {
-  return _mm512_fmadd_ps(a, b, c);
 }
 inline float vsum(Vec a) {
   return _mm512_reduce_add_ps(a);
@@ -38,18 +30,10 @@ inline float vsum(Vec a) {
 #elif defined(__AVX2__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int kLanes = 8;
-inline Vec vzero() {
-  return _mm256_setzero_ps();
-}
-inline Vec vload(const float* p) {
-  return _mm256_loadu_ps(p);
-}
+#define ORDO_MM(op) _mm256_##op
 inline Vec vload_first(const float* p, int n) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
-}
-inline Vec vfma(Vec a, Vec b, Vec c) {
-  return _mm256_fmadd_ps(a, b, c);
 }
 inline float vsum(Vec a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -74,6 +58,21 @@ inline Vec vfma(Vec a, Vec b, Vec c) {
 inline float vsum(Vec a) {
   return a;
 }
+#endif
+
+#ifdef ORDO_MM
+// Zero, load and fused multiply-add are one instruction at either width, named alike but for the
+// prefix (_mm512_ or _mm256_); the masked load and the sum of the lanes differ, above.
+inline Vec vzero() {
+  return ORDO_MM(setzero_ps)();
+}
+inline Vec vload(const float* p) {
+  return ORDO_MM(loadu_ps)(p);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+  return ORDO_MM(fmadd_ps)(a, b, c);
+}
+#undef ORDO_MM
 #endif
 
 }  // namespace ordo::simd

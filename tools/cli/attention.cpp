@@ -87,10 +87,10 @@ void print_parts(Pipeline& pipeline, const Tokenization& tok, int layer, int hea
 }  // namespace
 
 int cmd_attention(int argc, char** argv) {
-  cxxopts::Options o("ordo attention",
-                     "One head's attention weights for a text: a token x token table (row = the query token, "
-                     "column = the key token it attends to), and optionally a heatmap PNG.");
-  add_text_options(o);
+  cxxopts::Options o =
+      text_command_options("attention",
+                           "One head's attention weights for a text: a token x token table (row = the query token, "
+                           "column = the key token it attends to), and optionally a heatmap PNG.");
   o.add_options()("layer", "layer, from 0", cxxopts::value<int>()->default_value("0"))(
       "head", "head, from 0", cxxopts::value<int>()->default_value("0"))(
       "png", "draw the table as a heatmap: FILE.png or FILE.svg (scale 0 .. 1)", cxxopts::value<std::string>())(

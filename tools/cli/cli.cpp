@@ -255,13 +255,15 @@ ComputeType compute_type_option(const cxxopts::ParseResult& args) {
   return type;
 }
 
-void add_text_options(cxxopts::Options& o) {
+cxxopts::Options text_command_options(const std::string& command, const std::string& description) {
+  cxxopts::Options o("ordo " + command, description);
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "no-pe", "skip the positional encoding (ablation)")("text", "the text (one argument: quote it)",
                                                           cxxopts::value<std::string>());
   add_compute_type_option(o);
   o.parse_positional({"text"});
   o.positional_help("TEXT");
+  return o;
 }
 
 // One text: a plain string option, not a list, so that commas stay inside the text.

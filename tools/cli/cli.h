@@ -115,14 +115,16 @@ constexpr int kScoreMaxPieces = 512;
 constexpr int kMaxThreads = 1024;
 int threads_option(const cxxopts::ParseResult& args);
 
-// --compute-type f32|bf16|int8 (in add_model_options and add_text_options; bench and eval add it
+// --compute-type f32|bf16|int8 (in add_model_options and text_command_options; bench and eval add it
 // themselves). compute_type_option() checks it — a name not known, or bf16/int8 in a build without
 // oneDNN, is a UsageError — before the model loads; Encoder::set_compute_type then applies it.
 void add_compute_type_option(cxxopts::Options& o);
 ComputeType compute_type_option(const cxxopts::ParseResult& args);
 
-// --model, --no-pe and one positional TEXT, for trace and attention; the_text() reads it.
-void add_text_options(cxxopts::Options& o);
+// The options of `ordo <command>` for a command of one text (trace, attention, fill): --model,
+// --no-pe, --compute-type and the positional TEXT come first, the command adds its own after them;
+// the_text() reads the text.
+cxxopts::Options text_command_options(const std::string& command, const std::string& description);
 // One text: a plain string option, not a list, so that commas stay inside the text.
 std::string the_text(const cxxopts::ParseResult& args, const char* command);
 
@@ -141,19 +143,10 @@ std::string row_label(int t, const std::string& piece);
 // Spaces as wide as a row label, above the labels.
 std::string row_label_blank();
 
-int cmd_encode(int argc, char** argv);
-int cmd_compare(int argc, char** argv);
-int cmd_pe(int argc, char** argv);
-int cmd_init(int argc, char** argv);
-int cmd_info(int argc, char** argv);
-int cmd_trace(int argc, char** argv);
-int cmd_attention(int argc, char** argv);
-int cmd_bench(int argc, char** argv);
-int cmd_fill(int argc, char** argv);
-int cmd_score(int argc, char** argv);
-int cmd_view(int argc, char** argv);
-int cmd_eval(int argc, char** argv);
-int cmd_tokenize(int argc, char** argv);
-int cmd_serve(int argc, char** argv);  // tools/serve/serve.cpp
+// Each subcommand's main(): `ordo <name> ...` with argc and argv from the name on; returns the exit status.
+using CommandMain = int(int argc, char** argv);
+CommandMain cmd_encode, cmd_tokenize, cmd_compare, cmd_pe, cmd_init, cmd_info, cmd_trace, cmd_attention, cmd_fill,
+    cmd_score, cmd_bench, cmd_view, cmd_eval;
+CommandMain cmd_serve;  // tools/serve/serve.cpp
 
 }  // namespace ordo::cli

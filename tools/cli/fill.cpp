@@ -12,10 +12,10 @@
 namespace ordo::cli {
 
 int cmd_fill(int argc, char** argv) {
-  cxxopts::Options o("ordo fill",
-                     "The masked-language-model head at work: for each <mask> in TEXT, the pieces the model finds "
-                     "most likely there, with their probabilities. Each <mask> stands for one piece.");
-  add_text_options(o);
+  cxxopts::Options o = text_command_options(
+      "fill",
+      "The masked-language-model head at work: for each <mask> in TEXT, the pieces the model finds "
+      "most likely there, with their probabilities. Each <mask> stands for one piece.");
   o.add_options()("top", "pieces to show per <mask>", cxxopts::value<int>()->default_value("5"))(
       "json", "print one JSON object: text, pieces, ids, masks [{position, top [{piece, id, prob}]}]")(
       "logits", "with --json, each mask's raw head output too: \"logits\", one per piece of the vocabulary")(

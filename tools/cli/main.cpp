@@ -22,7 +22,7 @@ namespace {
 
 struct Command {
   const char* name;
-  int (*run)(int, char**);
+  ordo::cli::CommandMain* run;
   const char* summary;
 };
 

@@ -52,10 +52,10 @@ std::string shape(const Stage& s, const Config& c) {
 }  // namespace
 
 int cmd_trace(int argc, char** argv) {
-  cxxopts::Options o("ordo trace",
-                     "Follow one text through the encoder: every stage's name, shape and equation, with the first "
-                     "dims of each row, and each head's attention weights as a token x token table.");
-  add_text_options(o);
+  cxxopts::Options o = text_command_options(
+      "trace",
+      "Follow one text through the encoder: every stage's name, shape and equation, with the first "
+      "dims of each row, and each head's attention weights as a token x token table.");
   o.add_options()("dims", "dimensions of each row to show", cxxopts::value<int>()->default_value("6"))(
       "json", "print every stage as JSON, all rows and all dims (for plotting elsewhere)")(
       "inside", "also show one head's inside: its q, k, v, the scores q k^T, the scores / sqrt(dh) and A v",
