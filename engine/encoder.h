@@ -13,7 +13,8 @@
 
 namespace ordo {
 
-// The precision of each layer's four weight products (in_proj, out_proj, linear1, linear2);
+// The precision of each layer's four weight products (in_proj, out_proj, linear1, linear2), but
+// the first layer's in_proj, which reads the embeddings before any LayerNorm and stays in float;
 // CTranslate2's name for the same choice. Everything else runs in float whatever the type.
 // F32 is the default and the model's own floats; BF16 and Int8 need a build with oneDNN
 // (engine/kernels/reduced.h says what each does to the numbers).

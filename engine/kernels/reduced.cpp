@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "engine/kernels/parallel.h"
+#include "engine/ops.h"
 
 #ifdef ORDO_ONEDNN
 #include <omp.h>
@@ -213,7 +214,8 @@ struct ReducedLinear::Prepared {
 };
 
 ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, int N, int K)
-    : type_(type), N_(N), K_(K), b_(b), prepared_(std::make_unique<Prepared>()) {
+    : type_(type), N_(N), K_(K), w_(w), b_(b), prepared_(std::make_unique<Prepared>()) {
+  if (type == ComputeType::F32) return;  // kept in float: nothing to convert
   if (type == ComputeType::Int8) {
     wq_.resize(size_t(N) * K), ws_.resize(N);
     quantize_rows(wq_.data(), ws_.data(), w, N, K);  // per output channel: a row of W
@@ -222,8 +224,6 @@ ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, i
     wh_.resize(size_t(N) * K);
     for (size_t i = 0; i < wh_.size(); ++i) wh_[i] = to_bf16(w[i]);
     if (kHaveBf16Dot) packed_bf16_ = pack_bf16(wh_.data(), N, K);
-  } else {
-    throw std::invalid_argument("ReducedLinear: f32 needs no conversion");
   }
   // every chunk's weights in their layout now, rather than in the first pass; only where oneDNN
   // runs the products (ReducedKernel::OneDnn still works in a build with ordo's own kernels, its
@@ -294,6 +294,7 @@ bool use_own_bf16(ReducedKernel kernel) {
 }  // namespace
 
 void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int threads, ReducedKernel kernel) const {
+  if (type_ != ComputeType::Int8) throw std::logic_error("ReducedLinear::products_int8: not an int8 product");
   if (use_vnni(kernel)) {
     Scratch& s = scratch();
     grow(s.xu, size_t(M) * packed_.K4);
@@ -311,6 +312,10 @@ void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int thr
 }
 
 void ReducedLinear::forward(float* y, const float* x, int M, int threads, ReducedKernel kernel) const {
+  if (type_ == ComputeType::F32) {
+    linear(y, x, w_, b_, M, K_, N_);  // on the engine's threads, as in a pass at f32
+    return;
+  }
   Scratch& s = scratch();
   if (type_ == ComputeType::Int8) {
     grow(s.xs, size_t(M));
@@ -378,13 +383,16 @@ bool have_onednn() {
   return false;
 }
 struct ReducedLinear::Prepared {};
-ReducedLinear::ReducedLinear(ComputeType type, const float*, const float*, int, int)
-    : type_(type), N_(0), K_(0), b_(nullptr) {
-  throw std::runtime_error(std::string("compute type ") + compute_type_name(type) +
-                           ": this build has no oneDNN (install libdnnl-dev)");
+ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, int N, int K)
+    : type_(type), N_(N), K_(K), w_(w), b_(b) {
+  if (type != ComputeType::F32)
+    throw std::runtime_error(std::string("compute type ") + compute_type_name(type) +
+                             ": this build has no oneDNN (install libdnnl-dev)");
 }
 ReducedLinear::~ReducedLinear() = default;
-void ReducedLinear::forward(float*, const float*, int, int, ReducedKernel) const {}
+void ReducedLinear::forward(float* y, const float* x, int M, int, ReducedKernel) const {
+  linear(y, x, w_, b_, M, K_, N_);  // F32, the only type this build converts
+}
 void ReducedLinear::products_int8(int32_t*, const int8_t*, int, int, ReducedKernel) const {}
 
 #endif
@@ -397,7 +405,10 @@ std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type
   r->type = type;
   for (const LayerWeights& w : model.weights().layers) {
     ReducedModel::Layer l;
-    l.in_proj = std::make_unique<ReducedLinear>(type, w.in_proj_weight, w.in_proj_bias, 3 * d, d);
+    // the first layer's in_proj stays in float (reduced.h says why)
+    const bool first = r->layers.empty();
+    l.in_proj =
+        std::make_unique<ReducedLinear>(first ? ComputeType::F32 : type, w.in_proj_weight, w.in_proj_bias, 3 * d, d);
     l.out_proj = std::make_unique<ReducedLinear>(type, w.out_proj_weight, w.out_proj_bias, d, d);
     l.linear1 = std::make_unique<ReducedLinear>(type, w.linear1_weight, w.linear1_bias, F, d);
     l.linear2 = std::make_unique<ReducedLinear>(type, w.linear2_weight, w.linear2_bias, d, F);

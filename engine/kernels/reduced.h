@@ -1,6 +1,7 @@
 // ordo: the encoder's four weight products per layer (in_proj, out_proj, linear1, linear2) at
 // reduced precision, for --compute-type bf16 and int8. Everything else — embedding, LayerNorm,
-// softmax, the attention products q·kᵀ and weights·v, the masked-LM head — stays in float.
+// softmax, the attention products q·kᵀ and weights·v, the masked-LM head, and the first layer's
+// in_proj (ReducedModel below says why) — stays in float.
 //
 //   bf16: W and x rounded to bfloat16 (the top 16 bits of a float, round to nearest even), the
 //         products summed in float (AVX-512 BF16's vdpbf16ps takes two bf16 operands).
@@ -49,7 +50,9 @@ float from_bf16(uint16_t h);
 // OneDnn oneDNN's tiles, there for the tests and bench_kernels, which hold the two against each other.
 enum class ReducedKernel { Auto, Own, OneDnn };
 
-// One Linear (W (N, K), b (N)) converted once for one compute type (BF16 or Int8).
+// One Linear (W (N, K), b (N)) converted once for one compute type (BF16 or Int8), or kept in
+// float (F32: forward is ordo::linear on the model's own weights, for the product convert_model
+// leaves in float).
 class ReducedLinear {
  public:
   ReducedLinear(ComputeType type, const float* w /* (N, K) */, const float* b /* (N) or null */, int N, int K);
@@ -64,15 +67,17 @@ class ReducedLinear {
   void products_int8(int32_t* acc /* (M, N) */, const int8_t* xq /* (M, K) */, int M, int threads,
                      ReducedKernel kernel = ReducedKernel::Auto) const;
 
+  ComputeType type() const { return type_; }
   const std::vector<int8_t>& weight_int8() const { return wq_; }   // (N, K)
   const std::vector<float>& weight_scales() const { return ws_; }  // (N)
   int N() const { return N_; }
   int K() const { return K_; }
 
  private:
-  struct Prepared;                     // the weights in a primitive's layout, made on first use
-  [[maybe_unused]] ComputeType type_;  // (unread in a build without oneDNN, which only throws)
+  struct Prepared;  // the weights in a primitive's layout, made on first use
+  ComputeType type_;
   int N_, K_;
+  const float* w_;  // the model's floats: read by F32 only
   [[maybe_unused]] const float* b_;
   std::vector<int8_t> wq_;    // (N, K) int8
   std::vector<float> ws_;     // (N)
@@ -82,7 +87,14 @@ class ReducedLinear {
   std::unique_ptr<Prepared> prepared_;
 };
 
-// The four products of every layer, converted once (Encoder::set_compute_type).
+// The four products of every layer, converted once (Encoder::set_compute_type), except the first
+// layer's in_proj, which stays in float (its type() is F32). In a post-LN encoder it is the one
+// product whose input is not a LayerNorm output but E[id]·√d + PE, and in a model whose embedding
+// entries are about 1 (PyTorch's nn.Embedding starts at N(0, 1)) that row is √d times a normalized
+// one, so q·kᵀ, quadratic in it, is large, and the softmax turns a small relative error of q and k
+// into a different mix of v. Quantized, this one product took the held-out lines' lowest
+// mean-pooled cosine to f32 from 0.9999 to 0.988 on the random base model (int8; 0.998 at bf16);
+// kept in float, it costs 1/24 of the base encoder's weight products (docs/precision.md).
 struct ReducedModel {
   struct Layer {
     std::unique_ptr<ReducedLinear> in_proj, out_proj, linear1, linear2;

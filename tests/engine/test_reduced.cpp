@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -16,6 +17,7 @@
 #include "engine/init.h"
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/reduced.h"
+#include "engine/ops.h"
 #include "engine/reference.h"
 #include "paths.h"
 #include "test_util.h"
@@ -264,12 +266,16 @@ std::vector<double> mean_pool(const Hidden& h, int b) {
 }
 
 // The whole encoder at each compute type against itself in float: the mean-pooled vectors of a
-// batch of random texts keep a cosine of at least 0.9999 (bf16) and 0.999 (int8) to float's.
+// batch of random texts keep a cosine of at least 0.9999 (bf16) and 0.999 (int8) to float's. Five
+// texts of 1–64 pieces, and 40 short ones of 1–4 pieces: a short text averages few rows, so one
+// row's error stays in its vector (the held-out lines' lowest cosines are those of short texts).
 void expect_close_to_f32(const Model& model, const char* name) {
   Encoder enc(model);
   Rng rng(7);
   std::vector<std::vector<int32_t>> ids;
-  for (int L : {1, 7, 12, 30, 64}) {
+  std::vector<int> lengths{1, 7, 12, 30, 64};
+  for (int i = 0; i < 40; ++i) lengths.push_back(1 + i % 4);
+  for (int L : lengths) {
     ids.emplace_back();
     for (int t = 0; t < L; ++t) ids.back().push_back(int32_t(rng.next() % model.config().vocab_size));
   }
@@ -303,10 +309,54 @@ TEST(Reduced, RandomBaseSizeModelStaysCloseToF32) {
   c.d_ff = 2048;
   c.n_layers = 6;
   c.activation = Activation::ReLU;
+  // Its embeddings at PyTorch's nn.Embedding initialisation, N(0, 1), as bench_peers.py's base model
+  // has them: √d times ordo's (engine/init.h), so the first layer reads rows of E[id]·√d with
+  // entries of about √d, the case in which a quantized first in_proj lost most (reduced.h).
+  std::vector<TensorBytes> tensors = random_weights(c, 3);
+  for (TensorBytes& t : tensors) {
+    if (t.name != "embedding.weight") continue;
+    for (size_t i = 0; i < t.bytes.size(); i += 4) {
+      float v;
+      std::memcpy(&v, &t.bytes[i], 4);
+      v *= std::sqrt(float(c.d_model));
+      std::memcpy(&t.bytes[i], &v, 4);
+    }
+  }
   test::TempDir dir;
-  write_random_model(c, 3, dir.path);
+  write_random_model(c, 3, dir.path);  // config.json
+  write_safetensors(dir.path + "/model.safetensors", tensors);
   const Model m = Model::load(dir.path);
   expect_close_to_f32(m, "random base model");
+}
+
+// At either reduced type the first layer's in_proj stays in float and every other product is
+// converted (reduced.h says why).
+TEST(Reduced, FirstInProjectionStaysInFloat) {
+  SKIP_WITHOUT_ONEDNN();
+  const Model m = Model::load(ORDO_DEFAULT_MODEL);
+  for (ComputeType type : {ComputeType::Int8, ComputeType::BF16}) {
+    const auto r = convert_model(m, type);
+    ASSERT_EQ(r->layers.size(), size_t(m.config().n_layers));
+    for (size_t l = 0; l < r->layers.size(); ++l) {
+      const ReducedModel::Layer& layer = r->layers[l];
+      EXPECT_EQ(layer.in_proj->type(), l == 0 ? ComputeType::F32 : type) << "layer " << l;
+      for (const auto* p : {&layer.out_proj, &layer.linear1, &layer.linear2}) EXPECT_EQ((*p)->type(), type);
+    }
+  }
+  // kept in float, the product is the model's own: the same bytes as ordo::linear, and within float
+  // rounding of the plain product in double
+  const LayerWeights& w = m.weights().layers[0];
+  const int d = m.config().d_model, M = 5;
+  const auto x = test::random_floats(size_t(M) * d, 17, 2.0f);
+  ReducedLinear kept(ComputeType::F32, w.in_proj_weight, w.in_proj_bias, 3 * d, d);
+  std::vector<float> y(size_t(M) * 3 * d), plain(y.size());
+  kept.forward(y.data(), x.data(), M, 2);
+  linear(plain.data(), x.data(), w.in_proj_weight, w.in_proj_bias, M, d, 3 * d);
+  EXPECT_EQ(y, plain);
+  std::vector<double> xd(x.begin(), x.end()), ref(y.size());
+  reference::linear(ref.data(), xd.data(), w.in_proj_weight, w.in_proj_bias, M, d, 3 * d);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << i;
+  EXPECT_THROW(kept.products_int8(nullptr, nullptr, 0, 1), std::logic_error);
 }
 
 // Without positions, a text and its permutation tie bit for bit at every compute type:

@@ -184,6 +184,9 @@ def main():
     ap.add_argument("--peers", default="ordo,ort,torch",
                     help="of ordo, ort, torch, the int8 pair ordo-int8 (--compute-type int8) and ort-int8 "
                          "(tools/dev/quantize_onnx.py's graph, made on first use), and ordo-bf16")
+    ap.add_argument("--before", default="",
+                    help="another ordo binary (an earlier build) to time beside --ordo at int8 and bf16: the peers "
+                         "before-int8 and before-bf16 in --peers")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true",
                     help="time each (peer, shape, round) in a new process, as a user runs a command: a slow mode "
@@ -210,6 +213,12 @@ def main():
             peers.append(Peer(f"ordo-{compute_type}", [args.ordo, "bench", "--model", args.out, "--threads",
                                                        str(args.threads), "--compute-type", compute_type, "--stdin"],
                               peer_env()))
+        if f"before-{compute_type}" in names:  # the same, from the --before build, in the same rounds
+            if not args.before:
+                sys.exit(f"error: --peers: before-{compute_type} needs --before ORDO")
+            peers.append(Peer(f"before-{compute_type}", [args.before, "bench", "--model", args.out, "--threads",
+                                                         str(args.threads), "--compute-type", compute_type,
+                                                         "--stdin"], peer_env()))
     for name, onnx_file in (("ort", "model.onnx"), ("ort-int8", "model-int8.onnx")):
         if name not in names:
             continue
