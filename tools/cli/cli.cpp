@@ -238,7 +238,8 @@ void add_model_options(cxxopts::Options& o) {
 
 void add_compute_type_option(cxxopts::Options& o) {
   o.add_options()("compute-type",
-                  "precision of each layer's four weight products: f32, bf16 or int8 (docs/precision.md)",
+                  "precision of the layers' weight products (the first in_proj stays in float): f32, bf16 or int8 "
+                  "(docs/precision.md)",
                   cxxopts::value<std::string>()->default_value("f32"));
 }
 
