@@ -222,7 +222,7 @@ void Encoder::sublayer(RunState& s, int T, const float* gamma, const float* beta
   if (c.norm_first) {  // pre-LN: x = x + f(LayerNorm(x))
     layer_norm(s.normed.data(), x, gamma, beta, T, d, eps);
     f(s.normed.data());
-    add_residual(x, s.sub.data(), T, d);
+    residual(x, s.sub.data(), T, d);
   } else {  // post-LN: x = LayerNorm(x + f(x)), the sum and the norm in one pass
     f(x);
     add_layer_norm(x, s.sub.data(), gamma, beta, T, d, eps);
@@ -248,7 +248,7 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
       const int n = std::min(rows, T - r0);
       project(s, &ReducedModel::Layer::linear1, l, s.ff.data(), in + size_t(r0) * d, w.linear1_weight, w.linear1_bias,
               n, d, F);
-      activate(s.ff.data(), size_t(n) * F, c.activation);
+      activation(s.ff.data(), size_t(n) * F, c.activation);
       if (r0 == 0) observe(options, StageKind::FeedForwardHidden, l, -1, s.ff.data(), L0, F, F);
       project(s, &ReducedModel::Layer::linear2, l, s.sub.data() + size_t(r0) * d, s.ff.data(), w.linear2_weight,
               w.linear2_bias, n, F, d);
@@ -297,8 +297,8 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
   if (pe == PositionalEncoding::Rope) {  // q and k of every head turned by their position's angles
     for (int b = 0; b < B; ++b) {
       float* qb = s.qkv.data() + size_t(b) * S * 3 * d;
-      rotate_pairs(qb, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
-      rotate_pairs(qb + d, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
+      rope(qb, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
+      rope(qb + d, lengths[b], 3 * d, h, dh, s.rope_cos.data(), s.rope_sin.data());
     }
     observe(options, StageKind::RotatedQk, layer, -1, s.qkv.data(), lengths[0], 3 * d, 3 * d);
   }

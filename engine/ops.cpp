@@ -67,13 +67,13 @@ void add_layer_norm(float* x, const float* r, const float* gamma, const float* b
   });
 }
 
-void add_residual(float* x, const float* r, int M, int d) {
+void residual(float* x, const float* r, int M, int d) {
   for_row_blocks(M, [&](int m0, int m1) {
     for (size_t i = size_t(m0) * d; i < size_t(m1) * d; ++i) x[i] += r[i];
   });
 }
 
-void activate(float* x, size_t n, Activation act) {
+void activation(float* x, size_t n, Activation act) {
   // Blocks of 2^16 values (32 rows of F = 2048) spread over the threads; fewer values stay on
   // the calling thread.
   constexpr size_t kBlock = size_t(1) << 16;
@@ -144,7 +144,7 @@ void rope_table(float* cos, float* sin, int S, int dh, double base, int first_po
     }
 }
 
-void rotate_pairs(float* x, int S, int ld, int h, int dh, const float* cos, const float* sin) {
+void rope(float* x, int S, int ld, int h, int dh, const float* cos, const float* sin) {
   const int pairs = dh / 2;
   for (int s = 0; s < S; ++s)
     for (int head = 0; head < h; ++head) {

@@ -32,7 +32,7 @@ void linear(float* y /* (M, N) */, const float* x /* (M, K) */, const float* w /
 void softmax_rows(float* z /* (rows, cols) */, int rows, int cols, int valid);
 
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
-// out may equal x. The row-wise steps here (layer_norm, add_layer_norm, add_residual)
+// out may equal x. The row-wise steps here (layer_norm, add_layer_norm, residual)
 // spread blocks of rows over the engine's threads, so they must not run inside a parallel_for job.
 void layer_norm(float* out /* (M, d) */, const float* x /* (M, d) */, const float* gamma /* (d) */,
                 const float* beta /* (d) */, int M, int d, float eps);
@@ -42,12 +42,12 @@ void add_layer_norm(float* x /* (M, d) */, const float* r /* (M, d) */, const fl
                     const float* beta /* (d) */, int M, int d, float eps);
 
 // x = x + r: the pre-LN residual step.
-void add_residual(float* x /* (M, d) */, const float* r /* (M, d) */, int M, int d);
+void residual(float* x /* (M, d) */, const float* r /* (M, d) */, int M, int d);
 
 // ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form, not the tanh one)
 // x: n values, e.g. the (T, F) feed-forward hidden layer, changed in place, in blocks over the
 // threads (not inside a parallel_for job either).
-void activate(float* x, size_t n, Activation act);
+void activation(float* x, size_t n, Activation act);
 
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V                                   [§3.2.1]
 // for one (sequence, head) of L valid tokens. q, k, v are (L, dh) views with row stride ld_qkv
@@ -75,6 +75,6 @@ void rope_table(float* cos /* (S, dh/2) */, float* sin /* (S, dh/2) */, int S, i
 // Each of the h heads' dh columns of S rows (row stride ld) rotated pair by pair, in place:
 //   x'_2i = x_2i·cos(tθ_i) − x_2i+1·sin(tθ_i),   x'_2i+1 = x_2i·sin(tθ_i) + x_2i+1·cos(tθ_i)
 // (an odd dh leaves its last column as it is).
-void rotate_pairs(float* x, int S, int ld, int h, int dh, const float* cos, const float* sin);
+void rope(float* x, int S, int ld, int h, int dh, const float* cos, const float* sin);
 
 }  // namespace ordo

@@ -24,11 +24,13 @@ Watch::~Watch() {
   watcher = nullptr;
 }
 
+// x_t = E[id_t] · scale
 void embed(double* x, const int32_t* ids, const float* E, int S, int d, double scale) {
   for (int t = 0; t < S; ++t)
     for (int j = 0; j < d; ++j) x[size_t(t) * d + j] = E[size_t(ids[t]) * d + j] * scale;
 }
 
+// PE(t, 2i) = sin(t / base^(2i/d)),  PE(t, 2i+1) = cos(t / base^(2i/d))
 void sinusoidal_positions(double* pe, int S, int d, PeLayout layout, double base, int first_position) {
   const int pairs = (d + 1) / 2;  // ⌈d/2⌉ frequencies; an odd d has one sine without its cosine
   for (int s = 0; s < S; ++s) {
@@ -44,6 +46,7 @@ void sinusoidal_positions(double* pe, int S, int d, PeLayout layout, double base
   }
 }
 
+// y = x·Wᵀ + b
 void linear(double* y, const double* x, const float* w, const float* b, int M, int K, int N) {
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
@@ -53,54 +56,7 @@ void linear(double* y, const double* x, const float* w, const float* b, int M, i
     }
 }
 
-void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
-  for (int m = 0; m < M; ++m) {
-    double max = 0;
-    bool finite = true;
-    for (int k = 0; k < K; ++k) {
-      max = std::max(max, std::fabs(double(x[size_t(m) * K + k])));
-      finite = finite && std::isfinite(x[size_t(m) * K + k]);
-    }
-    s[m] = finite ? static_cast<float>(max / 127) : std::numeric_limits<float>::quiet_NaN();
-    for (int k = 0; k < K; ++k)  // zeros for a row of zeros, and for one that is not finite (its scale NaN)
-      q[size_t(m) * K + k] =
-          s[m] == 0.0f || !finite ? 0 : static_cast<int8_t>(std::nearbyint(x[size_t(m) * K + k] / double(s[m])));
-  }
-}
-
-void linear_int8(double* y, int64_t* acc, const float* x, const float* w, const float* b, int M, int K, int N) {
-  std::vector<int8_t> qx(size_t(M) * K), qw(size_t(N) * K);
-  std::vector<float> sx(M), sw(N);
-  quantize_rows(qx.data(), sx.data(), x, M, K);
-  quantize_rows(qw.data(), sw.data(), w, N, K);
-  for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      int64_t sum = 0;
-      for (int k = 0; k < K; ++k) sum += int64_t(qx[size_t(m) * K + k]) * qw[size_t(n) * K + k];
-      if (acc) acc[size_t(m) * N + n] = sum;
-      y[size_t(m) * N + n] = double(sum) * sx[m] * sw[n] + (b ? b[n] : 0.0);
-    }
-}
-
-double round_bf16(float v) {
-  if (v == 0.0f || !std::isfinite(v)) return v;
-  const double ulp = std::ldexp(1.0, std::max(std::ilogb(v), -126) - 7);
-  const double r = std::nearbyint(double(v) / ulp) * ulp;
-  return std::fabs(r) >= 0x1p128 ? std::copysign(HUGE_VAL, r) : r;  // past bf16's largest: infinity
-}
-
-void linear_bf16(double* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  std::vector<double> xr(size_t(M) * K), wr(size_t(N) * K);
-  for (size_t i = 0; i < xr.size(); ++i) xr[i] = round_bf16(x[i]);
-  for (size_t i = 0; i < wr.size(); ++i) wr[i] = round_bf16(w[i]);
-  for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      double acc = b ? b[n] : 0.0;
-      for (int k = 0; k < K; ++k) acc += xr[size_t(m) * K + k] * wr[size_t(n) * K + k];
-      y[size_t(m) * N + n] = acc;
-    }
-}
-
+// softmax(z)_j = exp(z_j − max z) / Σ_k exp(z_k − max z)
 void softmax(double* z, int n) {
   const double max = *std::max_element(z, z + n);  // exp(z − max) ≤ 1: no overflow
   double sum = 0.0;
@@ -108,6 +64,7 @@ void softmax(double* z, int n) {
   for (int j = 0; j < n; ++j) z[j] /= sum;
 }
 
+// Attention(Q, K, V) = softmax(Q·Kᵀ / √dh + B)·V, B the ALiBi bias (0 without it)
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs, int L, int dh,
                     int ld_qkv, int ld_out, double alibi_before, double alibi_after) {
   see(StageKind::HeadQuery, q, L, dh, ld_qkv);
@@ -141,6 +98,7 @@ void attention_head(double* out, const double* q, const double* k, const double*
   see(StageKind::HeadOutput, out, L, dh, ld_out);
 }
 
+// m_i = 2^(−8(i+1)/h) for h a power of two
 std::vector<double> alibi_slopes(int h) {
   auto geometric = [](int n) {  // 2^(−8k/n), k = 1..n
     std::vector<double> m;
@@ -162,6 +120,7 @@ AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head) {
   return head % 2 == 0 ? AlibiSlopes{slope, unseen} : AlibiSlopes{unseen, slope};
 }
 
+// x'_2i = x_2i·cos(tθ_i) − x_2i+1·sin(tθ_i),  x'_2i+1 = x_2i·sin(tθ_i) + x_2i+1·cos(tθ_i),  θ_i = base^(−2i/dh)
 void rope(double* x, int S, int ld, int h, int dh, double base, int first_position) {
   for (int s = 0; s < S; ++s)
     for (int head = 0; head < h; ++head)
@@ -174,6 +133,7 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
       }
 }
 
+// MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,  head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ)
 void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h,
                     PositionalEncoding positions, double base) {
   const int dh = d / h;
@@ -198,6 +158,7 @@ void self_attention(double* out, const double* x, const LayerWeights& w, int S, 
   see(StageKind::OutputProjection, out, S, d, d);
 }
 
+// LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β
 void layer_norm(double* y, const double* x, const float* gamma, const float* beta, int M, int d, double eps) {
   for (int m = 0; m < M; ++m) {
     const double* xr = x + size_t(m) * d;
@@ -209,19 +170,23 @@ void layer_norm(double* y, const double* x, const float* gamma, const float* bet
   }
 }
 
+// ReLU(x) = max(0, x);  GELU(x) = ½x·(1 + erf(x/√2))
 void activation(double* x, size_t n, Activation act) {
   for (size_t i = 0; i < n; ++i)
     x[i] = act == Activation::ReLU ? std::max(x[i], 0.0) : 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
 }
 
+// x = x + r
 void residual(double* x, const double* r, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += r[i];
 }
 
+// x_t = x_t + p_t
 void add_positions(double* x, const double* p, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += p[i];
 }
 
+// FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2
 void feed_forward(double* out, const double* x, const LayerWeights& w, int S, int d, int F, Activation act) {
   std::vector<double> hidden(size_t(S) * F);
   linear(hidden.data(), x, w.linear1_weight, w.linear1_bias, S, d, F);  // x·W1ᵀ + b1
@@ -230,6 +195,7 @@ void feed_forward(double* out, const double* x, const LayerWeights& w, int S, in
   linear(out, hidden.data(), w.linear2_weight, w.linear2_bias, S, F, d);  // ·W2ᵀ + b2
 }
 
+// post-LN: x = LayerNorm(x + f(x));  pre-LN: x = x + f(LayerNorm(x))
 void sublayer(double* x, int S, int d, bool norm_first, const float* gamma, const float* beta, double eps,
               const Sublayer& f) {
   const size_t n = size_t(S) * d;
@@ -246,6 +212,7 @@ void sublayer(double* x, int S, int d, bool norm_first, const float* gamma, cons
   }
 }
 
+// x = sublayer(SelfAttention, x);  x = sublayer(FFN, x)
 void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, bool positions) {
   const int d = c.d_model;
   const PositionalEncoding inside = positions ? c.positional_encoding : PositionalEncoding::None;
@@ -257,6 +224,7 @@ void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, boo
   see(StageKind::FeedForwardResidual, x, S, d, d);
 }
 
+// x_t = E[id_t]·√d + PE(t), then the layers, then the optional final LayerNorm
 std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions) {
   const Config& c = m.config();
   const Weights& w = m.weights();
@@ -295,6 +263,7 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   return x;
 }
 
+// logits_t[v] = Σ_k h_t[k] · E[v][k] + b[v]
 void mlm_logits(double* out, const double* h, const float* E, const float* b, int R, int V, int d) {
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v) {

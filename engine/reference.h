@@ -2,8 +2,9 @@
 //
 // nn.TransformerEncoder (batch_first, eval mode) for one sequence, written straight from the
 // equations: double precision, no threads, no intrinsics, no buffers reused. Every step is one
-// plain function, output first, sizes last, with its equation above it; forward() at the end
-// calls them in the order of the paper's figure. It is slow on purpose.
+// plain function, output first, sizes last, with its equation above it (here in full, and again
+// above its code in reference.cpp); forward() at the end calls them in the order of the paper's
+// figure. It is slow on purpose.
 //
 // The fast encoder (engine/encoder.h) computes the same thing on padded batches in float, through
 // the kernels in engine/kernels/; the tests hold it to forward() here, and each fast step in
@@ -37,21 +38,7 @@ void sinusoidal_positions(double* pe /* (S, d) */, int S, int d, PeLayout layout
 void linear(double* y /* (M, N) */, const double* x /* (M, K) */, const float* w /* (N, K) */,
             const float* b /* (N) or null */, int M, int K, int N);
 
-// The same product at reduced precision (--compute-type; the fast one is engine/kernels/reduced.h).
-// Float inputs, as the fast encoder hands them to its products.
-//
-// int8, symmetric, per row: s = max_k |v_k| / 127 (rounded to a float), q_k = round(v_k / s) to
-// nearest even (s = 0: all q 0). x is quantized per row (token), W per row (output channel), then
-//   acc[m][n] = Σ_k qx[m][k]·qw[n][k]   (exact)      y[m][n] = acc[m][n]·sx[m]·sw[n] + b[n]
-void quantize_rows(int8_t* q /* (M, K) */, float* s /* (M) */, const float* x /* (M, K) */, int M, int K);
-void linear_int8(double* y /* (M, N) */, int64_t* acc /* (M, N) or null */, const float* x /* (M, K) */,
-                 const float* w /* (N, K) */, const float* b /* (N) or null */, int M, int K, int N);
-// bfloat16 keeps 8 significant bits: v rounded to a multiple of 2^(e−7), e = ⌊log2 |v|⌋ (at least
-// −126, the smallest normal exponent), ties to even; a value that rounds to 2^128 or more is ±∞.
-double round_bf16(float v);
-// y = round_bf16(x)·round_bf16(W)ᵀ + b, the products and sums in double.
-void linear_bf16(double* y /* (M, N) */, const float* x /* (M, K) */, const float* w /* (N, K) */,
-                 const float* b /* (N) or null */, int M, int K, int N);
+// The same product at int8 and bf16 (--compute-type) is in reference_reduced.h, beside this file.
 
 // softmax(z)_j = exp(z_j − max z) / Σ_k exp(z_k − max z), over one row of n, in place.
 void softmax(double* z, int n);

@@ -16,7 +16,7 @@
 // BF16's vdpbf16ps on CPUs that have them), in tiles of up to 128 rows × 256 columns spread over the
 // engine's threads: one primitive per tile shape, and each 256-column chunk of W reordered once,
 // when converted, into the layout the primitive asks for. The plain twin, in double, is
-// reference::linear_int8 / linear_bf16 (engine/reference.h). docs/precision.md has the figures.
+// reference::linear_int8 / linear_bf16 (engine/reference_reduced.h). docs/precision.md has the figures.
 // In a build for a CPU with AVX-512 VNNI, int8 runs in ordo's own kernel instead
 // (engine/kernels/int8_vnni.h), which measured faster than oneDNN's tiles at every row count; and with
 // AVX-512 BF16, bf16 in ordo's own kernel (engine/kernels/bf16_avx512.h), faster at every row count too.
@@ -26,7 +26,8 @@
 #include <memory>
 #include <vector>
 
-#include <ordo/engine/encoder.h>
+#include <ordo/engine/compute_type.h>
+#include <ordo/engine/model.h>
 
 #include "engine/kernels/bf16_avx512.h"
 #include "engine/kernels/int8_vnni.h"

@@ -265,8 +265,8 @@ TEST(Kernels, AddLayerNormIsTheSumNormed) {
         add_layer_norm(x.data(), c.r.data(), c.gamma.data(), c.beta.data(), M, d, 1e-5f);
         expect_norm_close(x, want, sum, c.gamma, "add_layer_norm", M, d, 1e-5f);
         x = c.x;
-        add_residual(x.data(), c.r.data(), M, d);
-        EXPECT_EQ(x, sum) << "add_residual M " << M << " d " << d;
+        residual(x.data(), c.r.data(), M, d);
+        EXPECT_EQ(x, sum) << "residual M " << M << " d " << d;
       }
   }
 }
@@ -278,8 +278,8 @@ TEST(Kernels, ActivateEveryValueAcrossBlocks) {
   const size_t n = (size_t(1) << 17) + 5;
   const auto x = random_floats(n, 5, 4.0f);
   auto relu = x, gelu = x;
-  activate(relu.data(), n, Activation::ReLU);
-  activate(gelu.data(), n, Activation::GELU);
+  activation(relu.data(), n, Activation::ReLU);
+  activation(gelu.data(), n, Activation::GELU);
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(relu[i], std::max(x[i], 0.0f)) << i;
     const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));

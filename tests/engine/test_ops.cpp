@@ -108,11 +108,11 @@ TEST(LayerNorm, ConstantRowIsFinite) {
 
 TEST(Activation, HandComputed) {
   std::vector<float> x = {1, -1, 0.5f, -3};
-  activate(x.data(), x.size(), Activation::GELU);  // ½x(1 + erf(x/√2))
+  activation(x.data(), x.size(), Activation::GELU);  // ½x(1 + erf(x/√2))
   const double want[] = {0.8413447460685429, -0.15865525393145707, 0.34573123063700656, -0.00404969409489031};
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(x[i], want[i], 1e-7);
   std::vector<float> r = {1, -1, 0, -0.0f, 2.5f};
-  activate(r.data(), r.size(), Activation::ReLU);
+  activation(r.data(), r.size(), Activation::ReLU);
   EXPECT_EQ(r, (std::vector<float>{1, 0, 0, 0, 2.5f}));
 }
 
@@ -225,7 +225,7 @@ TEST(Rope, RotationMatchesReference) {
       const auto x = random_floats(size_t(S) * ld, 3 + dh, 2.0f);
       std::vector<float> fast(x), cos(size_t(S) * (dh / 2)), sin(size_t(S) * (dh / 2));
       rope_table(cos.data(), sin.data(), S, dh, 10000.0, first);
-      rotate_pairs(fast.data(), S, ld, h, dh, cos.data(), sin.data());
+      rope(fast.data(), S, ld, h, dh, cos.data(), sin.data());
       std::vector<double> slow(x.begin(), x.end());
       reference::rope(slow.data(), S, ld, h, dh, 10000.0, first);
       for (size_t n = 0; n < x.size(); ++n) ASSERT_NEAR(fast[n], slow[n], 2e-6) << "dh " << dh << " at " << n;

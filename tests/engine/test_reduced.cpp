@@ -19,6 +19,7 @@
 #include "engine/kernels/reduced.h"
 #include "engine/ops.h"
 #include "engine/reference.h"
+#include "engine/reference_reduced.h"
 #include "paths.h"
 #include "test_util.h"
 
