@@ -14,10 +14,10 @@
 
 namespace {
 
-ordo::cli::Service& service(bool batching) {
+ordo::serve::Service& service(bool batching) {
   static ordo::Pipeline pipeline(ORDO_FUZZ_SERVE_MODEL);
   auto make = [](bool b) {
-    ordo::cli::Settings s;
+    ordo::serve::Settings s;
     s.batching = b;
     s.max_texts = 16;  // small limits keep each execution short; the checks against them are the point
     s.max_tokens = 48;
@@ -25,8 +25,8 @@ ordo::cli::Service& service(bool batching) {
     s.view_name = "the default model";
     return s;
   };
-  static ordo::cli::Service batched(pipeline, make(true), ordo::serve::BatchLimits{});
-  static ordo::cli::Service alone(pipeline, make(false), ordo::serve::BatchLimits{});
+  static ordo::serve::Service batched(pipeline, make(true), ordo::serve::BatchLimits{});
+  static ordo::serve::Service alone(pipeline, make(false), ordo::serve::BatchLimits{});
   return batching ? batched : alone;
 }
 
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string path = kPaths[data[0] % 9];
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
-  const ordo::cli::Answer a = ordo::cli::answer(service(data[0] & 0x80), path, body);
+  const ordo::serve::Answer a = ordo::serve::answer(service(data[0] & 0x80), path, body);
   switch (a.status) {
     case 200:
     case 400:

@@ -13,27 +13,31 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include <ordo/compare.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
 #include "python/cpp/binding.h"
-#include "tools/cli/cli.h"
-#include "tools/cli/compare.h"
 
 namespace ordo::python {
 
 namespace {
 
-// A str as UTF-8. Only a lone surrogate (U+D800 .. U+DFFF, from a file decoded with
-// errors="surrogateescape") has no UTF-8 form.
+// A str as UTF-8. Only a lone surrogate (U+D800 .. U+DFFF) has no UTF-8 form. Those of a file
+// decoded with errors="surrogateescape" (U+DC80 .. U+DCFF) stand for the bytes that were not
+// UTF-8: they become those bytes again, so the library's rules name the byte as the command line
+// does ("invalid UTF-8 at byte 4"); any other is an ArgumentError.
 std::string utf8(const py::handle& s, const std::string& where) {
   Py_ssize_t n = 0;
-  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
-  if (!p) {
-    PyErr_Clear();
-    throw ArgumentError(where + ": the text has a lone surrogate (U+D800 .. U+DFFF), which is not UTF-8");
+  if (const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n)) return std::string(p, size_t(n));
+  PyErr_Clear();
+  if (PyObject* raw = PyUnicode_AsEncodedString(s.ptr(), "utf-8", "surrogateescape")) {
+    std::string bytes(PyBytes_AS_STRING(raw), size_t(PyBytes_GET_SIZE(raw)));
+    Py_DECREF(raw);
+    return bytes;
   }
-  return std::string(p, size_t(n));
+  PyErr_Clear();
+  throw ArgumentError(where + ": the text has a lone surrogate (U+D800 .. U+DFFF), which is not UTF-8");
 }
 
 // A str, or a sequence of str: the texts, and whether one str was given.
@@ -51,13 +55,6 @@ std::vector<std::string> texts_of(const py::handle& texts, bool* single) {
   return out;
 }
 
-// The longest prefix of at most n bytes that does not split a UTF-8 character.
-size_t utf8_prefix(const std::string& s, size_t n) {
-  if (n >= s.size()) return s.size();
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
-  return n;
-}
-
 // A JSON value (nlohmann) as the Python value json.loads would give.
 py::object to_python(const nlohmann::ordered_json& j) {
   return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -67,7 +64,14 @@ py::object to_python(const nlohmann::ordered_json& j) {
 
 class Model {
  public:
-  explicit Model(const std::optional<std::string>& path) {
+  Model(const std::optional<std::string>& path, const std::string& compute_type) {
+    // Checked before the model loads, in the library's words (ordo --compute-type says the same).
+    ComputeType type;
+    try {
+      type = compute_type_from_name(compute_type);
+    } catch (const std::invalid_argument& e) {
+      throw ArgumentError(e.what());
+    }
     path_ = path ? *path : default_model_dir(default_model_dir_hint);
     if (path_.empty()) throw ArgumentError("no model found: pass Model(path) or set ORDO_MODEL");
     // A directory named by the environment says so when it is wrong: the call did not name it.
@@ -79,9 +83,11 @@ class Model {
                        "the default model, or pass Model(path))");
     py::gil_scoped_release unlocked;
     pipeline_ = std::make_unique<Pipeline>(path_);
+    pipeline_->set_compute_type(type);
   }
 
   const std::string& path() const { return path_; }
+  std::string compute_type() const { return compute_type_name(pipeline_->compute_type()); }
   py::object config() const { return to_python(nlohmann::ordered_json::parse(config_to_json(cfg()))); }
 
   // `ordo tokenize --json`: pieces, ids, offsets ([begin, end) bytes of the text), unknown.
@@ -109,8 +115,10 @@ class Model {
     Pooling pooling = Pooling::Mean;
     if (!pooling_from_name(pooling_name, &pooling))
       throw ArgumentError("pooling must be mean, first, max or none, got \"" + pooling_name + "\"");
-    const size_t batch_size = size_t(checked("batch_size", batch_size_in, 1, cli::kMaxCount));
-    const int max_tokens = checked("max_tokens", max_tokens_in, 1, cli::kMaxCount);
+    const size_t batch_size = size_t(checked("batch_size", batch_size_in, 1, kMaxCount));
+    TextLimits limits;  // the library's rules, named by Python's keywords (its defaults)
+    limits.max_tokens = checked("max_tokens", max_tokens_in, 1, kMaxCount);
+    limits.truncate = truncate;
     const size_t n = texts.size();
     const int d = cfg().d_model;
     // Pooled: one (n, d) array, allocated first so that each batch's rows go straight into it.
@@ -123,33 +131,9 @@ class Model {
     std::vector<std::vector<float>> per_token(pooling == Pooling::None ? n : 0);  // (S_i, d) each
     {
       py::gil_scoped_release unlocked;
-      // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
-      const bool flag_limits = max_tokens <= pipeline_->max_tokens();
-      const int limit = flag_limits ? max_tokens : pipeline_->max_tokens();
-      const std::string limit_name =
-          flag_limits ? "max_tokens=" + std::to_string(max_tokens) : pipeline_->max_tokens_reason();
-      const std::string advice = flag_limits ? "raise it, or pass truncate=True" : "pass truncate=True to cut it";
-      const size_t max_bytes = cli::max_text_bytes(limit);
       std::vector<Tokenization> tokens(n);
-      for (size_t i = 0; i < n; ++i) {
-        const std::string where = "texts[" + std::to_string(i) + "]";
-        std::string_view text = texts[i];
-        if (text.size() > max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
-          if (!truncate)
-            throw InputError(where, "text is " + std::to_string(text.size()) + " bytes, more than " + limit_name +
-                                        " allows (" + std::to_string(max_bytes) + " bytes; " + advice + ")");
-          const size_t cut = utf8_prefix(texts[i], max_bytes);
-          if (max_bytes - cut > 3) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(cut));
-          text = text.substr(0, cut);
-        }
-        tokens[i] = pipeline_->tokenize(text, where);
-        if (int(tokens[i].ids.size()) > limit) {
-          if (!truncate)
-            throw InputError(where, "text has " + std::to_string(tokens[i].ids.size()) + " tokens, more than " +
-                                        limit_name + " (" + advice + ")");
-          pipeline_->truncate(tokens[i], limit);
-        }
-      }
+      for (size_t i = 0; i < n; ++i)
+        tokens[i] = pipeline_->prepare(texts[i], "texts[" + std::to_string(i) + "]", limits);
       // Sorted by length, so each batch holds texts of similar lengths; results go back in input order.
       EncodeOptions options;
       options.positions = positions;
@@ -176,13 +160,13 @@ class Model {
 
   // `ordo fill --json`: for each <mask>, the top pieces as (piece, id, prob).
   py::list fill(const std::string& text, long long top_in, bool positions) {
-    const int top = checked("top", top_in, 1, cli::kMaxCount);
+    const int top = checked("top", top_in, 1, kMaxCount);
     Filled f;
     {
       py::gil_scoped_release unlocked;
       pipeline_->require_head();
       const std::string where = "text";
-      cli::check_runnable(*pipeline_, pipeline_->tokenize_masked(text, where), where);
+      pipeline_->check_runnable(pipeline_->tokenize_masked(text, where), where);
       try {
         f = pipeline_->fill(text, std::min(top, cfg().vocab_size), positions, where);
       } catch (const NonFiniteActivations& e) {
@@ -202,25 +186,19 @@ class Model {
   py::object score(const py::handle& texts_in, bool positions, bool per_piece, long long max_tokens_in) {
     bool single = false;
     const std::vector<std::string> texts = texts_of(texts_in, &single);
-    const int max_pieces = checked("max_tokens", max_tokens_in, 1, cli::kMaxCount);
+    const int max_pieces = checked("max_tokens", max_tokens_in, 1, kMaxCount);
     std::vector<double> plls(texts.size());
     std::vector<std::vector<double>> log_probs(texts.size());
     {
       py::gil_scoped_release unlocked;
       pipeline_->require_head();
-      const size_t max_bytes = cli::max_text_bytes(pipeline_->max_tokens());
+      TextLimits limits;  // what the model can run (the byte cap, the token limit), never cut
+      limits.max_tokens = kMaxCount;
+      limits.truncate_hint = "";
       for (size_t i = 0; i < texts.size(); ++i) {
         const std::string where = "texts[" + std::to_string(i) + "]";
-        if (texts[i].size() > max_bytes)
-          throw InputError(where, "is " + std::to_string(texts[i].size()) + " bytes, more than the " +
-                                      std::to_string(max_bytes) + " a text may have");
-        Tokenization t = pipeline_->tokenize(texts[i], where);
-        cli::check_runnable(*pipeline_, t, where);
-        if (int(t.ids.size()) > max_pieces)
-          throw InputError(where, "text has " + std::to_string(t.ids.size()) +
-                                      " pieces, more than max_tokens=" + std::to_string(max_pieces) +
-                                      " (scoring S pieces costs S passes of S pieces, growing with S^3: raise "
-                                      "max_tokens to score it anyway)");
+        Tokenization t = pipeline_->prepare(texts[i], where, limits);
+        pipeline_->check_scorable(t, where, max_pieces, "max_tokens=");
         Scored s;
         try {
           s = std::move(pipeline_->score({std::move(t)}, positions)[0]);
@@ -248,16 +226,14 @@ class Model {
     {
       py::gil_scoped_release unlocked;
       const Tokenization a = pipeline_->tokenize(text_a, "a"), b = pipeline_->tokenize(text_b, "b");
-      for (const auto& [t, where] : {std::pair{&a, "a"}, std::pair{&b, "b"}})
-        if (t->ids.size() > size_t(pipeline_->max_tokens()))
-          throw InputError(where, "text has " + std::to_string(t->ids.size()) + " tokens, more than " +
-                                      pipeline_->max_tokens_reason());
-      const cli::Comparison c = cli::compare_texts(*pipeline_, a, b);
+      pipeline_->check_runnable(a, "a");
+      pipeline_->check_runnable(b, "b");
+      const Comparison c = compare_texts(*pipeline_, a, b);
       auto side = [](const std::string& text, const Tokenization& t) {
         return nlohmann::ordered_json{{"text", text}, {"pieces", t.pieces}, {"ids", t.ids}};
       };
       j = {{"a", side(text_a, a)}, {"b", side(text_b, b)}};
-      j.update(cli::comparison_json(c, a));
+      j.update(comparison_json(c, a));
     }
     return to_python(j);
   }
@@ -289,8 +265,7 @@ class Model {
           std::copy_n(s.data + size_t(t) * s.stride, s.cols, k.values.data() + size_t(t) * s.cols);
         stages.push_back(std::move(k));
       };
-      const Hidden h = pipeline_->encoder().forward({tok.ids}, options);
-      hidden.assign(h.row(0, 0), h.row(0, 0) + size_t(S) * d);
+      hidden = pipeline_->observe(tok.ids, options);
     }
     py::dict out;
     for (Kept& k : stages) out[py::str(k.key)] = as_array(std::move(k.values), {k.rows, k.cols});
@@ -317,7 +292,7 @@ class Model {
         float* to = A.data() + (size_t(s.layer) * c.n_heads + s.head) * S * S;
         for (int t = 0; t < s.rows; ++t) std::copy_n(s.data + size_t(t) * s.stride, s.cols, to + size_t(t) * S);
       };
-      pipeline_->encoder().forward({tok.ids}, options);
+      pipeline_->observe(tok.ids, options);
     }
     return as_array(std::move(A), {c.n_layers, c.n_heads, S, S});
   }
@@ -329,9 +304,7 @@ class Model {
   Tokenization runnable(const std::string& text) const {
     Tokenization tok = pipeline_->tokenize(text, "text");
     if (tok.ids.empty()) throw ArgumentError("the text has no tokens");
-    if (int(tok.ids.size()) > pipeline_->max_tokens())
-      throw InputError("text", "text has " + std::to_string(tok.ids.size()) + " tokens, more than " +
-                                   pipeline_->max_tokens_reason());
+    pipeline_->check_runnable(tok, "text");
     return tok;
   }
 
@@ -346,8 +319,11 @@ Model(path=None): None loads the default model (see ordo.default_model_dir()). A
 shared by Python threads: the engine runs without the GIL, and each call gets what it would get
 alone. It pickles as its path, so it can be sent to other processes (Dask workers), which load it
 again.)")
-      .def(py::init<const std::optional<std::string>&>(), py::arg("path") = py::none())
+      .def(py::init<const std::optional<std::string>&, const std::string&>(), py::arg("path") = py::none(),
+           py::arg("compute_type") = "f32")
       .def_property_readonly("path", &Model::path, "The model directory.")
+      .def_property_readonly("compute_type", &Model::compute_type,
+                             "The precision of the layers' weight products: 'f32', 'bf16' or 'int8'.")
       .def_property_readonly("config", &Model::config,
                              "config.json as the engine reads it, every key written (a dict; `ordo info`).")
       .def("tokenize", &Model::tokenize, py::arg("text"),
@@ -358,8 +334,8 @@ The text's pieces as `ordo tokenize --json` gives them: {"pieces": [str], "ids":
 came from; unknown counts the pieces the vocabulary cannot spell (<unk>).)")
       .def(
           "encode", &Model::encode, py::arg("texts"), py::arg("pooling") = "mean", py::arg("normalize") = false,
-          py::arg("positions") = true, py::arg("batch_size") = 256, py::arg("max_tokens") = 8192,
-          py::arg("truncate") = false,
+          py::arg("positions") = true, py::arg("batch_size") = Pipeline::kBatchTexts,
+          py::arg("max_tokens") = kDefaultMaxTokens, py::arg("truncate") = false,
           R"(encode(texts, pooling='mean', normalize=False, positions=True, batch_size=256, max_tokens=8192, truncate=False)
 
 Texts -> vectors, as `ordo encode` computes them.
@@ -407,13 +383,22 @@ the scores) is there too: "layer 0, head 1: head query", ... Keys in the order t
 Every head's attention weights (`ordo attention`): A[l, h, i, j] is how much query piece i attends
 to key piece j in layer l, head h; each row sums to 1.)")
       .def("__repr__",
-           [](const Model& self) { return "ordo.Model(" + std::string(py::repr(py::str(self.path()))) + ")"; })
-      // Pickled as an absolute path: the process that loads it (a Dask worker) may run elsewhere in the tree.
-      .def(py::pickle([](const Model& self) { return py::make_tuple(std::filesystem::absolute(self.path()).string()); },
-                      [](const py::tuple& state) {
-                        if (state.size() != 1) throw ArgumentError("a pickled ordo.Model holds its path");
-                        return Model(state[0].cast<std::string>());
-                      }));
+           [](const Model& self) {
+             const std::string type = self.compute_type();
+             return "ordo.Model(" + std::string(py::repr(py::str(self.path()))) +
+                    (type == "f32" ? "" : ", compute_type='" + type + "'") + ")";
+           })
+      // Pickled as an absolute path (the process that loads it, a Dask worker, may run elsewhere in
+      // the tree) and its compute type.
+      .def(py::pickle(
+          [](const Model& self) {
+            return py::make_tuple(std::filesystem::absolute(self.path()).string(), self.compute_type());
+          },
+          [](const py::tuple& state) {
+            if (state.size() != 1 && state.size() != 2)
+              throw ArgumentError("a pickled ordo.Model holds its path and compute type");
+            return Model(state[0].cast<std::string>(), state.size() == 2 ? state[1].cast<std::string>() : "f32");
+          }));
 }
 
 }  // namespace ordo::python

@@ -11,7 +11,6 @@
 #include <ordo/ordo.h>
 
 #include "python/cpp/binding.h"
-#include "tools/cli/cli.h"
 #include "tools/teach/pe_report.h"
 
 namespace ordo::python {
@@ -29,7 +28,7 @@ namespace {
 
 // ordo pe's table: PE(t, 2i) = sin(t / base^(2i/d)), PE(t, 2i+1) = cos(t / base^(2i/d)).
 py::array_t<float> positional_encoding(long long positions, long long dim, const std::string& layout, double base) {
-  const int N = checked("positions", positions, 1, cli::kMaxCount), d = checked("dim", dim, 1, 65536);
+  const int N = checked("positions", positions, 1, kMaxCount), d = checked("dim", dim, 1, 65536);
   if (layout != "interleaved" && layout != "split")
     throw ArgumentError("layout must be interleaved or split, got \"" + layout + "\"");
   if (!(base > 0) || !std::isfinite(base)) throw ArgumentError("base must be a positive number");
@@ -51,7 +50,7 @@ PYBIND11_MODULE(_ordo, m) {
   namespace py = pybind11;
   using namespace ordo::python;
   m.doc() = "ordo: a small transformer encoder you can read, from Python.";
-  m.attr("__version__") = ORDO_VERSION;
+  m.attr("__version__") = ordo::version();  // the CMake project VERSION, as `ordo --version`
 
   // One exception for everything the user gave wrong: a file, a text, an argument. Its message is
   // what `ordo` prints after "error: ".
@@ -71,7 +70,7 @@ PYBIND11_MODULE(_ordo, m) {
   });
 
   m.def(
-      "set_num_threads", [](long long n) { ordo::set_num_threads(checked("threads", n, 0, ordo::cli::kMaxThreads)); },
+      "set_num_threads", [](long long n) { ordo::set_num_threads(checked("threads", n, 0, ordo::kMaxThreads)); },
       py::arg("n"),
       "set_num_threads(n)\n\nThreads for the engine's matrix work, process-wide (0: one per core). Safe while "
       "other threads encode: it waits for the passes then running (the same as `ordo --threads`).");

@@ -9,8 +9,16 @@ The module is a thin client of the C++ library (tools/api/ordo/ordo.h), like the
 the same numbers, the same error messages (ordo.InputError). docs/python.md has the details.
 """
 import os as _os
+import resource as _resource
 
-from . import _location
+# Under a memory limit (ulimit -v, ulimit -d) OpenBLAS's worker threads, started as the library loads,
+# retry a failed 128 MiB mapping for ever and the process never ends; ordo's own threads do the
+# work, so the workers are kept from starting, as `ordo` keeps them (<ordo/ordo.h>,
+# start_without_openblas_workers): the environment OpenBLAS reads as it loads, set just before.
+if any(_resource.getrlimit(r)[0] != _resource.RLIM_INFINITY for r in (_resource.RLIMIT_AS, _resource.RLIMIT_DATA)):
+    _os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+from . import _location  # noqa: E402  (after the environment above, as the library loads)
 from ._ordo import (InputError, Model, __version__, default_model_dir, num_threads, positional_encoding,
                     set_num_threads)
 from ._ordo import _set_default_model_dir

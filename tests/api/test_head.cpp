@@ -205,9 +205,9 @@ TEST(HeadApi, WithoutPositionsReorderingsTie) {
       copy[t] = p.mask_id();
       EncodeOptions o;
       o.positions = flag;
-      const Hidden h = p.encoder().forward({copy}, o);
+      const std::vector<float> h = p.observe(copy, o);  // (S, d)
       std::vector<float> z(V);
-      mlm_logits(z.data(), h.row(0, int(t)), 1, p.model());
+      mlm_logits(z.data(), h.data() + t * size_t(p.model().config().d_model), 1, p.model());
       own += log_prob(z.data(), V, ids[t]);
     }
     EXPECT_NEAR(s[1].pll, own, 1e-5 * std::fabs(own));
@@ -226,7 +226,7 @@ TEST(HeadApi, WithoutPositionsReorderingsTieAtEveryComputeType) {
   Pipeline p(ORDO_DEFAULT_MODEL);
   for (ComputeType type : {ComputeType::F32, ComputeType::BF16, ComputeType::Int8}) {
     if (!compute_type_available(type)) continue;
-    p.encoder().set_compute_type(type);
+    p.set_compute_type(type);
     const auto s =
         p.score(std::vector<std::string>{"the old dog slept by the warm fire", "the warm dog slept by the old fire",
                                          "fire the by slept dog warm old the"},

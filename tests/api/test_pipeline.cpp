@@ -89,6 +89,67 @@ TEST(Pipeline, TruncateKeepsEos) {
   EXPECT_EQ(short_text.ids, before.ids) << "a text within the limit is left as it is";
 }
 
+// The text rules every client calls (Pipeline::prepare): a limit named the caller's way, the byte
+// cap at 256 bytes per token, truncation at a character boundary, the model's own limit named as its.
+TEST(TextRules, PrepareRefusesOrCutsAndNamesTheLimit) {
+  Pipeline pipeline(ORDO_DEFAULT_MODEL);
+  TextLimits limits;
+  limits.max_tokens = 3;
+  limits.max_tokens_name = "--max-tokens ";
+  limits.truncate_hint = "add --truncate";
+  try {
+    pipeline.prepare("the cat sat on the mat", "argument 1", limits);
+    FAIL() << "6 tokens past a limit of 3";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "argument 1: text has 6 tokens, more than --max-tokens 3 (raise it, or add --truncate)");
+  }
+  const std::string long_text(3 * 256 + 1, 'a');  // one byte past the cap, before any tokenizing
+  try {
+    pipeline.prepare(long_text, "t", limits);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "t: text is 769 bytes, more than --max-tokens 3 allows (768 bytes; raise it, or add --truncate)");
+  }
+  limits.truncate = true;
+  bool cut = false;
+  const Tokenization t = pipeline.prepare("the cat sat on the mat", "t", limits, &cut);
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(t.ids, std::vector<int32_t>(pipeline.tokenize("the cat sat").ids));
+  // "é" is 2 bytes: a cap of 768 falls inside the 385th, which is left out whole.
+  std::string accents;
+  for (int i = 0; i < 385; ++i) accents += "\xc3\xa9";
+  cut = false;
+  pipeline.prepare(accents, "t", limits, &cut);
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(utf8_prefix(accents, 768), 768u);
+  EXPECT_EQ(utf8_prefix(accents, 769), 768u);
+  EXPECT_FALSE(pipeline.prepare("the cat", "t", limits, &cut).ids.empty());
+  EXPECT_FALSE(cut) << "a text within the limit is not cut";
+  // No truncation to offer: the advice says only what can be done.
+  limits.truncate = false;
+  limits.truncate_hint = "";
+  try {
+    pipeline.prepare("the cat sat on the mat", "t", limits);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "t: text has 6 tokens, more than --max-tokens 3 (raise it)");
+  }
+  // The model's own limit (a learned table of 4) is named as the model's.
+  Pipeline learned(std::string(ORDO_SOURCE_DIR) + "/tests/corpus/bad/txt_learned_positions");
+  TextLimits python;  // the defaults: Python's keywords, max_tokens=8192
+  try {
+    learned.prepare("the cat sat on the mat", "texts[0]", python);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "texts[0]: text has 12 tokens, more than the model's max_positions 4 (pass truncate=True to "
+                 "cut it)");
+  }
+  EXPECT_EQ(learned.token_limit(python), 4);
+  EXPECT_EQ(max_text_bytes(4), 1024u);
+}
+
 // The learned position table sets the limit; a sinusoidal model is limited by memory alone.
 TEST(Pipeline, MaxTokensIsTheLearnedTableOrMemory) {
   Pipeline learned(kCorpus + "bad/txt_learned_positions");

@@ -1,3 +1,5 @@
+#include <cblas.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 #include <string_view>
 
 #include <ordo/engine/head.h>
+#include <ordo/engine/reference.h>
+#include <ordo/engine/trace.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
@@ -240,6 +244,144 @@ void Pipeline::truncate(Tokenization& t, int n) const {
   if (model_.config().add_eos) {
     t.ids.back() = tokenizer_.eos_id();
     t.pieces.back() = tokenizer_.piece(t.ids.back());
+  }
+}
+
+const char* version() {
+  return ORDO_VERSION;
+}
+
+// ---- Process start-up -----------------------------------------------------------------------------
+
+bool under_memory_limit() {
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit r {};
+    if (::getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY) return true;
+  }
+  return false;
+}
+
+void start_without_openblas_workers(char** argv) {
+  static constexpr const char* kUserThreads = "ORDO_USER_OPENBLAS_NUM_THREADS";
+  if (const char* saved = std::getenv(kUserThreads)) {  // the second start: put the user's value back
+    if (*saved)
+      ::setenv("OPENBLAS_NUM_THREADS", saved + 1, 1);  // "=" + the value, or "" when it was unset
+    else
+      ::unsetenv("OPENBLAS_NUM_THREADS");
+    ::unsetenv(kUserThreads);
+    return;
+  }
+  if (openblas_get_num_threads() <= 1 || !under_memory_limit()) return;
+  const char* set = std::getenv("OPENBLAS_NUM_THREADS");
+  const bool had = set != nullptr;
+  const std::string user = had ? set : "";
+  ::setenv(kUserThreads, had ? ("=" + user).c_str() : "", 1);
+  ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv(kUserThreads);  // no second start (no /proc): go on as before
+  had ? ::setenv("OPENBLAS_NUM_THREADS", user.c_str(), 1) : ::unsetenv("OPENBLAS_NUM_THREADS");
+}
+
+std::vector<float> Pipeline::observe(const std::vector<int32_t>& ids, const EncodeOptions& options, bool reference) {
+  const Config& c = model_.config();
+  if (reference) {
+    std::vector<float> rows;
+    const reference::Watch watch(
+        [&](StageKind kind, int layer, int head, const double* data, int n, int cols, int stride) {
+          rows.resize(size_t(n) * cols);
+          for (int t = 0; t < n; ++t)
+            for (int j = 0; j < cols; ++j) rows[size_t(t) * cols + j] = float(data[size_t(t) * stride + j]);
+          if (!options.observe) return;
+          const StageText& st = stage_text(kind, c, sees_order(options.positions));
+          options.observe({kind, st.name, st.equation, layer, head, rows.data(), n, cols, cols});
+        });
+    const std::vector<double> h = reference::forward(model_, ids, options.positions);
+    return std::vector<float>(h.begin(), h.end());
+  }
+  const Hidden h = encoder_.forward({ids}, options);
+  return std::vector<float>(h.row(0, 0), h.row(0, 0) + ids.size() * size_t(c.d_model));
+}
+
+// ---- The rules a text meets on its way in --------------------------------------------------------
+
+size_t max_text_bytes(int max_tokens) {
+  return size_t(std::min<uint64_t>(uint64_t(std::max(max_tokens, 0)) * 256, machine_memory_bytes() / 256));
+}
+
+size_t utf8_prefix(std::string_view s, size_t n) {
+  if (n >= s.size()) return s.size();
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
+  return n;
+}
+
+ComputeType compute_type_from_name(const std::string& name, const std::string& option) {
+  ComputeType type;
+  try {
+    type = parse_compute_type(name);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(option + " must be f32, bf16 or int8, got \"" + name + "\"");
+  }
+  if (!compute_type_available(type))
+    throw std::invalid_argument(option + " " + name + ": this build has no oneDNN (install libdnnl-dev)");
+  return type;
+}
+
+Tokenization Pipeline::prepare(std::string_view text, const std::string& where, const TextLimits& limits,
+                               bool* truncated, uint64_t bytes, bool masked) const {
+  if (truncated) *truncated = false;
+  if (bytes == 0) bytes = text.size();
+  // The limit is the caller's, or less where the model or this machine's memory allows less
+  // (and then the message names theirs).
+  const bool callers = limits.max_tokens <= max_tokens();
+  const int limit = token_limit(limits);
+  const std::string limit_name =
+      callers ? limits.max_tokens_name + std::to_string(limits.max_tokens) : max_tokens_reason();
+  const std::string& hint = limits.truncate_hint;  // empty: the caller cannot truncate
+  const std::string advice = callers        ? "raise it" + (hint.empty() ? "" : ", or " + hint)
+                             : hint.empty() ? ""
+                                            : hint + " to cut it";
+  const size_t max_bytes = max_text_bytes(limit);
+  const bool may_cut = limits.truncate && !masked;
+  if (bytes > max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
+    if (!may_cut)
+      throw InputError(where, "text is " + std::to_string(bytes) + " bytes, more than " + limit_name + " allows (" +
+                                  std::to_string(max_bytes) + " bytes" + (advice.empty() ? "" : "; " + advice) + ")");
+    // The cut falls before the character that crosses max_bytes; more than 3 bytes back can only
+    // be a run of continuation bytes, which is not UTF-8 (and would otherwise leave nothing).
+    const size_t cut = utf8_prefix(text, max_bytes);
+    if (max_bytes - cut > 3) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(cut));
+    if (truncated) *truncated = true;
+    Tokenization t = tokenize(text.substr(0, cut), where);
+    truncate(t, limit);
+    return t;
+  }
+  Tokenization t = masked ? tokenize_masked(text, where) : tokenize(text, where);
+  if (int(t.ids.size()) > limit) {
+    if (!may_cut)
+      throw InputError(where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " + limit_name +
+                                  (advice.empty() ? "" : " (" + advice + ")"));
+    truncate(t, limit);
+    if (truncated) *truncated = true;
+  }
+  return t;
+}
+
+void Pipeline::check_runnable(const Tokenization& t, const std::string& where) const {
+  if (int(t.ids.size()) > max_tokens())
+    throw InputError(
+        where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " + max_tokens_reason() + " allows");
+}
+
+void Pipeline::check_scorable(const Tokenization& t, const std::string& where, int max_pieces,
+                              const std::string& option) const {
+  check_runnable(t, where);
+  if (int(t.ids.size()) > max_pieces) {
+    std::string bare = option;  // "--max-tokens " or "max_tokens=" as a word
+    while (!bare.empty() && (bare.back() == ' ' || bare.back() == '=')) bare.pop_back();
+    throw InputError(where, "text has " + std::to_string(t.ids.size()) + " pieces, more than " + option +
+                                std::to_string(max_pieces) +
+                                " (scoring S pieces costs S passes of S pieces, growing with S^3: raise " + bare +
+                                " to score it anyway)");
   }
 }
 

@@ -27,7 +27,7 @@ void head_qk(Pipeline& pipeline, const Tokenization& tok, int layer, int head, b
         k->push_back(s.data[size_t(t) * s.stride + d + head * dh + e]);
       }
   };
-  pipeline.encoder().forward({tok.ids}, options);
+  pipeline.observe(tok.ids, options);
 }
 
 // The scaled scores q·kᵀ/√dh split by where q and k come from. The run without positions gives
@@ -106,7 +106,7 @@ int cmd_attention(int argc, char** argv) {
   scale(args, &vmin, &vmax);
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
-  pipeline.encoder().set_compute_type(compute_type);
+  pipeline.set_compute_type(compute_type);
   const Config& c = pipeline.model().config();
   const int layer = args["layer"].as<int>(), head = args["head"].as<int>();
   if (layer < 0 || layer >= c.n_layers)
@@ -116,9 +116,7 @@ int cmd_attention(int argc, char** argv) {
   const Tokenization tok = pipeline.tokenize(text, "argument 1");
   const int S = static_cast<int>(tok.ids.size());
   if (S == 0) throw UsageError("the text has no tokens");
-  if (S > pipeline.max_tokens())
-    throw InputError("argument 1",
-                     "text has " + std::to_string(S) + " tokens, more than " + pipeline.max_tokens_reason());
+  pipeline.check_runnable(tok, "argument 1");
   if (args.count("png") && S > 2048) throw UsageError("--png draws at most 2048 tokens");
 
   std::vector<float> A;  // (S, S)
@@ -129,7 +127,7 @@ int cmd_attention(int argc, char** argv) {
     for (int t = 0; t < s.rows; ++t)
       A.insert(A.end(), s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
   };
-  pipeline.encoder().forward({tok.ids}, options);
+  pipeline.observe(tok.ids, options);
 
   if (args.count("parts")) {
     if (!pipeline.sees_order(options.positions))

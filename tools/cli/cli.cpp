@@ -15,8 +15,6 @@
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
-#include "common/memory.h"
-
 namespace ordo::cli {
 
 bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result) {
@@ -86,12 +84,6 @@ std::string one_line(const std::string& message) {
 
 std::string count(long long n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
-// 256 bytes per allowed token (a piece is at most 16 characters of up to 4 bytes, with room for
-// runs of spaces), and at most 1/256 of memory.
-size_t max_text_bytes(int max_tokens) {
-  return size_t(std::min<uint64_t>(uint64_t(max_tokens) * 256, machine_memory_bytes() / 256));
 }
 
 TextSource::TextSource(const cxxopts::ParseResult& args, size_t keep) : keep_(keep) {
@@ -201,12 +193,6 @@ std::string fit(const std::string& s, int width) {
   return pad_right(out, width);
 }
 
-void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string& where) {
-  if (int(t.ids.size()) > pipeline.max_tokens())
-    throw InputError(where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " +
-                                pipeline.max_tokens_reason() + " allows");
-}
-
 int int_option(const cxxopts::ParseResult& args, const std::string& name, int lo, int hi, const char* note) {
   const int v = args[name].as<int>();
   if (v < lo || v > hi)
@@ -244,16 +230,11 @@ void add_compute_type_option(cxxopts::Options& o) {
 }
 
 ComputeType compute_type_option(const cxxopts::ParseResult& args) {
-  const std::string name = args["compute-type"].as<std::string>();
-  ComputeType type;
   try {
-    type = parse_compute_type(name);
-  } catch (const std::invalid_argument&) {
-    throw UsageError("--compute-type must be f32, bf16 or int8, got \"" + name + "\"");
+    return compute_type_from_name(args["compute-type"].as<std::string>(), "--compute-type");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
-  if (!compute_type_available(type))
-    throw UsageError("--compute-type " + name + ": this build has no oneDNN (install libdnnl-dev)");
-  return type;
 }
 
 cxxopts::Options text_command_options(const std::string& command, const std::string& description) {

@@ -44,9 +44,6 @@ class InputFile {
   std::FILE* f_ = nullptr;
 };
 
-// Bytes of one text that may go to the tokenizer, for a limit of max_tokens.
-size_t max_text_bytes(int max_tokens);
-
 // Where a command's texts come from: its arguments, or the lines of --input FILE (- or no --input:
 // stdin), read one at a time by LineReader, so input of any length is read in bounded memory.
 class TextSource {
@@ -92,10 +89,6 @@ std::string pad_right(const std::string& s, int width);
 // `s` cut or padded to exactly `width` columns.
 std::string fit(const std::string& s, int width);
 
-// A text longer than the library allows (a learned position table, or this machine's memory) is
-// refused by name before the encoder runs (fill, score, compare).
-void check_runnable(Pipeline& pipeline, const Tokenization& t, const std::string& where);
-
 // --model and --threads, for the commands that run the encoder.
 void add_model_options(cxxopts::Options& o);
 // A numeric option, checked the one way every command checks them: a value outside lo .. hi
@@ -103,21 +96,16 @@ void add_model_options(cxxopts::Options& o);
 int int_option(const cxxopts::ParseResult& args, const std::string& name, int lo, int hi, const char* note = "");
 double number_option(const cxxopts::ParseResult& args, const std::string& name, double lo, double hi,
                      const char* note = "");
-// The largest count an option of pieces, dims or positions may ask for (vocab_size and d_model's bound too).
-constexpr int kMaxCount = 1 << 24;
+// The text rules (kMaxCount, kScoreMaxPieces, max_text_bytes, TextLimits, Pipeline::prepare and
+// check_runnable) are the library's, in <ordo/ordo.h>: the server and Python share them.
 
-// The longest text `ordo score` scores by default, and `ordo compare` scores at all, in pieces. A
-// text of S pieces is S masked copies of S pieces, so its cost grows with S³ (S passes, each
-// with S² attention scores): 510 pieces took 1.3 s on a 2-core machine, 1,000 took 7.3 s.
-constexpr int kScoreMaxPieces = 512;
-
-// The value of --threads, checked: 0 (one per core) .. kMaxThreads.
-constexpr int kMaxThreads = 1024;
+// The value of --threads, checked: 0 (one per core) .. kMaxThreads (<ordo/ordo.h>).
 int threads_option(const cxxopts::ParseResult& args);
 
 // --compute-type f32|bf16|int8 (in add_model_options and text_command_options; bench and eval add it
 // themselves). compute_type_option() checks it — a name not known, or bf16/int8 in a build without
-// oneDNN, is a UsageError — before the model loads; Encoder::set_compute_type then applies it.
+// oneDNN, is a UsageError (the library's compute_type_from_name) — before the model loads;
+// Pipeline::set_compute_type then applies it.
 void add_compute_type_option(cxxopts::Options& o);
 ComputeType compute_type_option(const cxxopts::ParseResult& args);
 
@@ -147,6 +135,5 @@ std::string row_label_blank();
 using CommandMain = int(int argc, char** argv);
 CommandMain cmd_encode, cmd_tokenize, cmd_compare, cmd_pe, cmd_init, cmd_info, cmd_trace, cmd_attention, cmd_fill,
     cmd_score, cmd_bench, cmd_view, cmd_eval;
-CommandMain cmd_serve;  // tools/serve/serve.cpp
 
 }  // namespace ordo::cli

@@ -86,9 +86,9 @@ void tsv_row(std::string& out, const float* v, int d, int precision) {
   out += '\n';
 }
 
-// Texts run in batches of similar length (Pipeline::encode_sorted), so little compute goes to
-// padding; the results come back in input order.
-constexpr size_t kBatchTexts = 256;
+// Texts run in batches of similar length (Pipeline::encode_sorted, the library's batching
+// policy), so little compute goes to padding; the results come back in input order.
+constexpr size_t kBatchTexts = Pipeline::kBatchTexts;
 
 // Input is read, encoded and printed a window of texts at a time, so memory is bounded by the
 // window whatever the input's length. Inside a window the texts are sorted by length into
@@ -111,49 +111,14 @@ std::vector<Encoded> encode_all(Pipeline& pipeline, std::vector<Tokenization> to
   return out;
 }
 
-// The longest prefix of at most n bytes that does not split a UTF-8 character.
-size_t utf8_prefix(const std::string& s, size_t n) {
-  if (n >= s.size()) return s.size();
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
-  return n;
-}
-
-// The rules a text meets before it is encoded, and what --truncate does to one that does not.
-struct TextRules {
-  int limit;               // tokens
-  std::string limit_name;  // what sets the limit, for the message
-  size_t max_bytes;
-  std::string advice;  // how to get past it
-  bool truncate;
-};
-
-// The text's tokens as it will be encoded (cut when --truncate cuts it: *truncated says so, and
-// line.text keeps the text as read); throws InputError(line.where) for a text that cannot be.
-Tokenization prepare(Pipeline& pipeline, LineReader::Line& line, const TextRules& rules, bool* truncated) {
+// The text's tokens as it will be encoded, by the library's rules (Pipeline::prepare: cut when
+// --truncate cuts it, *truncated says so, and line.text keeps the text as read); throws
+// InputError(line.where) for a text that cannot be.
+Tokenization prepare(const Pipeline& pipeline, const LineReader::Line& line, const TextLimits& limits,
+                     bool* truncated) {
   *truncated = false;
   if (!line.problem.empty()) throw InputError(line.where, line.problem);
-  if (line.bytes > rules.max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
-    if (!rules.truncate)
-      throw InputError(line.where, "text is " + std::to_string(line.bytes) + " bytes, more than " + rules.limit_name +
-                                       " allows (" + std::to_string(rules.max_bytes) + " bytes; " + rules.advice + ")");
-    // The cut falls before the character that crosses max_bytes; more than 3 bytes back can only
-    // be a run of continuation bytes, which is not UTF-8 (and would otherwise leave nothing).
-    const size_t cut = utf8_prefix(line.text, rules.max_bytes);
-    if (rules.max_bytes - cut > 3) throw InputError(line.where, "invalid UTF-8 at byte " + std::to_string(cut));
-    *truncated = true;
-    Tokenization t = pipeline.tokenize(std::string_view(line.text).substr(0, cut), line.where);
-    pipeline.truncate(t, rules.limit);
-    return t;
-  }
-  Tokenization t = pipeline.tokenize(line.text, line.where);
-  if (int(t.ids.size()) > rules.limit) {
-    if (!rules.truncate)
-      throw InputError(line.where, "text has " + std::to_string(t.ids.size()) + " tokens, more than " +
-                                       rules.limit_name + " (" + rules.advice + ")");
-    pipeline.truncate(t, rules.limit);
-    *truncated = true;
-  }
-  return t;
+  return pipeline.prepare(line.text, line.where, limits, truncated, line.bytes);
 }
 
 // One text's result as `ordo encode` prints it (npy rows are gathered by the caller).
@@ -232,7 +197,8 @@ int cmd_encode(int argc, char** argv) {
       "json", "the same as --format jsonl")(
       "precision", "digits after the point, for text (default 4) and tsv (default: as many as the float needs)",
       cxxopts::value<int>())("output", "with --format npy: write the array to FILE", cxxopts::value<std::string>())(
-      "max-tokens", "longest text accepted, in tokens", cxxopts::value<int>()->default_value("8192"))(
+      "max-tokens", "longest text accepted, in tokens",
+      cxxopts::value<int>()->default_value(std::to_string(kDefaultMaxTokens)))(
       "truncate", "cut texts longer than --max-tokens instead of failing")(
       "skip-bad", "leave out lines that cannot be encoded (each named on stderr) instead of stopping at the first");
   cxxopts::ParseResult args;
@@ -268,16 +234,14 @@ int cmd_encode(int argc, char** argv) {
   set_num_threads(threads_option(args));
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
-  pipeline.encoder().set_compute_type(compute_type);
+  pipeline.set_compute_type(compute_type);
 
   // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
-  const bool flag_limits = max_tokens <= pipeline.max_tokens();
-  TextRules rules;
-  rules.limit = flag_limits ? max_tokens : pipeline.max_tokens();
-  rules.limit_name = flag_limits ? "--max-tokens " + std::to_string(max_tokens) : pipeline.max_tokens_reason();
-  rules.advice = flag_limits ? "raise it, or add --truncate" : "add --truncate to cut it";
-  rules.max_bytes = max_text_bytes(rules.limit);
-  rules.truncate = args.count("truncate");
+  TextLimits limits;
+  limits.max_tokens = max_tokens;
+  limits.truncate = args.count("truncate");
+  limits.max_tokens_name = "--max-tokens ";
+  limits.truncate_hint = "add --truncate";
   const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize");
   EncodeOptions options;
   options.positions = !args.count("no-pe");
@@ -302,7 +266,7 @@ int cmd_encode(int argc, char** argv) {
                           : output.format == Format::Npy   ? " (a row of NaN)"
                                                            : "";
 
-  TextSource source(args, rules.max_bytes);
+  TextSource source(args, pipeline.byte_limit(limits));
   const bool progress = ::isatty(STDERR_FILENO);
   uint64_t lines = 0, encoded = 0;
   std::vector<std::string> skipped;  // the first few, for the summary
@@ -319,8 +283,7 @@ int cmd_encode(int argc, char** argv) {
     if (empty_count == 0) return;
     end_progress();
     if (empty_count == 1) {
-      std::cerr << "note: " << one_line(empty[0]) << ": the text has no tokens, so it has no vector" << no_vector
-                << "\n";
+      std::cerr << "note: " << one_line(empty[0]) << ": " << kNoTokens << no_vector << "\n";
     } else {
       std::string list;
       for (const std::string& w : empty) {
@@ -350,7 +313,7 @@ int cmd_encode(int argc, char** argv) {
       ++lines;
       try {
         bool cut = false;
-        Tokenization t = prepare(pipeline, line, rules, &cut);
+        Tokenization t = prepare(pipeline, line, limits, &cut);
         if (t.ids.empty()) {
           if (empty.size() < 10) empty.push_back(line.where);
           ++empty_count;

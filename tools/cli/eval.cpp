@@ -244,7 +244,7 @@ int cmd_eval(int argc, char** argv) {
   std::vector<int> pieces;  // per line, sorted (the first model's tokenizer)
   for (const std::string& dir : dirs) {
     Pipeline pipeline(dir);
-    pipeline.encoder().set_compute_type(compute_type);
+    pipeline.set_compute_type(compute_type);
     pipeline.require_head(true);  // before the file is tokenized: the model is the first thing to be wrong
     std::vector<std::vector<int32_t>> lines;
     lines.reserve(texts.size());

@@ -35,12 +35,12 @@ int cmd_fill(int argc, char** argv) {
   set_num_threads(threads_option(args));
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
-  pipeline.encoder().set_compute_type(compute_type);
+  pipeline.set_compute_type(compute_type);
   pipeline.require_head();
   const int k = std::min(top, pipeline.model().config().vocab_size);
 
   const std::string where = "argument 1";
-  check_runnable(pipeline, pipeline.tokenize_masked(text, where), where);
+  pipeline.check_runnable(pipeline.tokenize_masked(text, where), where);
   const bool words = args.count("words") > 0;
   const int offset = int_option(args, "offset", 0, 1000000);
   const Filled f = [&] {

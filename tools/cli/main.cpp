@@ -1,7 +1,4 @@
 // ordo — a small transformer encoder you can read. The command line.
-#include <cblas.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -17,6 +14,9 @@
 #include "common/atomic_file.h"
 #include "engine/kernels/parallel.h"
 #include "tools/cli/cli.h"
+#ifdef ORDO_HAVE_SERVE  // ORDO_BUILD_SERVE
+#include "tools/serve/serve.h"
+#endif
 
 namespace {
 
@@ -39,13 +39,16 @@ const Command kCommands[] = {
     {"score", ordo::cli::cmd_score, "texts -> pseudo-log-likelihood: how natural the model finds each (word order)"},
     {"bench", ordo::cli::cmd_bench, "time the forward pass (or sgemm) against the machine's GEMM peak"},
     {"view", ordo::cli::cmd_view, "one text's attention, with and without positions, as a page for a browser"},
-    {"serve", ordo::cli::cmd_serve,
+#ifdef ORDO_HAVE_SERVE
+    {"serve", ordo::serve::cmd_serve,
      "a local HTTP server: embeddings (batched across requests), every command, the live page"},
+#endif
     {"eval", ordo::cli::cmd_eval, "held-out masked accuracy, word-order preferences and accuracy by position"},
 };
 
 void usage(std::FILE* out) {
-  std::fprintf(out, "usage: ordo <command> [options]   (ordo <command> --help for each)\n\ncommands:\n");
+  std::fprintf(out,
+               "usage: ordo <command> [options]   (ordo <command> --help for each; ordo --version)\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
 }
 
@@ -76,54 +79,19 @@ std::string dash_hint(const std::string& name, int argc, char** argv) {
   return "";
 }
 
-// OpenBLAS starts its worker threads when it is loaded, before main, and each worker maps a 128 MiB
-// buffer as it starts, retrying for ever when the mapping fails (blas_memory_alloc in OpenBLAS
-// 0.3.21's memory.c); the exit then waits for them. Under a memory limit (ulimit -v) that was a
-// process that printed its result and never ended. ordo's own threads do the work (OpenBLAS is set
-// to one thread before its first product), so its workers are not needed, but only the environment
-// at load time can keep them from starting (a variable set by this process comes too late: the C
-// library's start resets the environment the libraries read). So a process started under an
-// address-space or data limit, whose OpenBLAS has workers, runs itself again with
-// OPENBLAS_NUM_THREADS=1; the user's value is passed on and put back for bench to report.
-constexpr const char* kUserThreads = "ORDO_USER_OPENBLAS_NUM_THREADS";
-
-bool under_memory_limit() {
-  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
-    struct rlimit r {};
-    if (::getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY) return true;
-  }
-  return false;
-}
-
-void without_openblas_workers(char** argv) {
-  if (const char* saved = std::getenv(kUserThreads)) {  // the second start: put the user's value back
-    if (*saved)
-      ::setenv("OPENBLAS_NUM_THREADS", saved + 1, 1);  // "=" + the value, or "" when it was unset
-    else
-      ::unsetenv("OPENBLAS_NUM_THREADS");
-    ::unsetenv(kUserThreads);
-    return;
-  }
-  if (openblas_get_num_threads() <= 1 || !under_memory_limit()) return;
-  const char* set = std::getenv("OPENBLAS_NUM_THREADS");
-  const bool had = set != nullptr;
-  const std::string user = had ? set : "";
-  ::setenv(kUserThreads, had ? ("=" + user).c_str() : "", 1);
-  ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  ::execv("/proc/self/exe", argv);
-  ::unsetenv(kUserThreads);  // no second start (no /proc): go on as before
-  had ? ::setenv("OPENBLAS_NUM_THREADS", user.c_str(), 1) : ::unsetenv("OPENBLAS_NUM_THREADS");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  without_openblas_workers(argv);
+  ordo::start_without_openblas_workers(argv);  // under a memory limit (<ordo/ordo.h> says why)
   if (argc < 2) {
     usage(stderr);
     return 2;
   }
   const std::string name = argv[1];
+  if (name == "--version" || name == "version") {
+    std::printf("ordo %s\n", ordo::version());
+    return finish("--version", 0);
+  }
   if (name == "--help" || name == "-h" || name == "help") {
     usage(stdout);
     return finish("help", 0);

@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include <ordo/engine/head.h>
-#include <ordo/engine/reference.h>
 
 #include "tools/cli/json_out.h"
 
@@ -52,26 +51,6 @@ ojson rows_json(const float* data, int rows, int cols, int stride) {
 }
 
 }  // namespace
-
-std::vector<float> observed_hidden(Pipeline& pipeline, const std::vector<int32_t>& ids, const EncodeOptions& options,
-                                   bool reference) {
-  const Config& c = pipeline.model().config();
-  if (reference) {
-    std::vector<float> rows;
-    const reference::Watch watch(
-        [&](StageKind kind, int layer, int head, const double* data, int n, int cols, int stride) {
-          rows.resize(size_t(n) * cols);
-          for (int t = 0; t < n; ++t)
-            for (int j = 0; j < cols; ++j) rows[size_t(t) * cols + j] = float(data[size_t(t) * stride + j]);
-          const StageText& st = stage_text(kind, c, pipeline.sees_order(options.positions));
-          options.observe({kind, st.name, st.equation, layer, head, rows.data(), n, cols, cols});
-        });
-    const std::vector<double> h = reference::forward(pipeline.model(), ids, options.positions);
-    return std::vector<float>(h.begin(), h.end());
-  }
-  const Hidden h = pipeline.encoder().forward({ids}, options);
-  return std::vector<float>(h.row(0, 0), h.row(0, 0) + ids.size() * size_t(c.d_model));
-}
 
 void HeadInsides::observe(const Stage& s) {
   auto copy = [&](Matrix* m, int col0 = 0, int cols = -1) {
@@ -179,7 +158,7 @@ ojson trace_json(Pipeline& pipeline, const TraceRequest& r, const Tokenization& 
                       {"shape", {s.rows, s.cols}},
                       {"values", rows_json(s.data, s.rows, s.cols, s.stride)}});
   };
-  const std::vector<float> hidden = observed_hidden(pipeline, tok.ids, options, r.reference);  // (S, d)
+  const std::vector<float> hidden = pipeline.observe(tok.ids, options, r.reference);  // (S, d)
   const std::vector<float> pooled = pool(hidden.data(), S, d, Pooling::Mean);
   ojson j = {{"text", r.text},
              {"model", r.model_name},

@@ -36,11 +36,6 @@ struct TraceRequest {
 };
 nlohmann::ordered_json trace_json(Pipeline& pipeline, const TraceRequest& r, const Tokenization& tokens);
 
-// One text's final hidden states (S, d), every stage handed to options.observe on the way: by the fast
-// encoder, or by the plain double-precision one (reference), whose stages reach the observer as floats.
-std::vector<float> observed_hidden(Pipeline& pipeline, const std::vector<int32_t>& ids, const EncodeOptions& options,
-                                   bool reference);
-
 // Heads from the inside, as POST /attention answers and the page's section 2b draws them. Hand it every
 // stage of one pass (EncodeOptions::observe); it keeps the heads `wanted(layer, head)` names. Every
 // number is one the engine handed over, not computed again: each piece's q and k (S, dh), the scaled

@@ -33,7 +33,7 @@ int cmd_score(int argc, char** argv) {
   set_num_threads(threads_option(args));
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
-  pipeline.encoder().set_compute_type(compute_type);
+  pipeline.set_compute_type(compute_type);
   pipeline.require_head();
 
   // Texts are read, scored and printed one at a time (each is one batch of its masked copies), so
@@ -45,12 +45,7 @@ int cmd_score(int argc, char** argv) {
   LineReader::Line in;
   while (source.next_text(&in)) {
     Tokenization t = pipeline.tokenize(in.text, in.where);
-    check_runnable(pipeline, t, in.where);
-    if (int(t.ids.size()) > max_pieces)
-      throw InputError(in.where, "text has " + std::to_string(t.ids.size()) + " pieces, more than --max-tokens " +
-                                     std::to_string(max_pieces) +
-                                     " (scoring S pieces costs S passes of S pieces, growing with S^3: raise "
-                                     "--max-tokens to score it anyway)");
+    pipeline.check_scorable(t, in.where, max_pieces, "--max-tokens ");
     Scored s;
     try {
       s = std::move(pipeline.score({std::move(t)}, positions)[0]);

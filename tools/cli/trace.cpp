@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <ordo/engine/head.h>
-#include <ordo/engine/reference.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
@@ -71,7 +70,7 @@ int cmd_trace(int argc, char** argv) {
   const int top = int_option(args, "top", 0, 1000);
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
-  pipeline.encoder().set_compute_type(compute_type);
+  pipeline.set_compute_type(compute_type);
   const Config& c = pipeline.model().config();
   int inside_layer = -1, inside_head = -1;
   if (args.count("inside")) {
@@ -86,9 +85,7 @@ int cmd_trace(int argc, char** argv) {
   const Tokenization tok = pipeline.tokenize(text, "argument 1");
   const int S = static_cast<int>(tok.ids.size());
   if (S == 0) throw UsageError("the text has no tokens to trace");
-  if (S > pipeline.max_tokens())  // checked before the first line is printed, not by the encoder halfway
-    throw InputError("argument 1",
-                     "text has " + std::to_string(S) + " tokens, more than " + pipeline.max_tokens_reason());
+  pipeline.check_runnable(tok, "argument 1");  // before the first line is printed, not by the encoder halfway
   const std::vector<std::string>& pieces = tok.pieces;
 
   const std::string model_name = args.count("model") ? args["model"].as<std::string>() : "the default model";
@@ -173,7 +170,7 @@ int cmd_trace(int argc, char** argv) {
       print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
     }
   };
-  const std::vector<float> hidden = observed_hidden(pipeline, tok.ids, options, args.count("reference") > 0);  // (S, d)
+  const std::vector<float> hidden = pipeline.observe(tok.ids, options, args.count("reference") > 0);  // (S, d)
   const std::vector<float> pooled = pool(hidden.data(), S, d, Pooling::Mean);
   // The masked-LM head on the final rows, for a model that has one: each piece's top guesses.
   std::vector<std::vector<std::pair<int32_t, double>>> guesses;

@@ -10,12 +10,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include <ordo/compare.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
 #include "common/atomic_file.h"
 #include "tools/cli/cli.h"
-#include "tools/cli/compare.h"
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
 #include "tools/teach/pe_report.h"
@@ -278,7 +278,7 @@ int cmd_view(int argc, char** argv) {
   set_num_threads(threads_option(args));
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
-  pipeline.encoder().set_compute_type(compute_type);
+  pipeline.set_compute_type(compute_type);
   std::vector<Tokenization> tokens;
   for (size_t i = 0; i < texts.size(); ++i)
     tokens.push_back(view_tokens(pipeline, texts[i], "argument " + std::to_string(i + 1)));

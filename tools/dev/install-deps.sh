@@ -13,7 +13,7 @@ packages=(
   wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
   r-cran-janeaustenr                   # Jane Austen's novels, the default model's other training text
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests, export and training tools
-  pybind11-dev python3-pybind11 python3-dev          # the Python module, python/ (ORDO_PYTHON)
+  pybind11-dev python3-pybind11 python3-dev          # the Python module, python/ (ORDO_BUILD_PYTHON)
   python3-pytest                                     # its tests
   python3-distributed                                # python/examples/dask_encode.py and its test
   jupyter-nbconvert python3-nbconvert python3-ipykernel python3-matplotlib  # docs/ordo.ipynb, run by a test

@@ -24,9 +24,11 @@
 
 namespace ordo::serve {
 
+// By default the library's one batching policy (Pipeline::kBatchTexts, kBatchTokens), as for the
+// command line and Python; ordo serve --batch-texts and --batch-tokens override it.
 struct BatchLimits {
-  int max_texts = 64;     // texts in one pass
-  int max_tokens = 4096;  // tokens in one pass (the sum of the texts' lengths)
+  int max_texts = int(Pipeline::kBatchTexts);    // texts in one pass
+  int max_tokens = int(Pipeline::kBatchTokens);  // tokens in one pass (the sum of the texts' lengths)
   // The longest the first request of a batch waits for others. 0: none, a batch is what queued up
   // while the last pass ran (text-embeddings-inference's way); more trades latency at low load for
   // fuller batches, and rests on timed waits, which a busy virtual machine can wake seconds late.

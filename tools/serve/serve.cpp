@@ -6,6 +6,8 @@
 //
 // HTTP is cpp-httplib (Debian's libcpp-httplib-dev): maintained, packaged by Debian, with a thread
 // pool and per-connection read and write timeouts built in, and nothing else to depend on.
+#include "tools/serve/serve.h"
+
 #include <httplib.h>
 #include <netdb.h>
 #include <signal.h>
@@ -27,18 +29,20 @@
 #include <thread>
 #include <vector>
 
+#include <ordo/compare.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
-#include "tools/cli/compare.h"
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
 #include "tools/serve/batcher.h"
 #include "tools/serve/service.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
-namespace ordo::cli {
+namespace ordo::serve {
+
+using namespace ordo::cli;  // the commands' option parsing and what they share (tools/cli/cli.h)
 
 namespace {
 
@@ -117,9 +121,11 @@ int cmd_serve(int argc, char** argv) {
       "http-threads",
       "connections served at once; a request waiting for its batch holds one, so this also bounds how many "
       "requests one batch can gather",
-      cxxopts::value<int>()->default_value("64"))("batch-texts", "a batch closes at this many texts",
-                                                  cxxopts::value<int>()->default_value("64"))(
-      "batch-tokens", "... or this many tokens", cxxopts::value<int>()->default_value("4096"))(
+      cxxopts::value<int>()->default_value("64"))(
+      "batch-texts", "a batch closes at this many texts",
+      cxxopts::value<int>()->default_value(std::to_string(BatchLimits().max_texts)))(
+      "batch-tokens", "... or this many tokens",
+      cxxopts::value<int>()->default_value(std::to_string(BatchLimits().max_tokens)))(
       "batch-wait-ms",
       "... or when its first request has waited this long (0: a batch is what is queued when the last pass ends)",
       cxxopts::value<int>()->default_value("0"))(
@@ -128,15 +134,17 @@ int cmd_serve(int argc, char** argv) {
       cxxopts::value<int>()->default_value("1024"))("max-body", "largest request body in bytes (413 past it)",
                                                     cxxopts::value<int>()->default_value("1048576"))(
       "max-texts", "texts in one /v1/embeddings request", cxxopts::value<int>()->default_value("256"))(
-      "max-tokens", "tokens in one text", cxxopts::value<int>()->default_value("512"))(
-      "timeout", "seconds a connection may take to send a request or read its answer",
-      cxxopts::value<int>()->default_value("10"));
+      "max-tokens", "tokens in one text (a longer one is refused, or cut with \"truncate\": true)",
+      cxxopts::value<int>()->default_value("512"))("timeout",
+                                                   "seconds a connection may take to send a request or read its answer",
+                                                   cxxopts::value<int>()->default_value("10"));
+  add_compute_type_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string host = args["host"].as<std::string>();
   const int port = int_option(args, "port", 0, 65535);
   const int http_threads = int_option(args, "http-threads", 1, 4096);
-  serve::BatchLimits limits;
+  BatchLimits limits;
   limits.max_texts = int_option(args, "batch-texts", 1, 1 << 20);
   limits.max_tokens = int_option(args, "batch-tokens", 1, 1 << 30);
   limits.wait = std::chrono::milliseconds(int_option(args, "batch-wait-ms", 0, 10000));
@@ -148,8 +156,10 @@ int cmd_serve(int argc, char** argv) {
   settings.max_tokens = int_option(args, "max-tokens", 1, kMaxCount);
   const int timeout = int_option(args, "timeout", 1, 3600);
   set_num_threads(threads_option(args));
+  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   const std::string dir = model_dir(args);
   Pipeline pipeline(dir);
+  pipeline.set_compute_type(compute_type);
   std::string base = dir;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   settings.model_name = base.substr(base.find_last_of('/') + 1);
@@ -204,7 +214,11 @@ int cmd_serve(int argc, char** argv) {
        {"/v1/embeddings", "/tokenize", "/fill", "/score", "/compare", "/trace", "/attention", "/view"})
     server.Post(path, endpoint);
   server.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, ojson{{"status", "ok"}, {"model", settings.model_name}, {"batching", settings.batching}});
+    send_json(res, 200,
+              ojson{{"status", "ok"},
+                    {"version", ordo::version()},
+                    {"model", settings.model_name},
+                    {"batching", settings.batching}});
   });
   server.Get(
       "/", [&](const httplib::Request&, httplib::Response& res) { res.set_content(page, "text/html; charset=utf-8"); });
@@ -311,4 +325,4 @@ int cmd_serve(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace ordo::cli
+}  // namespace ordo::serve

@@ -19,17 +19,19 @@
 #include <thread>
 #include <vector>
 
+#include <ordo/compare.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
-#include "tools/cli/compare.h"
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
 #include "tools/serve/batcher.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
-namespace ordo::cli {
+namespace ordo::serve {
+
+using namespace ordo::cli;  // what the commands share and their JSON (cli.h, results_json.h)
 
 namespace {
 
@@ -43,6 +45,10 @@ HttpError invalid(const std::string& message) {  // well-formed JSON, but a fiel
 
 nlohmann::json body_of(const std::string& body) {
   nlohmann::json j;
+  size_t bad = 0;
+  if (!valid_utf8(body, &bad))  // the byte named as the library names one in a text
+    throw HttpError{400, "invalid_request_error",
+                    "the body is not UTF-8, as JSON must be: invalid UTF-8 at byte " + std::to_string(bad)};
   try {
     j = nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception& e) {  // parse errors, and numbers past a double (1e999)
@@ -102,17 +108,18 @@ std::string base64_floats(const std::vector<float>& v) {
 
 }  // namespace
 
-Tokenization Service::tokens(const std::string& text, const std::string& where, bool masked) const {
-  Tokenization t = masked ? pipeline_.tokenize_masked(text, where) : pipeline_.tokenize(text, where);
-  const int limit = std::min(settings_.max_tokens, pipeline_.max_tokens());
-  if (int(t.ids.size()) > limit)
-    throw invalid(where + " has " + std::to_string(t.ids.size()) + " tokens, more than the " + std::to_string(limit) +
-                  " a text may have here (" +
-                  (limit == settings_.max_tokens ? "ordo serve --max-tokens" : pipeline_.max_tokens_reason()) + ")");
-  return t;
+Tokenization Service::tokens(const std::string& text, const std::string& where, bool masked,
+                             std::optional<bool> truncate) const {
+  TextLimits limits;
+  limits.max_tokens = settings_.max_tokens;
+  limits.truncate = truncate.value_or(false);
+  limits.max_tokens_name = "--max-tokens ";
+  limits.truncate_hint = truncate ? "set \"truncate\": true" : "";
+  return pipeline_.prepare(text, where, limits, nullptr, 0, masked);
 }
 
-// POST /v1/embeddings: {"input": str | [str], "model"?, "encoding_format"?: "float" | "base64"}.
+// POST /v1/embeddings: {"input": str | [str], "model"?, "encoding_format"?: "float" | "base64",
+// "truncate"?: false (true: a text past --max-tokens is cut to it, as text-embeddings-inference's)}.
 // Each text's vector is the mean of its final hidden states, v = (1/L) Σ_t h_t, as `ordo encode`
 // computes by default (not normalized).
 ojson Service::embeddings(const nlohmann::json& body) {
@@ -137,14 +144,15 @@ ojson Service::embeddings(const nlohmann::json& body) {
   const std::string format = optional_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
     throw invalid("\"encoding_format\" must be \"float\" or \"base64\", got \"" + format + "\"");
+  const bool truncate = bool_field(body, "truncate", false);
 
   std::vector<Tokenization> all;
   size_t used = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string where = "\"input\"[" + std::to_string(i) + "]";
-    all.push_back(tokens(texts[i], where));
+    all.push_back(tokens(texts[i], where, false, truncate));
     // A text of no tokens has no mean: OpenAI refuses empty input too.
-    if (all.back().ids.empty()) throw invalid(where + " has no tokens, so it has no vector");
+    if (all.back().ids.empty()) throw invalid(where + ": " + kNoTokens);
     used += all.back().ids.size();
   }
 
@@ -267,7 +275,7 @@ ojson Service::attention(const nlohmann::json& body) {
   options.positions = positions;
   options.observe = [&](const Stage& s) { inside.observe(s); };
   std::lock_guard<std::mutex> lock(teach_);
-  pipeline_.encoder().forward({t.ids}, options);
+  pipeline_.observe(t.ids, options);
   ojson j = {{"text", text},       {"layer", layer}, {"head", head}, {"positions", pipeline_.sees_order(positions)},
              {"pieces", t.pieces}, {"ids", t.ids}};
   j.update(inside.json(layer, head));  // every pass reaches every head
@@ -329,4 +337,4 @@ std::string error_json(const HttpError& e) {
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace ordo::cli
+}  // namespace ordo::serve

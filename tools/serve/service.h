@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include <ordo/ordo.h>
@@ -13,7 +14,7 @@
 #include "tools/cli/cli.h"
 #include "tools/serve/batcher.h"
 
-namespace ordo::cli {
+namespace ordo::serve {
 
 using ojson = nlohmann::ordered_json;
 
@@ -35,9 +36,9 @@ struct Settings {
 
 class Service {
  public:
-  Service(Pipeline& pipeline, Settings settings, const serve::BatchLimits& limits)
+  Service(Pipeline& pipeline, Settings settings, const BatchLimits& limits)
       : pipeline_(pipeline), settings_(std::move(settings)) {
-    if (settings_.batching) batcher_ = std::make_unique<serve::Batcher>(pipeline_, limits);
+    if (settings_.batching) batcher_ = std::make_unique<Batcher>(pipeline_, limits);
   }
 
   ojson embeddings(const nlohmann::json& body);
@@ -55,19 +56,22 @@ class Service {
   // "; 812 passes held 5000 texts", or "" without batching.
   std::string finish() {
     if (!batcher_) return "";
-    const std::string done = "; " + count(long(batcher_->passes()), "pass", "passes") + " held " +
-                             count(long(batcher_->texts()), "text", "texts");
+    const std::string done = "; " + cli::count(long(batcher_->passes()), "pass", "passes") + " held " +
+                             cli::count(long(batcher_->texts()), "text", "texts");
     batcher_.reset();
     return done;
   }
 
  private:
-  // A text's tokens, refused by name (422) past the server's limit on one text.
-  Tokenization tokens(const std::string& text, const std::string& where, bool masked = false) const;
+  // A text's tokens by the library's rules (Pipeline::prepare), refused by name (422) past the
+  // server's limit on one text, or cut to it with *truncate (an endpoint that offers truncation
+  // passes its request's "truncate"; the others nullopt).
+  Tokenization tokens(const std::string& text, const std::string& where, bool masked = false,
+                      std::optional<bool> truncate = std::nullopt) const;
 
   Pipeline& pipeline_;
   Settings settings_;
-  std::unique_ptr<serve::Batcher> batcher_;
+  std::unique_ptr<Batcher> batcher_;
   std::atomic<int> pending_{0};  // /v1/embeddings requests admitted and not yet answered
   // The teaching endpoints run one at a time: each is a few passes over one text, and their
   // answers are for a person at a page, not for throughput.
@@ -84,4 +88,4 @@ Answer answer(Service& service, const std::string& path, const std::string& body
 // {"error": {"message", "type"}} of e, one line.
 std::string error_json(const HttpError& e);
 
-}  // namespace ordo::cli
+}  // namespace ordo::serve

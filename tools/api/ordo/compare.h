@@ -1,4 +1,5 @@
-// ordo compare's numbers, computed once for the report and for the page of `ordo view`.
+// The word-order report (ordo compare, Model.compare, POST /compare, the page of `ordo view`): its
+// numbers, computed once, and their JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,7 +8,7 @@
 
 #include <ordo/ordo.h>
 
-namespace ordo::cli {
+namespace ordo {
 
 // Two texts encoded with and without the positional encoding: how far apart their mean-pooled
 // vectors are, and, when B holds A's pieces reordered, how far each piece's output moved.
@@ -40,4 +41,4 @@ nlohmann::ordered_json comparison_json(const Comparison& c, const Tokenization& 
 nlohmann::ordered_json compare_json(const std::string& text_a, const std::string& text_b, const Tokenization& a,
                                     const Tokenization& b, const Comparison& c);
 
-}  // namespace ordo::cli
+}  // namespace ordo

@@ -10,6 +10,7 @@
 //   auto s = pipeline.score({"the cat sat on the mat."});      // s[0].pll, s[0].log_probs
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -36,6 +37,10 @@ namespace ordo {
 #define ORDO_INSTALLED_MODEL_DIR ""
 #endif
 std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODEL_DIR);
+
+// The version, "0.1.0": the CMake project's VERSION, the one place it is written. `ordo --version`,
+// `ordo.__version__` and the server's GET /health say it.
+const char* version();
 
 // How a text's rows of hidden states (L, d) become its result:
 //   Mean:  v = (1/L)·Σ_t h_t   (d)
@@ -126,6 +131,69 @@ struct Scored {
 // id first). Probabilities are softmax over all n, in double.
 std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k);
 
+// ---- The rules a text meets on its way in ------------------------------------------------------
+// One definition for every client: the command line (tools/cli), the server (tools/serve) and
+// Python (python/) call these, so the same text gets the same answer and the same message from
+// each. A new rule on texts (a bound, a check) goes into Pipeline::prepare and reaches all three.
+
+// The largest count a caller may ask for: pieces, dims, positions, top-k, texts in a batch (and
+// the bound on vocab_size and d_model).
+constexpr int kMaxCount = 1 << 24;
+
+// The longest text scored by default (ordo score, POST /score, Model.score), and compared at all
+// (ordo compare), in pieces. A text of S pieces is S masked copies of S pieces, so its cost grows
+// with S³ (S passes, each with S² attention scores): 510 pieces took 1.3 s on a 2-core machine,
+// 1,000 took 7.3 s.
+constexpr int kScoreMaxPieces = 512;
+
+// The longest text encoded by default, in tokens (the model's or this machine's limit may be lower).
+constexpr int kDefaultMaxTokens = 8192;
+
+// The most threads a caller may ask set_num_threads for (0: one per core).
+constexpr int kMaxThreads = 1024;
+
+// Bytes of one text that may go to the tokenizer, for a limit of max_tokens: 256 per token (a
+// piece is at most 16 characters of up to 4 bytes, with room for runs of spaces), and at most
+// 1/256 of this machine's memory (tokenizing takes ~70 bytes of memory per byte of text).
+size_t max_text_bytes(int max_tokens);
+
+// The longest prefix of at most n bytes of s that does not split a UTF-8 character.
+size_t utf8_prefix(std::string_view s, size_t n);
+
+// What every client says of a text of no tokens (an empty line): it is encoded, to no vector.
+constexpr const char* kNoTokens = "the text has no tokens, so it has no vector";
+
+// The limit on one text and what happens past it (Pipeline::prepare). The messages name the
+// caller's own options, spelled its way: the defaults are Python's keywords; the command line
+// passes "--max-tokens " and "add --truncate", the server "--max-tokens " and "set \"truncate\": true".
+struct TextLimits {
+  int max_tokens = kDefaultMaxTokens;  // the caller's limit; the model's or this machine's may be lower
+  bool truncate = false;               // cut a longer text to the limit instead of refusing it
+  std::string max_tokens_name = "max_tokens=";
+  std::string truncate_hint = "pass truncate=True";  // empty: the caller has no truncation to offer
+};
+
+// A compute type by name, checked before a model loads: "f32", "bf16" or "int8", the last two
+// only in a build with oneDNN. Otherwise std::invalid_argument: `<option> must be f32, bf16 or
+// int8, got "x"`, or `<option> int8: this build has no oneDNN (install libdnnl-dev)`.
+ComputeType compute_type_from_name(const std::string& name, const std::string& option = "compute_type");
+
+// ---- Process start-up -----------------------------------------------------------------------------
+// OpenBLAS starts its worker threads when it is loaded, before main, and each maps a 128 MiB buffer
+// as it starts, retrying for ever when the mapping fails (blas_memory_alloc in OpenBLAS 0.3.21's
+// memory.c); the exit then waits for them. Under a memory limit (ulimit -v, ulimit -d) that was a
+// process that printed its result and never ended. ordo's own threads do the work (OpenBLAS is set
+// to one thread before its first product), so its workers are not needed, but only the environment
+// at load time keeps them from starting (a variable set by this process comes too late). So:
+//   true when this process runs under an address-space or data limit (the case that hangs);
+bool under_memory_limit();
+//   and, called first thing in main(argc, argv): in a process under such a limit whose OpenBLAS
+//   has workers, runs the program again (/proc/self/exe, the same argv) with OPENBLAS_NUM_THREADS=1,
+//   the user's value passed on and put back in the second start (for `ordo bench` to report);
+//   elsewhere it returns at once. `ordo` and `ordo serve` call it; `import ordo` sets
+//   OPENBLAS_NUM_THREADS=1 itself under such a limit before the library loads (python/ordo/__init__.py).
+void start_without_openblas_workers(char** argv);
+
 // Threads. A Pipeline (and an Encoder) may be shared by any number of threads: encode() and
 // tokenize() may run at the same time from several threads on one Pipeline, and each call gets
 // exactly what it would get alone. Every forward pass has its own working memory (kept in a small
@@ -177,6 +245,27 @@ class Pipeline {
   // so the cut text still ends the way the model expects.
   void truncate(Tokenization& t, int n) const;
 
+  // The token limit in force under `limits`: limits.max_tokens, or max_tokens() where that is less.
+  int token_limit(const TextLimits& limits) const { return std::min(limits.max_tokens, max_tokens()); }
+  // The bytes of one text that may go to the tokenizer under `limits`: max_text_bytes(token_limit).
+  size_t byte_limit(const TextLimits& limits) const { return max_text_bytes(token_limit(limits)); }
+  // One text's tokens as they will be encoded, by the rules every client shares. A text of more
+  // than byte_limit bytes or token_limit tokens is an InputError(where) naming the limit and how
+  // to get past it; with limits.truncate it is cut instead (before the UTF-8 character that
+  // crosses byte_limit, then to token_limit tokens, EOS kept) and *truncated says so. Invalid
+  // UTF-8 is an InputError naming its byte. `bytes`: the whole text's length when `text` holds
+  // only its first part (a line read in bounded memory, LineReader); 0: text.size(). masked: the
+  // text's "<mask>" markers are mask pieces (tokenize_masked; such a text is never truncated).
+  Tokenization prepare(std::string_view text, const std::string& where, const TextLimits& limits,
+                       bool* truncated = nullptr, uint64_t bytes = 0, bool masked = false) const;
+  // A text longer than this model can run on this machine (max_tokens()) is refused by name
+  // before the encoder runs: InputError(where, "text has N tokens, more than <reason> allows").
+  void check_runnable(const Tokenization& t, const std::string& where) const;
+  // check_runnable, and a text of more than max_pieces pieces (kScoreMaxPieces by default) is
+  // refused for scoring, whose cost grows with S³; `option` names the limit the caller's way
+  // ("--max-tokens ", "max_tokens=").
+  void check_scorable(const Tokenization& t, const std::string& where, int max_pieces, const std::string& option) const;
+
   // Texts → vectors, run as one padded batch. An error in one text names it by its index: "texts[2]: ...".
   std::vector<Encoded> encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
@@ -187,7 +276,9 @@ class Pipeline {
   // `max_texts` texts and kBatchTokens padded tokens (or one text, however long). take(i, result)
   // gets text i's result, batch by batch. A text whose activations are not finite is an InputError
   // named by name(i): "<model>/model.safetensors: <name(i)>: <message>".
+  // The one batching policy of every client (each may pass its own max_texts).
   static constexpr size_t kBatchTokens = 8192;
+  static constexpr size_t kBatchTexts = 256;
   void encode_sorted(std::vector<Tokenization> tokens, Pooling pooling, bool normalize, const EncodeOptions& options,
                      size_t max_texts, const std::function<std::string(size_t)>& name,
                      const std::function<void(size_t, Encoded&)>& take);
@@ -253,9 +344,20 @@ class Pipeline {
     return score(std::vector<std::string>(texts), positions);
   }
 
+  // ---- Looking inside ----------------------------------------------------------------------
+  // One sequence's forward pass with every stage handed to options.observe as it is computed
+  // (engine/trace.h's Stage: its name, equation and rows): what `ordo trace`, `ordo attention`, the
+  // page of `ordo view` and Python's trace and attention look at. reference: the plain
+  // double-precision encoder (engine/reference.h) instead of the fast one, its stages handed over
+  // as floats. Returns the final hidden states, (S, d). Check the length first (check_runnable).
+  std::vector<float> observe(const std::vector<int32_t>& ids, const EncodeOptions& options, bool reference = false);
+
   const Model& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  Encoder& encoder() { return encoder_; }
+  const Encoder& encoder() const { return encoder_; }
+  // The precision of the layers' weight products (compute_type_from_name checks a name first).
+  void set_compute_type(ComputeType type) { encoder_.set_compute_type(type); }
+  ComputeType compute_type() const { return encoder_.compute_type(); }
 
  private:
   // InputError naming the first layer and stage with a value that is not finite, if the output
