@@ -2,6 +2,7 @@
 #pragma once
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,9 +14,19 @@ namespace ordo::cli {
 // double 0.10000000149011612).
 inline double short_float(float f) {
   char buf[32];
+#ifdef __EMSCRIPTEN__
+  // emscripten's C++ library (3.1.6) has no to_chars for floats: the fewest significant digits, 1 to 9,
+  // that read back as f are the same decimal (each %.*g is correctly rounded).
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, double(f));
+    if (std::strtof(buf, nullptr) == f) return std::strtod(buf, nullptr);
+  }
+  return double(f);
+#else
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf - 1, f);
   *end = '\0';
   return ec == std::errc() ? std::strtod(buf, nullptr) : double(f);
+#endif
 }
 
 // As a JSON array (nlohmann::json, or nlohmann::ordered_json where key order matters).

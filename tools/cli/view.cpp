@@ -5,9 +5,12 @@
 // The page is tools/teach/view/ (view.html, view.css, view.js), built into the binary as one string
 // with a single placeholder; this file runs the encoder, gathers what the page shows into the JSON
 // described at the top of view.js, and puts it in that placeholder.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include <ordo/compare.h>
@@ -15,6 +18,7 @@
 #include <ordo/ordo.h>
 
 #include "common/atomic_file.h"
+#include "common/regular_file.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
@@ -261,33 +265,123 @@ nlohmann::json view_json(Pipeline& pipeline, const std::vector<std::string>& tex
   return data;
 }
 
+namespace {
+
+// A standalone page carries the model's files; past this many bytes of them (the page is a third
+// more, base64) it is refused, and `ordo serve` shows the model instead.
+constexpr uint64_t kMaxStandaloneModel = uint64_t(32) << 20;
+
+// Where ordo compiled to WebAssembly is (tools/web; the target ordo_web builds it): beside the binary
+// in the build tree (build/web), or in share/ordo/web of an installation; "" if neither has it.
+std::string web_dir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  const std::string exe = std::string(buf, size_t(n)).substr(0, std::string(buf, size_t(n)).find_last_of('/'));
+  std::error_code ec;
+  for (const std::string& dir : {exe + "/web", exe + "/../share/ordo/web"})
+    if (std::filesystem::is_regular_file(dir + "/ordo_web.wasm", ec) &&
+        std::filesystem::is_regular_file(dir + "/ordo_web.js", ec))
+      return dir;
+  return "";
+}
+
+std::string base64(const std::string& bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) v = v << 8 | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+// What `ordo view --standalone` puts in the page's <!--@ORDO_ENGINE@-->: ordo compiled to WebAssembly
+// (tools/web: the wasm in base64 and emscripten's loader) and the model's files, each by its path
+// under the engine's /ordo/model, in base64 (view.js reads them: "where fresh data comes from").
+std::string engine_block(const std::string& dir, const Pipeline& pipeline) {
+  const std::string web = web_dir();
+  if (web.empty())
+    throw InputError(
+        "ordo view --standalone",
+        "needs ordo compiled to WebAssembly (web/ordo_web.wasm beside the binary), which this build "
+        "lacks: install emscripten (apt-get install emscripten), then cmake --build build --target ordo_web");
+  const std::string wasm_path = web + "/ordo_web.wasm", js_path = web + "/ordo_web.js";
+  const std::string wasm = read_regular_file(wasm_path, uint64_t(64) << 20, "ordo's WebAssembly engine");
+  std::string js = read_regular_file(js_path, uint64_t(16) << 20, "ordo's WebAssembly loader");
+  // Inside <script>, the text "</script" would end the element early; "<\/" means the same in JS.
+  for (size_t at = js.find("</"); at != std::string::npos; at = js.find("</", at + 3)) js.replace(at, 2, "<\\/");
+
+  // config.json, the weights and the tokenizer the config names, where the engine's Pipeline looks.
+  const std::string tokenizer = pipeline.model().config().tokenizer;
+  const std::filesystem::path inside = (std::filesystem::path("model") / tokenizer).lexically_normal();
+  if (inside.empty() || inside.is_absolute() || *inside.begin() == "..")
+    throw InputError(dir + "/config.json", "names its tokenizer \"" + tokenizer +
+                                               "\" outside the model's folder, which a standalone page cannot carry");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"model/config.json", dir + "/config.json"},
+      {"model/model.safetensors", dir + "/model.safetensors"},
+      {inside.generic_string(), dir + "/" + tokenizer}};
+  nlohmann::json model = nlohmann::json::object();
+  uint64_t total = 0;
+  for (const auto& [name, path] : files) {
+    const std::string bytes = read_regular_file(path, kMaxStandaloneModel + 1, "a model file");
+    total += bytes.size();
+    if (total > kMaxStandaloneModel)
+      throw InputError(dir, "the model's files are more than the " + std::to_string(kMaxStandaloneModel >> 20) +
+                                " MB a standalone page carries: show it with `ordo serve --model " + dir + "` instead");
+    model[name] = base64(bytes);
+  }
+  return "<script id=\"ordo-engine\" type=\"application/octet-stream\">" + base64(wasm) + "</script>\n" +
+         "<script id=\"ordo-model\" type=\"application/json\">" + json_for_html(model.dump()) + "</script>\n" +
+         "<script>\n" + js + "\n</script>";
+}
+
+}  // namespace
+
 int cmd_view(int argc, char** argv) {
   cxxopts::Options o("ordo view",
                      "Write one page that shows a text's way through the encoder, to open in a browser (offline, "
                      "from the file): its pieces, every layer x head of attention with and without the positional "
                      "encoding, the encoding's table, and with a second text the report of ordo compare.");
   add_model_options(o);
-  o.add_options()("html", "the page to write", cxxopts::value<std::string>());
+  o.add_options()("html", "the page to write", cxxopts::value<std::string>())(
+      "standalone",
+      "write a page that runs ordo itself (compiled to WebAssembly, with the model inside): the reader types any "
+      "text, as on the page of ordo serve, with no server and no network (texts: where it starts; default the "
+      "walkthrough's two)");
   cxxopts::ParseResult args;
   if (!parse_with_texts(o, argc, argv, args, "TEXT [TEXT_B]")) return 0;
-  const auto texts = args.count("texts") ? args["texts"].as<std::vector<std::string>>() : std::vector<std::string>();
+  const bool standalone = args.count("standalone") > 0;
+  auto texts = args.count("texts") ? args["texts"].as<std::vector<std::string>>() : std::vector<std::string>();
+  if (standalone && texts.empty()) texts = {"the cat sat on the mat", "the mat sat on the cat"};
   if (texts.empty() || texts.size() > 2)
     throw UsageError("needs one or two texts, e.g. ordo view \"the cat sat on the mat\" --html view.html");
   if (!args.count("html")) throw UsageError("needs --html FILE, the page to write");
   const std::string path = args["html"].as<std::string>();
   set_num_threads(threads_option(args));
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
-  Pipeline pipeline(model_dir(args));
+  const std::string dir = model_dir(args);
+  Pipeline pipeline(dir);
   pipeline.set_compute_type(compute_type);
+  // The engine and the model first: a model too large for a page fails before any pass.
+  const std::string engine = standalone ? engine_block(dir, pipeline) : "";
   std::vector<Tokenization> tokens;
   for (size_t i = 0; i < texts.size(); ++i)
     tokens.push_back(view_tokens(pipeline, texts[i], "argument " + std::to_string(i + 1)));
-  const nlohmann::json data =
-      view_json(pipeline, texts, tokens, args.count("model") ? args["model"].as<std::string>() : "the default model");
+  // A standalone page is live, as the page of ordo serve: it asks its engine for section 2b.
+  nlohmann::json data =
+      view_json(pipeline, texts, tokens, args.count("model") ? args["model"].as<std::string>() : "the default model",
+                !standalone);
+  if (standalone) data["live"] = true, data["standalone"] = true;
 
   const std::string json = json_for_html(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   std::string page = teach::kViewPage;
   page.replace(page.find("@ORDO_VIEW_DATA@"), std::strlen("@ORDO_VIEW_DATA@"), json);
+  page.replace(page.find("<!--@ORDO_ENGINE@-->"), std::strlen("<!--@ORDO_ENGINE@-->"), engine);
   write_atomically(path, [&](std::FILE* f) { std::fwrite(page.data(), 1, page.size(), f); });
   std::printf("wrote %s (%zu bytes): open it in a browser\n", path.c_str(), page.size());
   return 0;

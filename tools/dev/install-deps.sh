@@ -22,6 +22,7 @@ packages=(
   clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
   clang-format                         # the formatting check of .ci/run (.clang-format)
   chromium fonts-dejavu-core           # the page of ordo view in a headless browser (tests/teach/view)
+  emscripten                           # ordo compiled to WebAssembly: ordo view --standalone (tools/web)
 )
 # ... driven from node (Debian's, unless a node with npm is already installed).
 command -v npm >/dev/null || packages+=(nodejs npm)

@@ -1,5 +1,6 @@
 # The page of `ordo view` as one file: view.html with view.css and view.js put in place of their
-# placeholders, leaving only @ORDO_VIEW_DATA@ for the command to fill. Writes it as HTML (for the tests
+# placeholders, leaving only @ORDO_VIEW_DATA@ for the command to fill (and <!--@ORDO_ENGINE@-->, for
+# `ordo view --standalone`'s engine and model; a comment elsewhere). Writes it as HTML (for the tests
 # and for a look in a browser) and as a C++ header holding one string.
 #   cmake -DVIEW_DIR=tools/teach/view -DOUT_HTML=... -DOUT_HEADER=... -P embed.cmake
 file(READ ${VIEW_DIR}/view.html page)
@@ -12,6 +13,11 @@ string(FIND "${page}" "@ORDO_VIEW_DATA@" first)
 string(FIND "${page}" "@ORDO_VIEW_DATA@" last REVERSE)
 if(first EQUAL -1 OR NOT first EQUAL last)
   message(FATAL_ERROR "${VIEW_DIR}: the page must hold @ORDO_VIEW_DATA@ exactly once")
+endif()
+string(FIND "${page}" "<!--@ORDO_ENGINE@-->" first)
+string(FIND "${page}" "<!--@ORDO_ENGINE@-->" last REVERSE)
+if(first EQUAL -1 OR NOT first EQUAL last)
+  message(FATAL_ERROR "${VIEW_DIR}: the page must hold <!--@ORDO_ENGINE@--> (where ordo view --standalone puts the engine) exactly once")
 endif()
 string(FIND "${page}" ")ordo_view_page\"" clash)
 if(NOT clash EQUAL -1)

@@ -743,7 +743,49 @@ function renderAll() {
 
 const inside = { data: null, asked: 0 }; // the chosen head's inside (POST /attention), for text A
 
+// ---- where fresh data comes from: the server, or the engine inside this file ---------------------------
+//
+// The page asks the same questions either way: POST `path` with a JSON body, the answers of `ordo serve`
+// (/view, /attention, /fill, /score, /compare, /trace, /tokenize). Served, they go to the server. In a page
+// written by `ordo view --standalone` (data.standalone), they go to ordo compiled to WebAssembly (tools/web),
+// which this file carries with the model: the same C++ answers them, with no server and no network.
+//   <script id="ordo-engine" type="application/octet-stream">  the engine's wasm, base64
+//   <script id="ordo-model" type="application/json">  { path under /ordo: the file's bytes in base64 }
+//                                                      ("model/config.json", "model/model.safetensors", ...)
+//   ordoWeb(): the engine's loader (emscripten's), a script of its own before this one
+const base64Bytes = (text) => {
+  const s = atob(text.trim()), bytes = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
+  return bytes;
+};
+
+let engine = null; // the engine, loaded once, at the first question
+function loadEngine() {
+  engine = engine || (async () => {
+    const t0 = performance.now();
+    const M = await ordoWeb({ wasmBinary: base64Bytes(document.getElementById("ordo-engine").textContent),
+      print: () => {}, printErr: (line) => console.warn(line) });
+    const files = JSON.parse(document.getElementById("ordo-model").textContent);
+    for (const [name, b64] of Object.entries(files)) {
+      M.FS.mkdirTree(`/ordo/${name}`.replace(/\/[^/]*$/, ""));
+      M.FS.writeFile(`/ordo/${name}`, base64Bytes(b64));
+    }
+    const error = M.ccall("ordo_web_load", "string", ["string", "string"], ["/ordo/model", model.name]);
+    if (error) throw new Error(error);
+    engineMs = performance.now() - t0;
+    return M;
+  })();
+  return engine;
+}
+let engineMs = null; // how long the engine took to load (for the tests)
+
 async function post(path, body) {
+  if (data.standalone) {
+    const M = await loadEngine();
+    const j = JSON.parse(M.ccall("ordo_web_answer", "string", ["string", "string"], [path, JSON.stringify(body)]));
+    if (M.ccall("ordo_web_status", "number", [], []) !== 200) throw new Error(j.error ? j.error.message : `${path}: refused`);
+    return j;
+  }
   const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
   const j = await r.json();
   if (!r.ok) throw new Error(j.error ? j.error.message : `${path}: HTTP ${r.status}`);
@@ -835,6 +877,7 @@ function startLive() {
   const a = document.getElementById("text-a"), b = document.getElementById("text-b");
   document.getElementById("live").hidden = false;
   document.getElementById("inside").hidden = false;
+  if (data.standalone) document.getElementById("live-source").textContent = "Computed in this page by ordo's engine (WebAssembly)";
   a.value = texts[0].text;
   b.value = texts.length > 1 ? texts[1].text : "";
   const status = document.getElementById("live-status");
@@ -848,6 +891,7 @@ function startLive() {
       const next = await post("/view", b.value ? { a: a.value, b: b.value } : { a: a.value });
       if (ask !== live.asked) return; // the reader has typed on since
       next.live = true;
+      next.standalone = data.standalone;
       data = next, model = data.model, texts = data.texts;
       state.hover = null; // the pieces under the pointer may be gone
       matchPieces();
@@ -876,6 +920,9 @@ if (data.live) startLive();
 window.ordoView = {
   get data() { return data; }, state, setRun, shown, permutationGap, scriptMs: performance.now() - started, renderMs: null,
   get updates() { return live.updates; }, get updateMs() { return live.updateMs; }, get inside() { return inside.data; },
+  get engineMs() { return engineMs; },
+  // The questions of `ordo serve`, answered by the server or by the engine in this file: ask("/fill", { text }).
+  ask: post,
 };
 // The second animation frame starts once the first, holding everything drawn above, has been painted.
 requestAnimationFrame(() => requestAnimationFrame(() => (window.ordoView.renderMs = performance.now())));
