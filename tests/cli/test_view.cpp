@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -380,6 +381,83 @@ TEST(View, TheInsideOfAnAddedEncodingHasNoRotationOrBias) {
   const json& in = d["inside"]["heads"][1][1];
   EXPECT_TRUE(in["rope"].is_null() && in["alibi"].is_null());
   EXPECT_LE(gap(in["weights"], d["texts"][0]["with_pe"]["attention"][1][1]), 1e-9);  // the map of section 3
+}
+
+// ---- ordo view --standalone: the page that runs ordo itself (WebAssembly; in a browser: tests/teach/view)
+
+std::string from_base64(const std::string& s) {
+  std::string out;
+  uint32_t v = 0;
+  int bits = 0;
+  for (char c : s) {
+    const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char* p = c ? std::strchr(a, c) : nullptr;
+    if (!p) continue;  // '=' and anything else
+    v = v << 6 | uint32_t(p - a), bits += 6;
+    if (bits >= 8) out += char((v >> (bits - 8)) & 0xFF), bits -= 8;
+  }
+  return out;
+}
+
+// The text of the element that starts with `open`, up to the next </script>.
+std::string element(const std::string& page, const std::string& open) {
+  const size_t from = page.find(open);
+  if (from == std::string::npos) return "";
+  const size_t begin = from + open.size();
+  return page.substr(begin, page.find("</script>", begin) - begin);
+}
+
+// The page carries the model's three files byte for byte, the engine, and data marked live and standalone.
+TEST(View, StandaloneCarriesTheModelAndTheEngine) {
+  const std::string web = std::filesystem::path(ORDO_BINARY).parent_path().string() + "/web/ordo_web.wasm";
+  if (!std::filesystem::exists(web)) GTEST_SKIP() << web << " is missing (cmake --build build --target ordo_web)";
+  const std::string model = std::string(ORDO_SOURCE_DIR) + "/models/position-rope";
+  const std::string page = view_page("--standalone --model " + model);
+  const json data = page_data(page);
+  EXPECT_EQ(data["live"], true);
+  EXPECT_EQ(data["standalone"], true);
+  EXPECT_EQ(data["texts"][0]["text"], kA) << "the walkthrough's texts when none is given";
+  EXPECT_EQ(data["texts"][1]["text"], kB);
+  const json files = json::parse(element(page, "<script id=\"ordo-model\" type=\"application/json\">"));
+  ASSERT_EQ(files.size(), 3u) << files.dump().substr(0, 200);
+  EXPECT_EQ(from_base64(files["model/config.json"]), read_file(model + "/config.json"));
+  EXPECT_EQ(from_base64(files["model/model.safetensors"]), read_file(model + "/model.safetensors"));
+  EXPECT_EQ(from_base64(files["model/tokenizer.model"]), read_file(model + "/tokenizer.model"));
+  EXPECT_EQ(from_base64(element(page, "<script id=\"ordo-engine\" type=\"application/octet-stream\">")),
+            read_file(web));
+  EXPECT_EQ(page.find("<!--@ORDO_ENGINE@-->"), std::string::npos);
+}
+
+// A model past the page's limit is refused by name, with what to do instead; nothing is written.
+TEST(View, StandaloneRefusesAModelPastTheLimit) {
+  test::TempDir dir;
+  std::ofstream(dir.path + "/config.json")
+      << R"({"vocab_size": 8000, "d_model": 1024, "n_heads": 4, "d_ff": 64, "n_layers": 1, "activation": "relu",
+            "norm_first": false, "positional_encoding": "sinusoidal", "tokenizer": "tokenizer.model"})";
+  const auto init = run_ordo("init --config " + dir.path + "/config.json --out " + dir.path + "/big");
+  ASSERT_EQ(init.status, 0) << init.err;
+  const auto r = run_ordo("view --standalone --model " + dir.path + "/big --html " + dir.path + "/v.html");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("error: " + dir.path + "/big: the model's files are ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("more than the 32 MB a standalone page carries: show it with `ordo serve --model"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path + "/v.html"));
+}
+
+// Without the engine beside the binary (a copy of it elsewhere), the command says what to build.
+TEST(View, StandaloneWithoutTheEngineSaysWhatToBuild) {
+  test::TempDir dir;
+  std::filesystem::copy_file(ORDO_BINARY, dir.path + "/ordo");
+  std::filesystem::permissions(dir.path + "/ordo", std::filesystem::perms::owner_all);
+  const std::string cmd = "'" + dir.path + "/ordo' view --standalone --model '" + std::string(ORDO_SOURCE_DIR) +
+                          "/models/default' --html '" + dir.path + "/v.html' 2>'" + dir.path + "/err'";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  const std::string err = read_file(dir.path + "/err");
+  EXPECT_EQ(err.rfind("error: ordo view --standalone: needs ordo compiled to WebAssembly", 0), 0u) << err;
+  EXPECT_NE(err.find("cmake --build build --target ordo_web"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path + "/v.html"));
 }
 
 }  // namespace

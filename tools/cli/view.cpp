@@ -303,6 +303,29 @@ std::string base64(const std::string& bytes) {
 // (tools/web: the wasm in base64 and emscripten's loader) and the model's files, each by its path
 // under the engine's /ordo/model, in base64 (view.js reads them: "where fresh data comes from").
 std::string engine_block(const std::string& dir, const Pipeline& pipeline) {
+  // config.json, the weights and the tokenizer the config names, where the engine's Pipeline looks.
+  const std::string tokenizer = pipeline.model().config().tokenizer;
+  const std::filesystem::path inside = (std::filesystem::path("model") / tokenizer).lexically_normal();
+  if (inside.empty() || inside.is_absolute() || *inside.begin() == "..")
+    throw InputError(dir + "/config.json", "names its tokenizer \"" + tokenizer +
+                                               "\" outside the model's folder, which a standalone page cannot carry");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"model/config.json", dir + "/config.json"},
+      {"model/model.safetensors", dir + "/model.safetensors"},
+      {inside.generic_string(), dir + "/" + tokenizer}};
+  uint64_t total = 0;
+  for (const auto& file : files) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file.second, ec);
+    total += ec ? 0 : uint64_t(size);  // a file that cannot be read fails below, by name
+  }
+  if (total > kMaxStandaloneModel)
+    throw InputError(dir, "the model's files are " + std::to_string((total + (1 << 19)) >> 20) + " MB, more than the " +
+                              std::to_string(kMaxStandaloneModel >> 20) +
+                              " MB a standalone page carries: show it with `ordo serve --model " + dir + "` instead");
+  nlohmann::json model = nlohmann::json::object();
+  for (const auto& [name, path] : files)
+    model[name] = base64(read_regular_file(path, kMaxStandaloneModel, "a model file"));
   const std::string web = web_dir();
   if (web.empty())
     throw InputError(
@@ -315,26 +338,6 @@ std::string engine_block(const std::string& dir, const Pipeline& pipeline) {
   // Inside <script>, the text "</script" would end the element early; "<\/" means the same in JS.
   for (size_t at = js.find("</"); at != std::string::npos; at = js.find("</", at + 3)) js.replace(at, 2, "<\\/");
 
-  // config.json, the weights and the tokenizer the config names, where the engine's Pipeline looks.
-  const std::string tokenizer = pipeline.model().config().tokenizer;
-  const std::filesystem::path inside = (std::filesystem::path("model") / tokenizer).lexically_normal();
-  if (inside.empty() || inside.is_absolute() || *inside.begin() == "..")
-    throw InputError(dir + "/config.json", "names its tokenizer \"" + tokenizer +
-                                               "\" outside the model's folder, which a standalone page cannot carry");
-  const std::vector<std::pair<std::string, std::string>> files = {
-      {"model/config.json", dir + "/config.json"},
-      {"model/model.safetensors", dir + "/model.safetensors"},
-      {inside.generic_string(), dir + "/" + tokenizer}};
-  nlohmann::json model = nlohmann::json::object();
-  uint64_t total = 0;
-  for (const auto& [name, path] : files) {
-    const std::string bytes = read_regular_file(path, kMaxStandaloneModel + 1, "a model file");
-    total += bytes.size();
-    if (total > kMaxStandaloneModel)
-      throw InputError(dir, "the model's files are more than the " + std::to_string(kMaxStandaloneModel >> 20) +
-                                " MB a standalone page carries: show it with `ordo serve --model " + dir + "` instead");
-    model[name] = base64(bytes);
-  }
   return "<script id=\"ordo-engine\" type=\"application/octet-stream\">" + base64(wasm) + "</script>\n" +
          "<script id=\"ordo-model\" type=\"application/json\">" + json_for_html(model.dump()) + "</script>\n" +
          "<script>\n" + js + "\n</script>";
