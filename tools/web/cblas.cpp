@@ -64,3 +64,6 @@ extern "C" void cblas_sgemm(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE ta, enum CBLA
 }
 
 extern "C" void openblas_set_num_threads(int) {}
+extern "C" int openblas_get_num_threads(void) {
+  return 1;
+}

@@ -11,6 +11,7 @@ extern "C" {
 void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N, int K,
                  float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc);
 void openblas_set_num_threads(int n);
+int openblas_get_num_threads(void);  // 1: the page runs one thread
 #ifdef __cplusplus
 }
 #endif

@@ -18,7 +18,7 @@
 namespace {
 
 std::unique_ptr<ordo::Pipeline> pipeline;
-std::unique_ptr<ordo::cli::Service> service;
+std::unique_ptr<ordo::serve::Service> service;
 std::string last;
 int status = 200;
 
@@ -36,11 +36,11 @@ EMSCRIPTEN_KEEPALIVE const char* ordo_web_load(const char* dir, const char* name
   try {
     service.reset();
     pipeline = std::make_unique<ordo::Pipeline>(dir);
-    ordo::cli::Settings settings;
+    ordo::serve::Settings settings;
     settings.batching = false;  // one page, one question at a time
     settings.model_name = name;
     settings.view_name = name;
-    service = std::make_unique<ordo::cli::Service>(*pipeline, settings, ordo::serve::BatchLimits{});
+    service = std::make_unique<ordo::serve::Service>(*pipeline, settings, ordo::serve::BatchLimits{});
     last.clear();
   } catch (const std::exception& e) {
     pipeline.reset();
@@ -53,10 +53,10 @@ EMSCRIPTEN_KEEPALIVE const char* ordo_web_load(const char* dir, const char* name
 EMSCRIPTEN_KEEPALIVE const char* ordo_web_answer(const char* path, const char* body) {
   if (!service) {
     status = 503;
-    last = ordo::cli::error_json({503, "server_error", "no model is loaded"});
+    last = ordo::serve::error_json({503, "server_error", "no model is loaded"});
     return last.c_str();
   }
-  ordo::cli::Answer a = ordo::cli::answer(*service, path, body);
+  ordo::serve::Answer a = ordo::serve::answer(*service, path, body);
   status = a.status;
   last = std::move(a.json);
   return last.c_str();
