@@ -2,6 +2,7 @@
 #pragma once
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -15,13 +16,26 @@ namespace ordo::cli {
 inline double short_float(float f) {
   char buf[32];
 #ifdef __EMSCRIPTEN__
-  // emscripten's C++ library (3.1.6) has no to_chars for floats: the fewest significant digits, 1 to 9,
-  // that read back as f are the same decimal (each %.*g is correctly rounded).
-  for (int digits = 1; digits <= 9; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, double(f));
-    if (std::strtof(buf, nullptr) == f) return std::strtod(buf, nullptr);
+  // emscripten's C++ library (3.1.6) has no to_chars for floats, and its printf and strtod work in
+  // 128-bit soft floats (they took most of the page's time). The fewest significant digits p that read
+  // back as f, without them: n = round(f·10^k) with k = p − 1 − ⌊log10 |f|⌋, and n·10^-k as a double
+  // (one correctly rounded operation on exact operands: the double nearest that decimal, as strtod
+  // reads it). Beyond the powers of ten a double holds exactly, the 9 digits of printf.
+  (void)buf;
+  if (!std::isfinite(f) || f == 0.0f) return double(f);
+  const int e = int(std::floor(std::log10(std::fabs(double(f)))));
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  for (int p = 1; p <= 9; ++p) {
+    const int k = p - 1 - e;
+    if (k > 22 || k < -22) break;
+    const double n = std::nearbyint(k >= 0 ? double(f) * kPow10[k] : double(f) / kPow10[-k]);
+    const double v = k >= 0 ? n / kPow10[k] : n * kPow10[-k];
+    if (float(v) == f) return v;
   }
-  return double(f);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", double(f));
+  return std::strtod(text, nullptr);
 #else
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf - 1, f);
   *end = '\0';
