@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import re
+import select
 import signal
 import socket
 import struct
@@ -226,6 +227,7 @@ def test_errors(s):
     expect(422, "/v1/embeddings", "more texts than --max-texts", body={"input": ["a"] * 9})
     expect(422, "/v1/embeddings", "an unknown encoding_format", body={"input": "a", "encoding_format": "int8"})
     expect(422, "/v1/embeddings", "model not a string", body={"input": "a", "model": 5})
+    expect(422, "/v1/embeddings", "dimensions (a prefix of a mean is no embedding)", body={"input": "a", "dimensions": 8})
     expect(422, "/fill", "a text without <mask>", body={"text": "the cat sat"})
     expect(422, "/fill", "top out of range", body={"text": "the <mask> sat", "top": 0})
     expect(422, "/tokenize", "text missing", body={})
@@ -310,6 +312,111 @@ def test_slow_client(ordo, model):
     check(s.stop() == 0, "and the server stops with 0")
     check(re.search(r"stopped \(SIGTERM\) after \d+ requests; 1 pass held 1 text", s.last_stderr),
           "its last line counts the batches")
+
+
+def dribble(port, ended, stop):
+    """A client that sends a request one byte every 0.7 s, as long as the server keeps the connection
+    (at most 30 s): ended gets the seconds it lasted."""
+    start = time.monotonic()
+    request = b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"x" * 100000
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+            for byte in request:
+                if stop.is_set() or time.monotonic() - start > 30:
+                    break
+                c.sendall(bytes([byte]))
+                time.sleep(0.7)
+    except OSError:
+        pass  # the server closed the connection: the next send fails
+    ended.append(time.monotonic() - start)
+
+
+def test_request_deadline(ordo, model):
+    # Two clients that each send a byte every 0.7 s hold both HTTP threads: the deadline is for the
+    # whole request (--timeout 2), not for each read, so both are cut near 2 s and /health is answered.
+    s = Server(ordo, model, "--http-threads", "2", "--timeout", "2")
+    ended, stop = [], threading.Event()
+    slow = [threading.Thread(target=dribble, args=(s.port, ended, stop)) for _ in range(2)]
+    for t in slow:
+        t.start()
+    time.sleep(0.5)  # both have their threads
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=20)
+    try:
+        conn.request("GET", "/health")
+        status = conn.getresponse().status
+    except OSError as e:
+        status = repr(e)
+    conn.close()
+    check(status == 200, f"two clients sending a byte every 0.7 s: /health is still answered (got {status})")
+    for t in slow:
+        t.join(40)
+    check(len(ended) == 2 and max(ended) < 15, f"... and both are cut after the 2 s deadline (they lasted {ended})")
+    # Headers at once, then the body a byte every 0.7 s: the deadline passes while the body arrives,
+    # and the answer says so (408, the connection closed after it).
+    with socket.create_connection(("127.0.0.1", s.port), timeout=20) as c:
+        c.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        answer = b""
+        try:
+            for _ in range(40):  # a byte, then 0.7 s of listening for the answer
+                c.sendall(b"x")
+                if select.select([c], [], [], 0.7)[0]:
+                    break
+        except OSError:
+            pass
+        try:
+            while chunk := c.recv(4096):
+                answer += chunk
+        except OSError:
+            pass
+    check(answer.startswith(b"HTTP/1.1 408 ") and b"request_timeout" in answer and b"Connection: close" in answer,
+          f"a body still arriving at the deadline: 408 and the connection closed (got {answer[:200]!r})")
+    # A SIGTERM while such a client is sending: the server ends within its deadline.
+    ended.clear()
+    t = threading.Thread(target=dribble, args=(s.port, ended, stop))
+    t.start()
+    time.sleep(0.5)
+    s.proc.send_signal(signal.SIGTERM)
+    try:
+        code = s.proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        code = "still running 15 s after SIGTERM"
+        s.proc.kill()
+    stop.set()
+    t.join(40)
+    check(code == 0, f"SIGTERM with a client sending a byte every 0.7 s: the server ends with 0 (got {code})")
+    s.stop()
+
+
+def test_keep_alive_after_refusals(s):
+    # Refused requests on a kept-alive connection: each next request gets its own answer (a multipart
+    # body is read and dropped, not parsed as the next request), or the connection is closed.
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=20)
+    body = b"--b\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n" + b"x" * 50000 + b"\r\n--b--\r\n"
+    answers = []
+    for method, path, data, ctype in [("POST", "/v1/embeddings", body, "multipart/form-data; boundary=b"),
+                                      ("GET", "/health", None, None),
+                                      ("POST", "/tokenize", b"{\"text\": \"the cat\"}", "application/json"),
+                                      ("POST", "/nothing", b"x" * 30000, "application/json"),
+                                      ("GET", "/health", None, None)]:
+        try:
+            conn.request(method, path, body=data, headers={"Content-Type": ctype} if ctype else {})
+            r = conn.getresponse()
+            j = json.loads(r.read())
+            answers.append((r.status, "status" in j or "pieces" in j or "error" in j))
+        except (OSError, http.client.HTTPException) as e:
+            answers.append(repr(e))
+    conn.close()
+    check(answers == [(415, True), (200, True), (200, True), (404, True), (200, True)],
+          f"one kept-alive connection: 415, then each request its own answer (got {answers})")
+    # A path holding a newline is one line of the log, its control characters escaped.
+    with socket.create_connection(("127.0.0.1", s.port), timeout=20) as c:
+        c.sendall(b"GET /x%0APOST%20/v1/embeddings%20200%201.0%20ms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        while c.recv(4096):
+            pass
+    lines = s.stderr().splitlines()
+    check("GET /x\\x0aPOST\\x20/v1/embeddings\\x20200\\x201.0\\x20ms 404" in "\n".join(lines) and
+          not any(ln == "GET /x" or ln.startswith("GET /x ") for ln in lines),
+          "a newline in a path is escaped in the request log (\\x0a), not a forged line")
 
 
 def test_queue_full(ordo, model):
@@ -403,6 +510,7 @@ def main():
         test_errors(s)
         test_mutated_bodies(s)
         test_busy_port(s, a.ordo, a.model)
+        test_keep_alive_after_refusals(s)
     finally:
         log = s.stderr()
         check(s.stop() == 0, "the server stops on SIGTERM with 0")
@@ -420,6 +528,7 @@ def main():
         c.stop()
     test_no_batching(a.ordo, a.model)
     test_slow_client(a.ordo, a.model)
+    test_request_deadline(a.ordo, a.model)
     test_queue_full(a.ordo, a.model)
     test_shutdown_in_flight(a.ordo, a.model)
     if failures:

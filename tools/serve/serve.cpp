@@ -4,8 +4,8 @@
 // /compare, /trace, /attention, /view) answer with the JSON of the matching command's --json,
 // built by the same functions (tools/cli/results_json.h); GET / is the page of `ordo view`, live.
 //
-// HTTP is cpp-httplib (Debian's libcpp-httplib-dev): maintained, packaged by Debian, with a thread
-// pool and per-connection read and write timeouts built in, and nothing else to depend on.
+// HTTP is cpp-httplib (Debian's libcpp-httplib-dev): maintained, packaged by Debian, and nothing else
+// to depend on; its connections are served with a deadline for the whole request (connection.h).
 #include "tools/serve/serve.h"
 
 #include <httplib.h>
@@ -37,6 +37,7 @@
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
 #include "tools/serve/batcher.h"
+#include "tools/serve/connection.h"
 #include "tools/serve/service.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
@@ -104,6 +105,22 @@ const std::map<std::string, std::string> kRoutes = {
 
 thread_local Clock::time_point t_request_start;
 
+// A path as the request log shows it: a control character (a newline would start a line of its own),
+// a space or a backslash as \xHH, so that one request is one line of four fields whatever its path holds.
+std::string log_path(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (c <= 0x20 || c == 0x7f || c == '\\') {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
@@ -135,12 +152,14 @@ int cmd_serve(int argc, char** argv) {
                                                     cxxopts::value<int>()->default_value("1048576"))(
       "max-texts", "texts in one /v1/embeddings request", cxxopts::value<int>()->default_value("256"))(
       "max-tokens", "tokens in one text (a longer one is refused, or cut with \"truncate\": true)",
-      cxxopts::value<int>()->default_value("512"))("timeout",
-                                                   "seconds a connection may take to send a request or read its answer",
-                                                   cxxopts::value<int>()->default_value("10"));
+      cxxopts::value<int>()->default_value("512"))(
+      "timeout",
+      "seconds a client may take to send a whole request (line, headers and body), and again to take its answer",
+      cxxopts::value<int>()->default_value("10"));
   add_compute_type_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  refuse_stray_arguments(args, "--model WORD");
   const std::string host = args["host"].as<std::string>();
   const int port = int_option(args, "port", 0, 65535);
   const int http_threads = int_option(args, "http-threads", 1, 4096);
@@ -167,8 +186,10 @@ int cmd_serve(int argc, char** argv) {
   Service service(pipeline, settings, limits);
   const std::string page = service.page();
 
-  httplib::Server server;
-  server.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
+  serve::Server server;
+  // The HTTP threads start here, before "listening" is said: one that cannot start is an error now.
+  auto pool = std::make_unique<serve::ThreadPool>(http_threads);
+  server.new_task_queue = [&pool] { return pool.release(); };
   server.set_payload_max_length(size_t(max_body));
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the same
   // port starts without complaint and the kernel shares the connections between the two.
@@ -179,8 +200,7 @@ int cmd_serve(int argc, char** argv) {
     listening = sock;  // the socket being bound (the last one tried is the one that listens)
   });
   // A slow or silent client gives up its thread after `timeout` seconds instead of holding it.
-  server.set_read_timeout(timeout);
-  server.set_write_timeout(timeout);
+  server.set_request_timeout(std::chrono::seconds(timeout));
   // An answer goes out in two writes (headers, body); with Nagle's algorithm the second waits for the
   // client's delayed ACK of the first, tens of milliseconds on loopback.
   server.set_tcp_nodelay(true);
@@ -192,17 +212,33 @@ int cmd_serve(int argc, char** argv) {
   // 8 KiB with 413, a limit compiled into Debian's library; the body is JSON whatever the header says.
   auto endpoint = [&service, max_body](const httplib::Request& req, httplib::Response& res,
                                        const httplib::ContentReader& read) {
-    if (req.is_multipart_form_data())
-      return send_error(res, {415, "invalid_request_error", "the body is JSON, not multipart/form-data"});
+    // The body is read whole even when the request is refused: a body left unread would be taken for
+    // the next request on the connection. One that is not read to its end closes the connection.
+    const bool multipart = req.is_multipart_form_data();
     std::string body;
     bool too_large = false;
-    read([&](const char* data, size_t n) {
-      if (body.size() + n > size_t(max_body)) return !(too_large = true);
-      body.append(data, n);
-      return true;
-    });
-    if (too_large || res.status == 413) {
-      res.set_header("Connection", "close");  // the rest of the body is not read
+    const bool whole = multipart
+                           ? read([](const httplib::MultipartFormData&) { return true; },  // parts read and dropped
+                                  [](const char*, size_t) { return true; })
+                           : read([&](const char* data, size_t n) {
+                               if (body.size() + n > size_t(max_body)) return !(too_large = true);
+                               body.append(data, n);
+                               return true;
+                             });
+    too_large = too_large || res.status == 413;  // httplib's own check of a Content-Length past --max-body
+    if (!whole || too_large) {
+      res.set_header("Connection", "close");
+      serve::Server::close_after_answer();
+    }
+    if (serve::Server::request_timed_out())
+      return send_error(res, {408, "request_timeout",
+                              "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
+    if (multipart && !too_large)
+      return send_error(res, {415, "invalid_request_error", "the body is JSON, not multipart/form-data"});
+    if (!whole && !too_large)
+      return send_error(res, {400, "invalid_request_error",
+                              "the body could not be read whole (it ended early, or its chunks were malformed)"});
+    if (too_large) {
       return send_error(res,
                         {413, "request_too_large", "the body is larger than the server takes (ordo serve --max-body)"});
     }
@@ -225,7 +261,12 @@ int cmd_serve(int argc, char** argv) {
   // What httplib answers itself (no route, a body past --max-body, a request it cannot read) gets
   // the same JSON error as the endpoints; a known path asked with another method is 405.
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // an endpoint's own error
+    if (!res.body.empty()) return;             // an endpoint's own error
+    if (serve::Server::request_timed_out()) {  // the request line or headers were still arriving
+      res.set_header("Connection", "close");
+      return send_error(res, {408, "request_timeout",
+                              "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
+    }
     const auto route = kRoutes.find(req.path);
     if (res.status == 404 && route != kRoutes.end() && req.method != route->second) {
       res.status = 405;
@@ -261,7 +302,7 @@ int cmd_serve(int argc, char** argv) {
     if (t_request_start != Clock::time_point{})
       std::snprintf(ms, sizeof ms, "%.1f",
                     std::chrono::duration<double, std::milli>(Clock::now() - t_request_start).count());
-    std::fprintf(stderr, "%s %s %d %s ms\n", req.method.c_str(), req.path.c_str(), res.status, ms);
+    std::fprintf(stderr, "%s %s %d %s ms\n", log_path(req.method).c_str(), log_path(req.path).c_str(), res.status, ms);
     t_request_start = Clock::time_point{};
     ++answered;
   });

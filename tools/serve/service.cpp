@@ -141,6 +141,12 @@ ojson Service::embeddings(const nlohmann::json& body) {
     throw invalid("\"input\" has " + std::to_string(texts.size()) + " texts, more than the " +
                   std::to_string(settings_.max_texts) + " a request may have (ordo serve --max-texts)");
   if (body.contains("model") && !body["model"].is_string()) throw invalid("\"model\" must be a string");
+  // OpenAI's "dimensions" truncates a model trained for it (Matryoshka); the first k values of a mean
+  // of hidden states are not such a vector, so it is refused rather than ignored.
+  if (body.contains("dimensions"))
+    throw invalid(
+        "\"dimensions\" is not supported: a vector has the model's d_model values, and a prefix of "
+        "them is not an embedding of its own");
   const std::string format = optional_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
     throw invalid("\"encoding_format\" must be \"float\" or \"base64\", got \"" + format + "\"");
