@@ -1,5 +1,6 @@
 #include "engine/kernels/parallel.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -46,9 +48,12 @@ struct JobWord {
   static int next(uint64_t w) { return int(w & kMask); }
 };
 
+void reset_after_fork();
+
 class Pool {
  public:
   Pool() {
+    ::pthread_atfork(nullptr, nullptr, reset_after_fork);  // once: the pool is made once
     blas_setup();  // before the helpers start: OpenBLAS's own idle threads must not take their cores
     try {
       resize(int(std::max(1u, std::thread::hardware_concurrency())));
@@ -57,6 +62,23 @@ class Pool {
     }
   }
   ~Pool() { resize(1); }
+
+  // In the child of a fork(), which has only the thread that forked: the helpers stayed in the parent,
+  // and the mutexes and the condition variable hold the parent's state (a mutex a helper held, the
+  // waiters it counted: a notify then waits for threads that do not exist here). The child's pool
+  // starts over, with one thread and new synchronisation; set_kernel_threads starts helpers anew.
+  // The parent's std::thread handles are kept, untouched, where no destructor runs (joining or
+  // detaching them would act on descriptors the child's C library has since reused).
+  void after_fork_in_child(bool in_pass) {
+    static auto* parents = new std::vector<std::thread>;
+    for (std::thread& t : helpers_) parents->push_back(std::move(t));
+    helpers_.clear();
+    new (&job_mutex_) std::mutex;
+    new (&mutex_) std::mutex;
+    new (&wake_) std::condition_variable;
+    sleepers_.store(0), active_passes_.store(in_pass ? 1 : 0), stop_.store(false);
+    size_.store(1);
+  }
 
   int size() const { return size_.load(std::memory_order_acquire); }
 
@@ -253,6 +275,18 @@ Gate& gate() {
 }
 
 thread_local int pass_depth = 0;  // passes this thread is inside (an observer may start another)
+
+// pthread_atfork's child handler: the gate and the pool as they are in a process of one thread
+// (the one that forked, inside a pass or not).
+void reset_after_fork() {
+  Gate& g = gate();
+  new (&g.mutex) std::mutex;
+  new (&g.changed) std::condition_variable;
+  g.passes = pass_depth > 0 ? 1 : 0;
+  g.waiting_writers = 0;
+  g.writing = false;
+  pool().after_fork_in_child(pass_depth > 0);
+}
 
 }  // namespace
 

@@ -40,6 +40,29 @@ std::string utf8(const py::handle& s, const std::string& where) {
   throw ArgumentError(where + ": the text has a lone surrogate (U+D800 .. U+DFFF), which is not UTF-8");
 }
 
+// One text argument (`name`): a str, as UTF-8; anything else an ArgumentError in the library's words
+// (pybind11's own conversion said "incompatible function arguments", a TypeError, for a lone surrogate too).
+std::string text_of(const py::handle& text, const char* name) {
+  if (!py::isinstance<py::str>(text))
+    throw ArgumentError(std::string(name) + " must be a str, not " +
+                        std::string(py::str(py::type::handle_of(text).attr("__name__"))));
+  return utf8(text, name);
+}
+
+// A model directory: a str or a path-like (pathlib.Path, os.fspath), as a path with no NUL byte
+// (the system would read it only up to the NUL, and messages would name that much).
+std::string path_of(const py::handle& path) {
+  py::object p = py::reinterpret_borrow<py::object>(path);
+  if (!py::isinstance<py::str>(p) && py::hasattr(p, "__fspath__")) p = p.attr("__fspath__")();
+  if (!py::isinstance<py::str>(p))
+    throw ArgumentError("path must be a str or a path-like (pathlib.Path), not " +
+                        std::string(py::str(py::type::handle_of(p).attr("__name__"))));
+  const std::string s = utf8(p, "path");
+  if (s.find('\0') != std::string::npos)
+    throw ArgumentError("path holds a NUL byte at byte " + std::to_string(s.find('\0')) + ", which no file name has");
+  return s;
+}
+
 // A str, or a sequence of str: the texts, and whether one str was given.
 std::vector<std::string> texts_of(const py::handle& texts, bool* single) {
   *single = py::isinstance<py::str>(texts);
@@ -64,7 +87,7 @@ py::object to_python(const nlohmann::ordered_json& j) {
 
 class Model {
  public:
-  Model(const std::optional<std::string>& path, const std::string& compute_type) {
+  Model(const py::object& path_in, const std::string& compute_type) {
     // Checked before the model loads, in the library's words (ordo --compute-type says the same).
     ComputeType type;
     try {
@@ -72,6 +95,8 @@ class Model {
     } catch (const std::invalid_argument& e) {
       throw ArgumentError(e.what());
     }
+    const std::optional<std::string> path =
+        path_in.is_none() ? std::nullopt : std::optional<std::string>(path_of(path_in));
     path_ = path ? *path : default_model_dir(default_model_dir_hint);
     if (path_.empty()) throw ArgumentError("no model found: pass Model(path) or set ORDO_MODEL");
     // A directory named by the environment says so when it is wrong: the call did not name it.
@@ -91,7 +116,8 @@ class Model {
   py::object config() const { return to_python(nlohmann::ordered_json::parse(config_to_json(cfg()))); }
 
   // `ordo tokenize --json`: pieces, ids, offsets ([begin, end) bytes of the text), unknown.
-  py::dict tokenize(const std::string& text) const {
+  py::dict tokenize(const py::handle& text_in) const {
+    const std::string text = text_of(text_in, "text");
     std::vector<Span> spans;
     Tokenization t;
     int unknown = 0;
@@ -159,7 +185,8 @@ class Model {
   }
 
   // `ordo fill --json`: for each <mask>, the top pieces as (piece, id, prob).
-  py::list fill(const std::string& text, long long top_in, bool positions) {
+  py::list fill(const py::handle& text_in, long long top_in, bool positions) {
+    const std::string text = text_of(text_in, "text");
     const int top = checked("top", top_in, 1, kMaxCount);
     Filled f;
     {
@@ -221,7 +248,8 @@ class Model {
   }
 
   // `ordo compare --json`: the same report, as a dict.
-  py::object compare(const std::string& text_a, const std::string& text_b) {
+  py::object compare(const py::handle& a_in, const py::handle& b_in) {
+    const std::string text_a = text_of(a_in, "a"), text_b = text_of(b_in, "b");
     nlohmann::ordered_json j;
     {
       py::gil_scoped_release unlocked;
@@ -239,7 +267,8 @@ class Model {
   }
 
   // `ordo trace --json`: every stage the engine shows, as arrays, then the final rows and their mean.
-  py::dict trace(const std::string& text, bool positions) {
+  py::dict trace(const py::handle& text_in, bool positions) {
+    const std::string text = text_of(text_in, "text");
     struct Kept {
       std::string key;
       std::vector<float> values;
@@ -276,7 +305,8 @@ class Model {
   }
 
   // `ordo attention`, every layer and head at once: A[l, h] = softmax(q_h k_hᵀ / √dh).
-  py::array_t<float> attention(const std::string& text, bool positions) {
+  py::array_t<float> attention(const py::handle& text_in, bool positions) {
+    const std::string text = text_of(text_in, "text");
     const Config& c = cfg();
     std::vector<float> A;
     int S = 0;
@@ -312,6 +342,31 @@ class Model {
   std::unique_ptr<Pipeline> pipeline_;
 };
 
+// The Model behind `self`, or nullptr for one made by Model.__new__ without __init__: pybind11 then
+// hands a method memory that holds no Model (allocated on first use, never constructed), which
+// crashed. Whether __init__ ran is pybind11's holder flag.
+Model* initialised(const py::handle& self) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(self.ptr());
+  const py::detail::value_and_holder v = inst->get_value_and_holder(py::detail::get_type_info(typeid(Model)), false);
+  return v && v.holder_constructed() ? v.value_ptr<Model>() : nullptr;
+}
+
+Model& checked_self(const py::handle& self) {
+  Model* m = initialised(self);
+  if (!m) throw ArgumentError("this Model was never initialised (made by Model.__new__): use ordo.Model(path)");
+  return *m;
+}
+
+// A method bound so that it checks its Model first.
+template <class R, class... A>
+auto method(R (Model::*f)(A...)) {
+  return [f](const py::handle& self, A... a) -> R { return (checked_self(self).*f)(std::forward<A>(a)...); };
+}
+template <class R, class... A>
+auto method(R (Model::*f)(A...) const) {
+  return [f](const py::handle& self, A... a) -> R { return (checked_self(self).*f)(std::forward<A>(a)...); };
+}
+
 void bind_model(py::module_& m) {
   py::class_<Model>(m, "Model", R"(A model directory (config.json, model.safetensors, tokenizer.model), loaded once.
 
@@ -319,21 +374,21 @@ Model(path=None): None loads the default model (see ordo.default_model_dir()). A
 shared by Python threads: the engine runs without the GIL, and each call gets what it would get
 alone. It pickles as its path, so it can be sent to other processes (Dask workers), which load it
 again.)")
-      .def(py::init<const std::optional<std::string>&, const std::string&>(), py::arg("path") = py::none(),
+      .def(py::init<const py::object&, const std::string&>(), py::arg("path") = py::none(),
            py::arg("compute_type") = "f32")
-      .def_property_readonly("path", &Model::path, "The model directory.")
-      .def_property_readonly("compute_type", &Model::compute_type,
+      .def_property_readonly("path", method(&Model::path), "The model directory.")
+      .def_property_readonly("compute_type", method(&Model::compute_type),
                              "The precision of the layers' weight products: 'f32', 'bf16' or 'int8'.")
-      .def_property_readonly("config", &Model::config,
+      .def_property_readonly("config", method(&Model::config),
                              "config.json as the engine reads it, every key written (a dict; `ordo info`).")
-      .def("tokenize", &Model::tokenize, py::arg("text"),
+      .def("tokenize", method(&Model::tokenize), py::arg("text"),
            R"(tokenize(text) -> dict
 
 The text's pieces as `ordo tokenize --json` gives them: {"pieces": [str], "ids": [int],
 "offsets": [(begin, end)], "unknown": int}. offsets are the bytes of the UTF-8 text each piece
 came from; unknown counts the pieces the vocabulary cannot spell (<unk>).)")
       .def(
-          "encode", &Model::encode, py::arg("texts"), py::arg("pooling") = "mean", py::arg("normalize") = false,
+          "encode", method(&Model::encode), py::arg("texts"), py::arg("pooling") = "mean", py::arg("normalize") = false,
           py::arg("positions") = true, py::arg("batch_size") = Pipeline::kBatchTexts,
           py::arg("max_tokens") = kDefaultMaxTokens, py::arg("truncate") = false,
           R"(encode(texts, pooling='mean', normalize=False, positions=True, batch_size=256, max_tokens=8192, truncate=False)
@@ -349,13 +404,13 @@ batch_size: at most this many texts per forward pass (texts are sorted by length
   of at most 8192 padded tokens; the results come back in input order).
 max_tokens, truncate: a text of more tokens is an InputError, or with truncate=True is cut.
 Raises InputError naming the text: "texts[2]: text has 9000 tokens, more than max_tokens=8192 ...".)")
-      .def("fill", &Model::fill, py::arg("text"), py::arg("top") = 5, py::arg("positions") = true,
+      .def("fill", method(&Model::fill), py::arg("text"), py::arg("top") = 5, py::arg("positions") = true,
            R"(fill(text, top=5, positions=True) -> [[(piece, id, prob)]]
 
 The masked-language-model head at work (`ordo fill`): for each "<mask>" in the text, in order,
 the `top` pieces most likely there, highest first, each with its probability over the whole
 vocabulary. Needs a model with a head (the default model has one).)")
-      .def("score", &Model::score, py::arg("texts"), py::arg("positions") = true, py::arg("per_piece") = false,
+      .def("score", method(&Model::score), py::arg("texts"), py::arg("positions") = true, py::arg("per_piece") = false,
            py::arg("max_tokens") = 512,
            R"(score(texts, positions=True, per_piece=False, max_tokens=512)
 
@@ -364,40 +419,43 @@ text with piece t masked), natural log; higher = more natural to the model. A fl
 for a sequence of texts, a float for one str. per_piece=True returns (plls, log_probs), log_probs
 one float64 array per text. A text of more than max_tokens pieces is an InputError (scoring S
 pieces costs S passes of S pieces).)")
-      .def("compare", &Model::compare, py::arg("a"), py::arg("b"),
+      .def("compare", method(&Model::compare), py::arg("a"), py::arg("b"),
            R"(compare(a, b) -> dict
 
 The word-order report of `ordo compare --json`: both texts encoded with and without positions;
 keys a, b (text, pieces, ids), same_tokens_reordered, cosine and max_abs_diff (with_pe,
 without_pe), tokens (how far each piece moved), and with a head pll, prefers and verdict.)")
-      .def("trace", &Model::trace, py::arg("text"), py::arg("positions") = true,
+      .def("trace", method(&Model::trace), py::arg("text"), py::arg("positions") = true,
            R"(trace(text, positions=True) -> dict of str -> ndarray
 
 One text through the encoder, every stage `ordo trace --json` shows, as float32 arrays (rows =
 tokens): "scaled embedding", "layer 0: qkv", "layer 0, head 1: attention weights", ...; then
 "hidden" (S, d), the final rows, and "pooled" (d,), their mean. Each head's inside (its q, k, v,
 the scores) is there too: "layer 0, head 1: head query", ... Keys in the order the encoder runs.)")
-      .def("attention", &Model::attention, py::arg("text"), py::arg("positions") = true,
+      .def("attention", method(&Model::attention), py::arg("text"), py::arg("positions") = true,
            R"(attention(text, positions=True) -> ndarray (layers, heads, S, S)
 
 Every head's attention weights (`ordo attention`): A[l, h, i, j] is how much query piece i attends
 to key piece j in layer l, head h; each row sums to 1.)")
       .def("__repr__",
-           [](const Model& self) {
-             const std::string type = self.compute_type();
-             return "ordo.Model(" + std::string(py::repr(py::str(self.path()))) +
+           [](const py::handle& self) {
+             const Model* m = initialised(self);
+             if (!m) return std::string("ordo.Model(<not initialised>)");
+             const std::string type = m->compute_type();
+             return "ordo.Model(" + std::string(py::repr(py::str(m->path()))) +
                     (type == "f32" ? "" : ", compute_type='" + type + "'") + ")";
            })
       // Pickled as an absolute path (the process that loads it, a Dask worker, may run elsewhere in
       // the tree) and its compute type.
       .def(py::pickle(
-          [](const Model& self) {
-            return py::make_tuple(std::filesystem::absolute(self.path()).string(), self.compute_type());
+          [](const py::handle& self) {
+            const Model& m = checked_self(self);
+            return py::make_tuple(std::filesystem::absolute(m.path()).string(), m.compute_type());
           },
           [](const py::tuple& state) {
             if (state.size() != 1 && state.size() != 2)
               throw ArgumentError("a pickled ordo.Model holds its path and compute type");
-            return Model(state[0].cast<std::string>(), state.size() == 2 ? state[1].cast<std::string>() : "f32");
+            return Model(state[0], state.size() == 2 ? state[1].cast<std::string>() : "f32");
           }));
 }
 

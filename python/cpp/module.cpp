@@ -70,7 +70,20 @@ PYBIND11_MODULE(_ordo, m) {
   });
 
   m.def(
-      "set_num_threads", [](long long n) { ordo::set_num_threads(checked("threads", n, 0, ordo::kMaxThreads)); },
+      "set_num_threads",
+      [](const py::handle& n) {
+        // An int (not a bool, a float or "2"): anything else in the library's words, not pybind11's TypeError.
+        if (!py::isinstance<py::int_>(n) || py::isinstance<py::bool_>(n))
+          throw ArgumentError("threads must be an integer, got " + std::string(py::repr(n)) + " (" +
+                              std::string(py::str(py::type::handle_of(n).attr("__name__"))) + ")");
+        long long v = 0;
+        try {
+          v = n.cast<long long>();
+        } catch (const py::cast_error&) {
+          v = -1;  // past long long: out of range either way
+        }
+        ordo::set_num_threads(checked("threads", v, 0, ordo::kMaxThreads));
+      },
       py::arg("n"),
       "set_num_threads(n)\n\nThreads for the engine's matrix work, process-wide (0: one per core). Safe while "
       "other threads encode: it waits for the passes then running (the same as `ordo --threads`).");

@@ -257,3 +257,64 @@ def test_encode_in_a_forked_child(model):
         time.sleep(0.05)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     ordo.set_num_threads(0)
+
+
+def test_thread_count_set_in_a_forked_child(model):
+    # The child of a fork has no helper threads, and the pool's mutexes and condition variable are the
+    # parent's copies (a waiter counted there is a thread of the parent): the engine starts over in the
+    # child, so set_num_threads then encode runs, and gives the parent's numbers.
+    ordo.set_num_threads(2)
+    want = model.encode(["a"] * 64)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ordo.set_num_threads(3)
+            got = model.encode(["a"] * 64)
+            ok = ordo.num_threads() == 3 and max_diff(got, want) <= 1e-5
+            os._exit(0 if ok else 3)
+        except BaseException:  # noqa: BLE001
+            os._exit(4)
+    deadline = time.time() + 25
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("set_num_threads and encode in a forked child did not finish in 25 s")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    ordo.set_num_threads(0)
+
+
+def test_arguments_of_every_kind_get_the_librarys_words(model, model_dir):
+    # A lone surrogate has no UTF-8 form: InputError from every method that takes a text, as from
+    # encode and score (it was pybind11's TypeError "incompatible function arguments").
+    for call in (lambda: model.tokenize("\udc80"), lambda: model.fill("the <mask> \ud800"),
+                 lambda: model.compare("\ud800", "a"), lambda: model.trace("\ud800"),
+                 lambda: model.attention("\ud800"), lambda: model.encode("\ud800")):
+        with pytest.raises(ordo.InputError, match="lone surrogate|invalid UTF-8 at byte 0"):
+            call()
+    with pytest.raises(ordo.InputError, match=r"^text must be a str, not int"):
+        model.tokenize(5)
+    with pytest.raises(ordo.InputError, match=r"^b must be a str, not NoneType"):
+        model.compare("a", None)
+    # A path: str or path-like; a NUL byte is named, not cut at.
+    import pathlib
+    assert ordo.Model(pathlib.Path(model_dir)).path == str(model_dir)
+    with pytest.raises(ordo.InputError, match=r"^path holds a NUL byte at byte 14"):
+        ordo.Model("models/default\0x")
+    with pytest.raises(ordo.InputError, match=r"^path must be a str or a path-like \(pathlib.Path\), not int"):
+        ordo.Model(2)
+    with pytest.raises(ordo.InputError, match=r"^2[/:]"):
+        ordo.Model("2")
+    # A Model made without __init__ says so instead of crashing.
+    empty = ordo.Model.__new__(ordo.Model)
+    for call in (lambda: empty.encode("x"), lambda: empty.tokenize("x"), lambda: empty.path, lambda: empty.config):
+        with pytest.raises(ordo.InputError, match=r"never initialised"):
+            call()
+    assert "not initialised" in repr(empty)
+    for bad in (None, "2", 2.0, True):
+        with pytest.raises(ordo.InputError, match=r"^threads must be an integer, got "):
+            ordo.set_num_threads(bad)
