@@ -98,8 +98,19 @@ void write_directly(const std::string& path, bool regular, const std::function<v
   if (std::fclose(f) != 0) fail(path, std::strerror(errno));
 }
 
+// The temporary's name beside `path`: "<name>.tmp-XXXXXX", or, when that would pass the longest name
+// a directory entry may have (NAME_MAX, 255 bytes on Linux), the name's first bytes in its place
+// (".<first bytes>.tmp-XXXXXX"): it is renamed over `path` in the end, so only its directory matters.
+std::string temporary_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const std::string suffix = ".tmp-XXXXXX";
+  if (path.size() - base + suffix.size() <= NAME_MAX) return path + suffix;
+  return path.substr(0, base) + "." + path.substr(base, NAME_MAX - suffix.size() - 1) + suffix;
+}
+
 void write_through_temporary(const std::string& path, const std::function<void(std::FILE* f)>& write) {
-  std::string tmp = path + ".tmp-XXXXXX";
+  std::string tmp = temporary_name(path);
   std::optional<TemporaryName> live;
   int fd;
   {

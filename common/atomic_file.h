@@ -8,7 +8,8 @@
 namespace ordo {
 
 // Writes `path` atomically. write(f) puts the bytes into a new temporary file in the same
-// directory, named `path` + ".tmp-XXXXXX" by mkstemp: created with O_EXCL under a name no other
+// directory, named `path` + ".tmp-XXXXXX" by mkstemp (for a name within 11 bytes of NAME_MAX, a
+// shorter name from its first bytes, ".<start>.tmp-XXXXXX"): created with O_EXCL under a name no other
 // file has, so a stale or planted file or link is never followed or overwritten. The file is then
 // flushed to disk (fsync), closed with the result checked, and renamed over `path`.
 // On any failure (write throws, or a write, the flush, the close or the rename fails) the temporary

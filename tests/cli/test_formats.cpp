@@ -133,8 +133,7 @@ TEST(EncodeFormat, NpyBadLineAndBadOutput) {
   const auto r = run_ordo("encode --format npy --output " + file + kModel, std::string("ok\nbad \xff\nmore\n"));
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "error: stdin: line 2: invalid UTF-8 at byte 4\n");
-  const Npy n = parse_npy(test::read_file(file));
-  EXPECT_EQ(n.header.substr(0, n.header.find_last_not_of(" \n") + 1), header_dict(1, 64));
+  EXPECT_NE(::access(file.c_str(), F_OK), 0) << "--output is written whole or not at all";
 
   const std::string nowhere = dir.path + "/no/such/dir/out.npy";
   const auto bad = run_ordo("encode --format npy --output " + nowhere + kModel + "hello");

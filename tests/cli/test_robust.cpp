@@ -579,5 +579,111 @@ TEST(OutputFiles, InitIsAllOrNothingForTheDirectory) {
   EXPECT_EQ(test::read_file(m + "/config.json"), "the old config");
 }
 
+// An endless line with no newline (/dev/zero, `yes | tr -d '\n'`) is refused as soon as it is longer
+// than a text may be, not read for ever. (`timeout` only keeps a hang from stalling the suite.)
+TEST(Input, AnEndlessLineEndsAtTheLengthLimit) {
+  for (const char* source : {"/dev/zero", "<(yes 'the cat' | tr -d '\\n')"}) {
+    const auto r = run_shell("timeout 20 " + std::string(ORDO_BINARY) + " encode" + kDefault + "--max-tokens 16 " +
+                             "--input " + source + " 2>&1 >/dev/null; echo \" status $?\"");
+    EXPECT_NE(r.out.find(": line 1: "), std::string::npos) << source << ": " << r.out;
+    EXPECT_EQ(test::count_lines(r.out), 2) << source << ": " << r.out;
+    EXPECT_NE(r.out.find(" status 2\n"), std::string::npos) << source << ": " << r.out;
+  }
+  // A long line that does end is still measured whole when its end has been read with it.
+  const auto r = run_ordo("encode" + kDefault + "--max-tokens 16", std::string(4600, 'a') + "\n");
+  test::expect_one_error(r, "stdin: line 1: text is 4600 bytes, more than --max-tokens 16 allows");
+}
+
+// The optional training.json of a model that `ordo eval` reads is opened as the model's own files
+// are: a FIFO there is named at once.
+TEST(SpecialFiles, AFifoAsTrainingJsonIsRefused) {
+  test::TempDir dir;
+  const std::string m = dir.path + "/m";
+  copy_default_model(m);
+  ASSERT_EQ(::mkfifo((m + "/training.json").c_str(), 0644), 0);
+  std::ofstream(dir.path + "/t.txt") << "the cat sat on the mat\n";
+  const auto r = run_shell("timeout 30 " + std::string(ORDO_BINARY) + " eval --model " + m + " --input " + dir.path +
+                           "/t.txt 2>&1 >/dev/null; echo \" status $?\"");
+  EXPECT_EQ(r.out, "error: " + m + "/training.json: not a regular file (a FIFO)\n status 2\n");
+}
+
+// A failed `encode --format npy --output FILE` (a bad line, a text too long) leaves a previous FILE
+// as it was: the array is written whole or not at all.
+TEST(OutputFiles, AFailedNpyEncodeKeepsThePreviousFile) {
+  test::TempDir dir;
+  const std::string v = dir.path + "/v.npy";
+  ASSERT_EQ(run_ordo("encode --format npy --output " + v + kDefault + "'the cat' 'the mat'").status, 0);
+  const std::string good = test::read_file(v);
+  ASSERT_GT(good.size(), 128u);
+  std::ofstream(dir.path + "/bad.txt") << "one\ntwo\nthree \xff\n";
+  std::ofstream(dir.path + "/long.txt") << "one\ntwo\n" << std::string(200, 'a') << " b c d e f g h i j k\n";
+  for (const char* input : {"bad.txt", "long.txt"}) {
+    const auto r =
+        run_ordo("encode --format npy --max-tokens 8 --output " + v + kDefault + "--input " + dir.path + "/" + input);
+    test::expect_one_error(r, std::string(input) + ": line 3: ");
+    EXPECT_EQ(test::read_file(v), good) << input;
+    EXPECT_EQ(run_shell("ls -A " + dir.path).out, "bad.txt\nlong.txt\nv.npy\n") << "no temporary is left";
+  }
+}
+
+// An output name of 250 bytes is a name the file system takes: the temporary beside it must be too.
+TEST(OutputFiles, ANameOf250BytesIsWritten) {
+  test::TempDir dir;
+  const std::string name = dir.path + "/" + std::string(246, 'n');
+  const std::string runs[] = {"encode --format npy --output " + name + ".npy" + kDefault + "'the cat'",
+                              "view --html " + name + ".htm" + kDefault + "'the cat sat'",
+                              "pe --positions 4 --dim 8 --csv " + name + ".csv"};
+  for (const std::string& args : runs) {
+    const auto r = run_ordo(args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+  }
+  EXPECT_EQ(run_shell("ls -A " + dir.path + " | wc -l").out, "3\n") << run_shell("ls -A " + dir.path).out;
+}
+
+// A word where a command takes only options is refused, with what was probably meant.
+TEST(Limits, StrayArgumentsAreRefused) {
+  const std::string m = ORDO_DEFAULT_MODEL;
+  const std::pair<std::string, std::string> runs[] = {
+      {"info " + m, "error: ordo info: unexpected argument \"" + m +
+                        "\" (this command takes options only; did you "
+                        "mean --model " +
+                        m + "?)\n"},
+      {"serve --port 0 " + m, "error: ordo serve: unexpected argument \"" + m + "\""},
+      {"pe " + m, "error: ordo pe: unexpected argument \"" + m + "\""},
+      {"bench " + m, "error: ordo bench: unexpected argument \"" + m + "\""},
+      {"init c.json",
+       "error: ordo init: unexpected argument \"c.json\" (this command takes options only; did you "
+       "mean --config c.json or --out c.json?)\n"}};
+  for (const auto& [args, error] : runs) {
+    const auto r = run_ordo(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind(error, 0), 0u) << args << ": " << r.err;
+    EXPECT_EQ(test::count_lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+// The server under a process limit: HTTP threads that cannot start are one error line before it
+// says it listens (it said "listening" and then answered nothing).
+TEST(Limits, AServerWhoseThreadsCannotStartSaysSo) {
+  if (kSanitized) GTEST_SKIP() << "the sanitizers start threads of their own (LeakSanitizer at exit)";
+  if (::geteuid() != 0 || std::system("command -v setpriv >/dev/null") != 0)
+    GTEST_SKIP() << "needs root and setpriv, to run as nobody under ulimit -u";
+  const auto r =
+      run_shell("setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c 'ulimit -u 4; exec timeout 30 " +
+                std::string(ORDO_BINARY) + " serve --port 0 --threads 1 --http-threads 8" + kDefault +
+                "' 2>&1; echo \" status $?\"");
+  if (r.out.find("OpenBLAS blas_thread_init") != std::string::npos)
+    GTEST_SKIP() << "other processes of nobody leave OpenBLAS no thread at load: " << r.out;
+  EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error: ordo serve: could start only "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" of 8 HTTP threads (Resource temporarily unavailable: a limit on processes or threads, "
+                       "ulimit -u?); pass --http-threads "),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(test::count_lines(r.out), 2) << r.out;
+  EXPECT_NE(r.out.find(" status 1\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace ordo

@@ -63,6 +63,25 @@ TEST(AtomicFile, AFailedWriteLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(entries(dir.path), std::vector<std::string>{"out.txt"});
 }
 
+// A name of 250 bytes is a file name Linux takes (NAME_MAX 255), but its name + ".tmp-XXXXXX" is
+// not: the temporary then takes a shorter name in the same directory, and is renamed over it.
+TEST(AtomicFile, ANameNearNameMaxIsWritten) {
+  test::TempDir dir;
+  for (size_t length : {244, 245, 250, 255}) {
+    const std::string name = std::string(length - 4, 'n') + ".npy";
+    const std::string path = dir.path + "/" + name;
+    write_text(path, "old");
+    write_text(path, "new " + std::to_string(length));
+    EXPECT_EQ(test::read_file(path), "new " + std::to_string(length));
+    EXPECT_EQ(entries(dir.path), std::vector<std::string>{name}) << "no temporary file is left";
+    EXPECT_THROW(write_atomically(path, [](std::FILE*) { throw std::runtime_error("the writer gave up"); }),
+                 std::runtime_error);
+    EXPECT_EQ(test::read_file(path), "new " + std::to_string(length)) << "a failure leaves the file as it was";
+    EXPECT_EQ(entries(dir.path), std::vector<std::string>{name}) << "and no temporary";
+    fs::remove(path);
+  }
+}
+
 TEST(AtomicFile, AMissingDirectoryIsAnInputErrorNamingThePath) {
   test::TempDir dir;
   const std::string path = dir.path + "/no-such-dir/out.txt";

@@ -89,6 +89,12 @@ bool LineReader::fill() {
 }
 
 bool LineReader::next(Line* line) {
+  while (rest_of_line_) {  // the end of a line returned before it
+    if (pos_ == end_ && !fill()) return false;
+    const char* nl = static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', end_ - pos_));
+    pos_ = nl ? size_t(nl - buf_.data()) + 1 : end_;
+    rest_of_line_ = !nl;
+  }
   if (pos_ == end_ && !fill()) return false;
   if (number_ == 0) {                   // the start of the stream: byte-order marks
     while (end_ - pos_ < 3 && !eof_) {  // a short read (a pipe): gather the first three bytes
@@ -114,6 +120,7 @@ bool LineReader::next(Line* line) {
   line->bytes = 0;
   line->where = name_ + ": line " + std::to_string(number_);
   line->problem.clear();
+  line->whole = true;
   const size_t limit = keep_ + 4;
   char last = 0;
   for (;;) {
@@ -134,6 +141,11 @@ bool LineReader::next(Line* line) {
     if (nl) {
       ++pos_;
       break;
+    }
+    if (line->bytes > limit) {  // too long already: the rest is not read now
+      line->whole = false;
+      rest_of_line_ = true;
+      return true;
     }
     if (!fill()) break;
   }
@@ -327,7 +339,7 @@ ComputeType compute_type_from_name(const std::string& name, const std::string& o
 }
 
 Tokenization Pipeline::prepare(std::string_view text, const std::string& where, const TextLimits& limits,
-                               bool* truncated, uint64_t bytes, bool masked) const {
+                               bool* truncated, uint64_t bytes, bool masked, bool whole) const {
   if (truncated) *truncated = false;
   if (bytes == 0) bytes = text.size();
   // The limit is the caller's, or less where the model or this machine's memory allows less
@@ -344,8 +356,9 @@ Tokenization Pipeline::prepare(std::string_view text, const std::string& where, 
   const bool may_cut = limits.truncate && !masked;
   if (bytes > max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
     if (!may_cut)
-      throw InputError(where, "text is " + std::to_string(bytes) + " bytes, more than " + limit_name + " allows (" +
-                                  std::to_string(max_bytes) + " bytes" + (advice.empty() ? "" : "; " + advice) + ")");
+      throw InputError(where, "text is " + std::string(whole ? "" : "at least ") + std::to_string(bytes) +
+                                  " bytes, more than " + limit_name + " allows (" + std::to_string(max_bytes) +
+                                  " bytes" + (advice.empty() ? "" : "; " + advice) + ")");
     // The cut falls before the character that crosses max_bytes; more than 3 bytes back can only
     // be a run of continuation bytes, which is not UTF-8 (and would otherwise leave nothing).
     const size_t cut = utf8_prefix(text, max_bytes);

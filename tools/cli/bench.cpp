@@ -226,6 +226,7 @@ int cmd_bench(int argc, char** argv) {
   add_compute_type_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  refuse_stray_arguments(args, "--model WORD");
   const int repeat = int_option(args, "repeat", 1, 100000);
   const double peak_given = args.count("peak") ? number_option(args, "peak", 0.001, 1e9, " GFLOP/s") : 0;
   set_num_threads(threads_option(args));

@@ -38,6 +38,16 @@ bool parse_with_texts(cxxopts::Options& options, int argc, char** argv, cxxopts:
   return true;
 }
 
+void refuse_stray_arguments(const cxxopts::ParseResult& args, const std::string& hint) {
+  if (args.unmatched().empty()) return;
+  const std::string word = one_line(args.unmatched()[0]);
+  std::string meant = hint;
+  for (size_t at = meant.find("WORD"); at != std::string::npos; at = meant.find("WORD", at + word.size()))
+    meant.replace(at, 4, word);
+  throw UsageError("unexpected argument \"" + word + "\" (this command takes options only; did you mean " + meant +
+                   "?)");
+}
+
 std::string model_dir(const cxxopts::ParseResult& args) {
   if (args.count("model")) return args["model"].as<std::string>();
   const std::string dir = default_model_dir();
@@ -109,8 +119,8 @@ bool TextSource::next_text(LineReader::Line* line) {
   if (!next(line)) return false;
   if (!line->problem.empty()) throw InputError(line->where, line->problem);
   if (line->bytes > keep_)
-    throw InputError(line->where, "is " + std::to_string(line->bytes) + " bytes, more than the " +
-                                      std::to_string(keep_) + " a text may have");
+    throw InputError(line->where, "is " + std::string(line->whole ? "" : "at least ") + std::to_string(line->bytes) +
+                                      " bytes, more than the " + std::to_string(keep_) + " a text may have");
   return true;
 }
 

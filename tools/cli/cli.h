@@ -25,6 +25,9 @@ bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResul
 // command that also has --input refuses texts and --input together.
 bool parse_with_texts(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result,
                       const char* usage = "[TEXT ...]");
+// For a command of options only: a word that is none (`ordo info models/x`) is a UsageError, not
+// ignored. `hint` says what was probably meant, with the word as WORD: "--model WORD".
+void refuse_stray_arguments(const cxxopts::ParseResult& args, const std::string& hint);
 
 // The model directory: --model if given, else the default one.
 std::string model_dir(const cxxopts::ParseResult& args);

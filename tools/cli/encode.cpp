@@ -118,7 +118,7 @@ Tokenization prepare(const Pipeline& pipeline, const LineReader::Line& line, con
                      bool* truncated) {
   *truncated = false;
   if (!line.problem.empty()) throw InputError(line.where, line.problem);
-  return pipeline.prepare(line.text, line.where, limits, truncated, line.bytes);
+  return pipeline.prepare(line.text, line.where, limits, truncated, line.bytes, false, line.whole);
 }
 
 // One text's result as `ordo encode` prints it (npy rows are gathered by the caller).
@@ -365,7 +365,9 @@ int cmd_encode(int argc, char** argv) {
     if (stop) {
       end_progress();
       note_empty();
-      write_npy();  // the texts before the bad line, as the other formats print them
+      // The texts before the bad line, as the other formats print them, when the array goes to stdout;
+      // --output FILE is written whole or not at all: a previous FILE stays as it was.
+      if (output_file.empty()) write_npy();
       std::rethrow_exception(stop);
     }
   }

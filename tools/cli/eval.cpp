@@ -1,6 +1,8 @@
 // ordo eval: held-out masked accuracy, word-order preferences and accuracy by position, for one or
 // more models with a masked-language-model head. The rule is <ordo/eval.h>'s; this file reads the
 // file, runs it for each model and prints the tables (or JSON, or a chart).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include <ordo/eval.h>
 #include <ordo/ordo.h>
 
+#include "common/regular_file.h"
 #include "tools/cli/cli.h"
 #include "tools/teach/figure.h"
 
@@ -186,9 +189,11 @@ void print_tables(const std::string& input, int lines, bool positions, int offse
 int training_length(const std::vector<std::string>& dirs) {
   int n = 0;
   for (const std::string& dir : dirs) {
-    std::ifstream in(dir + "/training.json");
-    if (!in) continue;
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    // Optional, but opened as the model's own files are: a FIFO or a device there is named, not waited on.
+    const std::string path = dir + "/training.json";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    const nlohmann::json j = nlohmann::json::parse(read_regular_file(path, 16 << 20, "training.json"), nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("max_len") || !j["max_len"].is_number_integer()) continue;
     const int m = j["max_len"].get<int>();
     if (n != 0 && m != n) return 0;

@@ -15,6 +15,7 @@ int cmd_info(int argc, char** argv) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>());
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  refuse_stray_arguments(args, "--model WORD");
   Pipeline pipeline(model_dir(args));
   const Model& m = pipeline.model();
   const Config& c = m.config();

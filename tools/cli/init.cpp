@@ -35,6 +35,7 @@ int cmd_init(int argc, char** argv) {
       "force", "replace a model already in DIR");
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  refuse_stray_arguments(args, "--config WORD or --out WORD");
   if (!args.count("config") || !args.count("out")) throw UsageError("needs --config FILE and --out DIR");
   const Config c = load_config_file_or_pipe(args["config"].as<std::string>());
   const std::string out = args["out"].as<std::string>();

@@ -466,6 +466,7 @@ int cmd_pe(int argc, char** argv) {
   add_scale_options(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  refuse_stray_arguments(args, "--model WORD");
   for (const char* file : {"png", "similarity-png"})
     if (args.count(file)) teach::picture_format(args[file].as<std::string>());
   if (args.count("model")) return model_positions(args);

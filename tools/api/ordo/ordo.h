@@ -57,13 +57,16 @@ bool pooling_from_name(const std::string& name, Pooling* out);
 // memory: a UTF-8 BOM at the start and a CR before each newline are dropped, a UTF-16 BOM is an
 // InputError (the whole stream is in another encoding), a read error too. A line is kept up to
 // `keep` + 4 bytes (enough to finish a UTF-8 character cut at `keep`); the rest is counted and
-// checked, not kept.
+// checked, not kept, as far as the bytes already read go: a line that goes on past them is returned
+// at once, not `whole`, and skipped to its end by the next call (so an endless line without a
+// newline, /dev/zero, is refused as soon as it is too long instead of being read for ever).
 class LineReader {
  public:
   LineReader(std::FILE* in, std::string name, size_t keep);
   struct Line {
     std::string text;     // the line, or its first keep + 4 bytes
-    uint64_t bytes = 0;   // the whole line's length, without newline and CR
+    uint64_t bytes = 0;   // the whole line's length, without newline and CR (when `whole`)
+    bool whole = true;    // false: the line is longer than keep + 4 and goes on past `bytes`
     std::string where;    // "<name>: line N"
     std::string problem;  // what makes the line unusable (a NUL byte), or empty
   };
@@ -80,6 +83,7 @@ class LineReader {
   std::vector<char> buf_;
   size_t pos_ = 0, end_ = 0;
   bool eof_ = false;
+  bool rest_of_line_ = false;  // the last line was returned before its end
 };
 
 // The lines of a text held whole, one text each, by the rules of LineReader; a NUL byte is an
@@ -256,8 +260,9 @@ class Pipeline {
   // UTF-8 is an InputError naming its byte. `bytes`: the whole text's length when `text` holds
   // only its first part (a line read in bounded memory, LineReader); 0: text.size(). masked: the
   // text's "<mask>" markers are mask pieces (tokenize_masked; such a text is never truncated).
+  // whole = false: `bytes` are only those read so far of a line that goes on (Line::whole), "at least".
   Tokenization prepare(std::string_view text, const std::string& where, const TextLimits& limits,
-                       bool* truncated = nullptr, uint64_t bytes = 0, bool masked = false) const;
+                       bool* truncated = nullptr, uint64_t bytes = 0, bool masked = false, bool whole = true) const;
   // A text longer than this model can run on this machine (max_tokens()) is refused by name
   // before the encoder runs: InputError(where, "text has N tokens, more than <reason> allows").
   void check_runnable(const Tokenization& t, const std::string& where) const;
