@@ -7,13 +7,18 @@
 
 The file is cut into partitions of --lines lines (byte ranges found by one pass over it here);
 each worker reads its own ranges from the file (a path every worker can read), encodes them with
-ordo.Model and writes vectors/part-00000.npy, ... (float32, one row per line, the rows of
-`ordo encode --format npy`). vectors/manifest.json lists the parts in input order, so the rows
-read back in the file's order:
+ordo.Model and writes the parts of this run, vectors/run-<id>/part-00000.npy, ... (float32, one row
+per line, the rows of `ordo encode --format npy`). vectors/manifest.json lists the parts in input
+order, so the rows read back in the file's order:
 
     import json, numpy as np
     m = json.load(open("vectors/manifest.json"))
     X = np.concatenate([np.load(f"vectors/{p['file']}") for p in m["parts"]])
+
+A run is written whole or not at all: its parts go into a directory of their own, and the manifest
+is replaced last (written beside it, then renamed over it). A run that fails removes its directory
+and leaves an earlier manifest and its parts as they were; one that succeeds removes the parts the
+earlier manifest named.
 
 Each worker loads the model once: the Model is scattered to every worker (it pickles as its path,
 and each worker unpickles it, loading the model, once), and every task gets that copy.
@@ -21,7 +26,9 @@ and each worker unpickles it, loading the model, once), and every task gets that
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -93,7 +100,7 @@ def set_threads(n):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("input", help="text file, one text per line (every worker must be able to read it)")
-    p.add_argument("--out", required=True, help="directory for part-*.npy and manifest.json")
+    p.add_argument("--out", required=True, help="directory for manifest.json and the run's parts (run-*/part-*.npy)")
     p.add_argument("--model", default=None, help="model directory (default: ordo's default model)")
     p.add_argument("--pooling", default="mean", choices=["mean", "first", "max"])
     p.add_argument("--lines", type=int, default=10000, help="lines per partition (default 10000)")
@@ -107,13 +114,42 @@ def main(argv=None):
         p.error("--lines and --workers must be at least 1, --threads at least 0")
 
     import ordo
-    from dask.distributed import Client, LocalCluster
 
     path = os.path.abspath(args.input)
     model = ordo.Model(args.model)  # here first: a bad model stops the run before any cluster starts
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()
     parts = partitions(path, args.lines)
+    run_dir = tempfile.mkdtemp(prefix="run-", dir=args.out)  # this run's parts; nothing earlier is touched
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(run_dir, 0o777 & ~mask)  # a directory as mkdir makes it (mkdtemp's is private)
+    try:
+        manifest = run(args, model, path, parts, run_dir)
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    manifest_path = os.path.join(args.out, "manifest.json")
+    try:
+        with open(manifest_path) as f:
+            earlier = {os.path.dirname(p["file"]) for p in json.load(f).get("parts", [])}
+    except (OSError, ValueError, AttributeError, TypeError):
+        earlier = set()
+    with open(manifest_path + ".tmp", "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(manifest_path + ".tmp", manifest_path)  # the run is in place: the manifest names it
+    for d in earlier:  # the parts of the run the earlier manifest named, now named by none
+        if d.startswith("run-") and "/" not in d and d != os.path.basename(run_dir):
+            shutil.rmtree(os.path.join(args.out, d), ignore_errors=True)
+    seconds = time.perf_counter() - t0
+    print(f"{manifest['rows']} lines in {len(parts)} partitions, {seconds:.2f} s, "
+          f"{manifest['rows'] / seconds:.0f} lines/s -> {args.out}/manifest.json", file=sys.stderr)
+    return 0
+
+
+def run(args, model, path, parts, run_dir):
+    """Every partition encoded into run_dir; the manifest of the run (its files named from args.out)."""
+    from dask.distributed import Client, LocalCluster
 
     cluster = None
     if args.scheduler:
@@ -125,7 +161,7 @@ def main(argv=None):
     try:
         client.run(set_threads, args.threads)
         shared = client.scatter(model, broadcast=True)  # unpickled (loaded) once per worker
-        futures = [client.submit(encode_part, shared, path, part, i, args.out, args.pooling, args.batch_size,
+        futures = [client.submit(encode_part, shared, path, part, i, run_dir, args.pooling, args.batch_size,
                                  pure=False) for i, part in enumerate(parts)]
         rows = dict(client.gather(futures))
     finally:
@@ -133,17 +169,11 @@ def main(argv=None):
         if cluster is not None:
             cluster.close()
 
-    manifest = {"input": path, "model": model.path, "pooling": args.pooling, "d": model.config["d_model"],
-                "rows": sum(rows.values()),
-                "parts": [{"file": f"part-{i:05d}.npy", "rows": rows[i], "first_line": part[2]}
-                          for i, part in enumerate(parts)]}
-    with open(os.path.join(args.out, "manifest.json.tmp"), "w") as f:
-        json.dump(manifest, f, indent=1)
-    os.replace(os.path.join(args.out, "manifest.json.tmp"), os.path.join(args.out, "manifest.json"))
-    seconds = time.perf_counter() - t0
-    print(f"{manifest['rows']} lines in {len(parts)} partitions, {seconds:.2f} s, "
-          f"{manifest['rows'] / seconds:.0f} lines/s -> {args.out}/manifest.json", file=sys.stderr)
-    return 0
+    run_name = os.path.basename(run_dir)
+    return {"input": path, "model": model.path, "pooling": args.pooling, "d": model.config["d_model"],
+            "rows": sum(rows.values()),
+            "parts": [{"file": f"{run_name}/part-{i:05d}.npy", "rows": rows[i], "first_line": part[2]}
+                      for i, part in enumerate(parts)]}
 
 
 if __name__ == "__main__":

@@ -44,3 +44,32 @@ def test_bad_line_is_named(tmp_path):
                          capture_output=True, text=True, timeout=240)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines()[-1] == f"error: {path}: line 3: invalid UTF-8 at byte 0"
+
+
+def test_a_failed_run_leaves_the_earlier_one(tmp_path):
+    # A run into a directory that holds an earlier run: a bad file fails it, and the earlier manifest
+    # and every part it names stay as they were; no part of the failed run is left.
+    good = tmp_path / "good.txt"
+    good.write_text("the cat sat\nthe dog ran\na bird sang\n")
+    out = tmp_path / "v"
+    run = subprocess.run([sys.executable, SCRIPT, str(good), "--out", str(out), "--workers", "1", "--lines", "2"],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    manifest = (out / "manifest.json").read_text()
+    before = {p: (out / p).read_bytes() for p in [x["file"] for x in json.loads(manifest)["parts"]]}
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"one\ntwo\nthree\n\xff\n")
+    run = subprocess.run([sys.executable, SCRIPT, str(bad), "--out", str(out), "--workers", "1", "--lines", "2"],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1] == f"error: {bad}: line 4: invalid UTF-8 at byte 0"
+    assert (out / "manifest.json").read_text() == manifest
+    assert {p: (out / p).read_bytes() for p in before} == before
+    assert sorted(os.listdir(out)) == sorted(["manifest.json", os.path.dirname(next(iter(before)))])
+    # A good run replaces it whole, and the earlier run's parts go.
+    run = subprocess.run([sys.executable, SCRIPT, str(good), "--out", str(out), "--workers", "1", "--lines", "2"],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    parts = json.loads((out / "manifest.json").read_text())["parts"]
+    assert sorted(os.listdir(out)) == sorted(["manifest.json", os.path.dirname(parts[0]["file"])])
+    assert np.concatenate([np.load(out / p["file"]) for p in parts]).shape == (3, 64)
