@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -98,8 +99,8 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where, "key \"d_model\" (" + std::to_string(c.d_model) + ") must be divisible by \"n_heads\" (" +
                                 std::to_string(c.n_heads) + ")");
 
-  c.activation =
-      r.choice("activation", {"relu", "gelu"}, "relu") == std::string("gelu") ? Activation::GELU : Activation::ReLU;
+  const std::string act = r.choice("activation", {"relu", "gelu", "gelu-tanh"}, "relu");
+  c.activation = act == "gelu" ? Activation::GELU : act == "gelu-tanh" ? Activation::GELUTanh : Activation::ReLU;
   c.norm_first = r.flag("norm_first", false);
   c.final_norm = r.flag("final_norm", false);
   c.layer_norm_eps = r.positive("layer_norm_eps", 1e-5);
@@ -151,11 +152,120 @@ Config parse_config(const std::string& text, const std::string& where) {
 
 constexpr uint64_t kMaxConfigBytes = 16 << 20;  // a config is a few hundred bytes
 
+namespace {
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+json read_json(const std::string& path) {
+  const std::string text = read_regular_file(path, kMaxConfigBytes, "a JSON file");
+  return parse_strict_json(text.data(), text.data() + text.size(), path, "");
+}
+}  // namespace
+
+Config parse_hf_config(const std::string& text, const std::string& where, const std::string& dir) {
+  const json j = parse_strict_json(text.data(), text.data() + text.size(), where, "");
+  if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
+  Reader r{j, where};
+  Config c;
+  const std::string type = r.choice("model_type", {"bert", "roberta", "xlm-roberta"}, "", true);
+  c.family = type == "bert" ? Family::Bert : Family::Roberta;
+  c.vocab_size = r.size("vocab_size", true, 0);
+  c.d_model = r.size("hidden_size", true, 0);
+  c.n_heads = r.size("num_attention_heads", true, 0);
+  c.d_ff = r.size("intermediate_size", true, 0);
+  c.n_layers = r.size("num_hidden_layers", true, 0);
+  if (c.d_model % c.n_heads != 0)
+    throw InputError(where, "key \"hidden_size\" (" + std::to_string(c.d_model) +
+                                ") must be divisible by \"num_attention_heads\" (" + std::to_string(c.n_heads) + ")");
+  // transformers' names: "gelu" is the erf form; "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" the tanh one
+  const std::string act =
+      r.choice("hidden_act", {"gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"}, "gelu");
+  c.activation = act == "gelu" ? Activation::GELU : act == "relu" ? Activation::ReLU : Activation::GELUTanh;
+  c.layer_norm_eps = r.positive("layer_norm_eps", 1e-12);
+  r.choice("position_embedding_type", {"absolute"}, "absolute");  // relative_key and others: not supported
+  c.positional_encoding = PositionalEncoding::Learned;
+  c.max_positions = r.size("max_position_embeddings", true, 0);
+  c.scale_embedding = false;
+  c.embedding_norm = true;
+  c.token_types = j.contains("type_vocab_size") && j["type_vocab_size"] == 0 ? 0 : r.size("type_vocab_size", false, 2);
+  if (c.family == Family::Roberta) {  // fairseq's positions: 0 .. padding_idx belong to no token
+    const int pad = j.contains("pad_token_id") && j["pad_token_id"] == 0 ? 0 : r.size("pad_token_id", false, 1);
+    c.position_offset = pad + 1;
+    if (c.position_offset >= c.max_positions)
+      throw InputError(where, "pad_token_id " + std::to_string(pad) +
+                                  " leaves no position of max_position_embeddings " + std::to_string(c.max_positions));
+  }
+  c.add_bos = c.add_eos = true;  // [CLS] ... [SEP], <s> ... </s>
+  const std::string base = dir.empty() ? "." : dir;
+  if (exists(base + "/vocab.txt"))
+    c.tokenizer = "vocab.txt";
+  else if (exists(base + "/sentencepiece.bpe.model"))
+    c.tokenizer = "sentencepiece.bpe.model";
+  else if (exists(base + "/tokenizer.model"))
+    c.tokenizer = "tokenizer.model";
+  else
+    throw InputError(base,
+                     "has no tokenizer ordo reads: vocab.txt (WordPiece), sentencepiece.bpe.model (XLM-R) or "
+                     "tokenizer.model (sentencepiece)");
+
+  // sentence-transformers: the modules, their pooling and normalization, the length texts are cut to
+  if (exists(base + "/modules.json")) {
+    const json modules = read_json(base + "/modules.json");
+    if (modules.is_array())
+      for (const json& m : modules) {
+        if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) continue;
+        const std::string t = m["type"].get<std::string>();
+        const std::string path = m.contains("path") && m["path"].is_string() ? m["path"].get<std::string>() : "";
+        if (t == "sentence_transformers.models.Normalize") c.normalize = true;
+        if (t == "sentence_transformers.models.Pooling" && path.find("..") == std::string::npos &&
+            exists(base + "/" + path + "/config.json")) {
+          const json p = read_json(base + "/" + path + "/config.json");
+          const auto on = [&](const char* key) { return p.contains(key) && p[key] == true; };
+          c.pooling = on("pooling_mode_cls_token")     ? "first"
+                      : on("pooling_mode_mean_tokens") ? "mean"
+                      : on("pooling_mode_max_tokens")  ? "max"
+                                                       : "";
+          if (c.pooling.empty())
+            throw InputError(base + "/" + path + "/config.json",
+                             "asks for a pooling ordo does not have (it has CLS, mean and max)");
+        }
+      }
+  }
+  if (exists(base + "/sentence_bert_config.json")) {
+    const json sb = read_json(base + "/sentence_bert_config.json");
+    if (sb.is_object() && sb.contains("max_seq_length") && sb["max_seq_length"].is_number_integer() &&
+        sb["max_seq_length"].get<int64_t>() > 0)
+      c.max_length = int(std::min<int64_t>(sb["max_seq_length"].get<int64_t>(), kMaxSize));
+  }
+  // The model's name: its directory's (config.json's _name_or_path is often the model it was tuned
+  // from); a directory called "model" (as a Python package ships one) takes its parent's.
+  std::string d = base;
+  for (int up = 0; up < 2; ++up) {
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    const size_t slash = d.find_last_of('/');
+    c.name = d.substr(slash == std::string::npos ? 0 : slash + 1);
+    if (c.name != "model" || slash == std::string::npos) break;
+    d = d.substr(0, slash);
+  }
+  return c;
+}
+
 Config load_config(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
     throw InputError(path, "cannot open (a model directory holds config.json, model.safetensors and tokenizer.model)");
-  return parse_config(read_regular_file(path, kMaxConfigBytes, "a config"), path);
+  const std::string text = read_regular_file(path, kMaxConfigBytes, "a config");
+  // A Hugging Face directory's config.json says what it is in "model_type"; ordo's never has that key.
+  if (text.find("\"model_type\"") != std::string::npos) {
+    const json j = parse_strict_json(text.data(), text.data() + text.size(), path, "");
+    if (j.is_object() && j.contains("model_type")) {
+      const size_t slash = path.find_last_of('/');
+      return parse_hf_config(text, path, slash == std::string::npos ? "." : path.substr(0, slash));
+    }
+  }
+  return parse_config(text, path);
 }
 
 Config load_config_file_or_pipe(const std::string& path) {
@@ -163,7 +273,9 @@ Config load_config_file_or_pipe(const std::string& path) {
 }
 
 int position_limit(const Config& c) {
-  return c.positional_encoding == PositionalEncoding::Learned ? c.max_positions : INT_MAX;
+  const int table =
+      c.positional_encoding == PositionalEncoding::Learned ? c.max_positions - c.position_offset : INT_MAX;
+  return c.max_length > 0 ? std::min(table, c.max_length) : table;
 }
 
 void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_position) {
@@ -172,14 +284,18 @@ void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_posit
       throw InputError("input", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                                     std::to_string(c.vocab_size) + ")");
   if (ids.size() + size_t(first_position) > size_t(position_limit(c)))
-    throw InputError("input", "a text of " + std::to_string(ids.size()) + " tokens" +
-                                  (first_position ? " from position " + std::to_string(first_position) : "") +
-                                  " is longer than the model's learned positions (max_positions = " +
-                                  std::to_string(c.max_positions) + ")");
+    throw InputError(
+        "input", "a text of " + std::to_string(ids.size()) + " tokens" +
+                     (first_position ? " from position " + std::to_string(first_position) : "") +
+                     " is longer than the model's " +
+                     (c.max_length > 0 && c.max_length == position_limit(c)
+                          ? "max_seq_length (" + std::to_string(c.max_length) + ")"
+                          : "learned positions (max_positions = " + std::to_string(c.max_positions) +
+                                (c.position_offset ? ", from row " + std::to_string(c.position_offset) : "") + ")"));
 }
 
 const char* to_string(Activation a) {
-  return a == Activation::GELU ? "gelu" : "relu";
+  return a == Activation::GELU ? "gelu" : a == Activation::GELUTanh ? "gelu-tanh" : "relu";
 }
 const char* to_string(PositionalEncoding p) {
   return p == PositionalEncoding::Sinusoidal       ? "sinusoidal"
@@ -188,6 +304,9 @@ const char* to_string(PositionalEncoding p) {
          : p == PositionalEncoding::Alibi          ? "alibi"
          : p == PositionalEncoding::AlibiSymmetric ? "alibi-symmetric"
                                                    : "none";
+}
+const char* to_string(Family f) {
+  return f == Family::Bert ? "bert" : f == Family::Roberta ? "roberta" : "ordo";
 }
 const char* to_string(PeLayout l) {
   return l == PeLayout::Split ? "split" : "interleaved";
@@ -216,6 +335,17 @@ std::string config_to_json(const Config& c) {
   j["add_bos"] = c.add_bos;
   j["add_eos"] = c.add_eos;
   if (c.head == Head::MaskedLM) j["head"] = "mlm";
+  if (c.family != Family::Ordo) {  // what a Hugging Face directory adds (read from it, never written to one)
+    j["family"] = to_string(c.family);
+    j["embedding_norm"] = c.embedding_norm;
+    j["token_types"] = c.token_types;
+    j["position_offset"] = c.position_offset;
+    j["max_positions"] = c.max_positions;
+    if (!c.pooling.empty()) j["pooling"] = c.pooling;
+    j["normalize"] = c.normalize;
+    if (c.max_length > 0) j["max_length"] = c.max_length;
+    j["name"] = c.name;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -7,7 +7,8 @@
 
 namespace ordo {
 
-enum class Activation { ReLU, GELU };  // GELU is the exact erf form
+// GELU is the exact erf form, GELUTanh the tanh approximation (ops.h has both equations).
+enum class Activation { ReLU, GELU, GELUTanh };
 // Sinusoidal and Learned add a vector to each token's before the first layer; Rope, Alibi (heads in
 // pairs, one looking back and one ahead) and AlibiSymmetric (one slope both ways) add nothing there and
 // act in every head's attention (engine/reference.h has their equations).
@@ -20,6 +21,10 @@ enum class PeLayout { Interleaved, Split };  // paper: sin at 2i, cos at 2i+1
 // What sits on top of the encoder. MaskedLM: logits_t = h_t·Eᵀ + b (E the token embedding, tied;
 // b the tensor head.bias), config "head": "mlm".
 enum class Head { None, MaskedLM };
+// Whose tensor names model.safetensors uses: ordo's (nn.TransformerEncoder's), or a Hugging Face
+// BertModel's (BERT, MiniLM, bge, e5, gte) or XLMRobertaModel's / RobertaModel's, which differ only in
+// the position offset (docs/models.md).
+enum class Family { Ordo, Bert, Roberta };
 
 struct Config {
   // Sizes (required). Letters used throughout: V vocab, d model width, h heads, F feed-forward.
@@ -46,6 +51,19 @@ struct Config {
 
   Head head = Head::None;  // "head": "mlm", or the key absent
 
+  // What a Hugging Face encoder adds (config.json with "model_type"; docs/models.md). With embedding_norm:
+  //   x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])     (T[0] only with token_types > 0)
+  Family family = Family::Ordo;
+  std::string weights_prefix;   // "", "bert." or "roberta.": before every tensor name (set by Model)
+  bool embedding_norm = false;  // a LayerNorm (layer_norm_eps) over the embedding sum
+  int token_types = 0;          // rows of the token-type table; row 0 (segment A) is added to every token
+  int position_offset = 0;      // the learned row of position t is t + position_offset (RoBERTa: padding_idx + 1)
+  // sentence-transformers' choices (modules.json, 1_Pooling/config.json, sentence_bert_config.json):
+  std::string pooling;     // "mean", "first" (CLS), "max", or "" where the directory says nothing
+  bool normalize = false;  // a Normalize module: vectors scaled to unit length
+  int max_length = 0;      // max_seq_length: texts are cut to it (0: the position table's limit)
+  std::string name;        // the model's name (the directory's, or config.json's _name_or_path)
+
   int head_dim() const { return d_model / n_heads; }
 };
 
@@ -59,7 +77,12 @@ Config load_config_file_or_pipe(const std::string& path);
 // The JSON form of a config (every key written), as `ordo init` stores it.
 std::string config_to_json(const Config& c);
 
-// The longest sequence a model can run: max_positions for a learned position table, else no limit.
+// Parses a Hugging Face config.json (model_type "bert", "roberta" or "xlm-roberta") and the
+// sentence-transformers files beside it in `dir`; picks the tokenizer file found in dir.
+Config parse_hf_config(const std::string& text, const std::string& where, const std::string& dir);
+
+// The longest sequence a model can run: max_positions − position_offset for a learned position
+// table (at most max_length when set), else max_length, else no limit.
 int position_limit(const Config& c);
 
 // Token ids a model can run: each in [0, vocab_size), no more of them than position_limit(c).
@@ -71,6 +94,7 @@ void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_posit
 const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);
 const char* to_string(PeLayout l);
-const char* to_string(Head h);  // "mlm" or "none"
+const char* to_string(Head h);    // "mlm" or "none"
+const char* to_string(Family f);  // "ordo", "bert" or "roberta"
 
 }  // namespace ordo

@@ -171,6 +171,7 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
 }
 
 // x_t = E[id_t] · √d + PE(t)         (or + P[t] for learned positions; nothing for "none")
+// Hugging Face encoders: x_t = LayerNorm(E[id_t] + P[t + offset] + T[0])
 void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, int S,
                     const EncodeOptions& options) const {
   const Config& c = model_.config();
@@ -187,8 +188,9 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
     sinusoidal_positions(s.pe.data() + size_t(cached) * d, first + S - cached, d, c.pe_layout, c.pe_base, cached);
   }
   const float* positions = sinusoidal ? s.pe.data() + size_t(first) * d
-                           : learned  ? w.position_embedding + size_t(first) * d
+                           : learned  ? w.position_embedding + size_t(first + c.position_offset) * d
                                       : nullptr;
+  const float* type = w.token_type_embedding;  // row 0, segment A (Hugging Face encoders), or null
 
   if (options.observe) {  // the steps the loop below fuses, one at a time, for the first sequence
     const int L = static_cast<int>(ids[0].size());
@@ -209,7 +211,14 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
       const float* e = w.embedding + size_t(ids[b][t]) * d;
       float* x = s.x.data() + (b * S + t) * d;
       for (int j = 0; j < d; ++j) x[j] = e[j] * scale + (positions ? positions[t * d + j] : 0.0f);
+      if (type)
+        for (int j = 0; j < d; ++j) x[j] += type[j];
     }
+  // x_t = LayerNorm(x_t) (embedding_norm: the embedding sum normed before the first layer; padding rows too,
+  // which no valid row attends to)
+  if (c.embedding_norm)
+    layer_norm(s.x.data(), s.x.data(), w.embedding_norm_weight, w.embedding_norm_bias, int(ids.size()) * S, d,
+               float(c.layer_norm_eps));
   observe(options, StageKind::Input, -1, -1, s.x.data(), int(ids[0].size()), d, d);
 }
 

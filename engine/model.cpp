@@ -1,3 +1,6 @@
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -47,9 +50,55 @@ const LayerTensor kLayerTensors[] = {
     {"norm2.weight", &LayerWeights::norm2_weight, [](uint64_t d, uint64_t) { return Shape{d}; }},
     {"norm2.bias", &LayerWeights::norm2_bias, [](uint64_t d, uint64_t) { return Shape{d}; }},
 };
+
+// A Hugging Face encoder layer's tensors (BertLayer, XLMRobertaLayer), in the order Model takes them.
+struct HfLayerTensor {
+  const char* name;
+  bool matrix;    // (out, in), else a vector (out)
+  bool wide_out;  // out = F (intermediate.dense), else d
+  bool wide_in;   // in = F (output.dense), else d
+};
+const HfLayerTensor kHfLayerTensors[] = {
+    {"attention.self.query.weight", true, false, false},
+    {"attention.self.query.bias", false, false, false},
+    {"attention.self.key.weight", true, false, false},
+    {"attention.self.key.bias", false, false, false},
+    {"attention.self.value.weight", true, false, false},
+    {"attention.self.value.bias", false, false, false},
+    {"attention.output.dense.weight", true, false, false},
+    {"attention.output.dense.bias", false, false, false},
+    {"attention.output.LayerNorm.weight", false, false, false},
+    {"attention.output.LayerNorm.bias", false, false, false},
+    {"intermediate.dense.weight", true, true, false},
+    {"intermediate.dense.bias", false, true, false},
+    {"output.dense.weight", true, false, true},
+    {"output.dense.bias", false, false, false},
+    {"output.LayerNorm.weight", false, false, false},
+    {"output.LayerNorm.bias", false, false, false},
+};
+
+std::vector<TensorSpec> hf_tensors(const Config& c, size_t limit) {
+  const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
+  const std::string& p = c.weights_prefix;
+  std::vector<TensorSpec> specs = {{p + "embeddings.word_embeddings.weight", {V, d}},
+                                   {p + "embeddings.position_embeddings.weight", {uint64_t(c.max_positions), d}}};
+  if (c.token_types > 0) specs.push_back({p + "embeddings.token_type_embeddings.weight", {uint64_t(c.token_types), d}});
+  specs.push_back({p + "embeddings.LayerNorm.weight", {d}});
+  specs.push_back({p + "embeddings.LayerNorm.bias", {d}});
+  for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
+    const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
+    for (const HfLayerTensor& t : kHfLayerTensors) {
+      const uint64_t out = t.wide_out ? F : d, in = t.wide_in ? F : d;
+      specs.push_back({l + t.name, t.matrix ? Shape{out, in} : Shape{out}});
+    }
+  }
+  if (specs.size() > limit) specs.resize(limit);
+  return specs;
+}
 }  // namespace
 
 std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit) {
+  if (c.family != Family::Ordo) return hf_tensors(c, limit);
   const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
   std::vector<TensorSpec> specs = {{"embedding.weight", {V, d}}};
   if (c.positional_encoding == PositionalEncoding::Learned)
@@ -75,19 +124,42 @@ uint64_t expected_parameters(const Config& c, const std::string& where) {
   const uint64_t layer = add(add(mul(4 * d, d), mul(2 * F, d)), add(F, 9 * d));
   uint64_t n = add(mul(V, d), mul(layer, uint64_t(c.n_layers)));
   if (c.positional_encoding == PositionalEncoding::Learned) n = add(n, mul(uint64_t(c.max_positions), d));
+  n = add(n, mul(uint64_t(c.token_types), d));  // Hugging Face encoders: the token-type table
+  if (c.embedding_norm) n = add(n, 2 * d);
   if (c.final_norm) n = add(n, 2 * d);
   if (c.head == Head::MaskedLM) n = add(n, V);
   return n;
 }
 
 Model Model::load(const std::string& dir) {
-  Model m(load_config(dir + "/config.json"), dir + "/model.safetensors");
+  Config c = load_config(dir + "/config.json");
+  struct stat st {};
+  if (c.family != Family::Ordo && ::stat((dir + "/model.safetensors").c_str(), &st) != 0 &&
+      ::stat((dir + "/pytorch_model.bin").c_str(), &st) == 0)
+    throw InputError(dir,
+                     "has pytorch_model.bin but no model.safetensors; ordo reads safetensors only. Convert once with: "
+                     "python3 -c \"import torch, safetensors.torch as s; s.save_file({k: v.contiguous().clone() "
+                     "for k, v in torch.load('" +
+                         dir + "/pytorch_model.bin', map_location='cpu').items()}, '" + dir + "/model.safetensors')\"");
+  Model m(std::move(c), dir + "/model.safetensors");
   m.dir = dir;
   return m;
 }
 
 Model::Model(Config config, const std::string& weights_path) : config_(std::move(config)), file_(weights_path) {
   const std::string& where = file_.path();
+  if (config_.family != Family::Ordo) {  // BertModel saves its tensors bare; BertForMaskedLM under "bert."
+    bool found = false;
+    for (const char* p : {"", "bert.", "roberta."})
+      if (!found && file_.find(std::string(p) + "embeddings.word_embeddings.weight")) {
+        config_.weights_prefix = p;
+        found = true;
+      }
+    if (!found)
+      throw InputError(where, std::string("has no tensor embeddings.word_embeddings.weight: not the weights of a ") +
+                                  (config_.family == Family::Bert ? "BertModel" : "RobertaModel") +
+                                  " (config.json's model_type)");
+  }
   // Other extra tensors are ignored (a checkpoint may hold more than the encoder), but a head's
   // bias without "head" in config.json means the two files disagree about what the model is.
   if (config_.head == Head::None && file_.find("head.bias"))
@@ -145,6 +217,33 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
   // Hand the pointers out under their PyTorch names, in the order expected_tensors lists them.
   size_t next = 0;
   auto take = [&]() { return in_order[next++]; };
+  if (config_.family != Family::Ordo) {
+    const size_t d = config_.d_model;
+    weights_.embedding = take();
+    weights_.position_embedding = take();
+    if (config_.token_types > 0) weights_.token_type_embedding = take();
+    weights_.embedding_norm_weight = take();
+    weights_.embedding_norm_bias = take();
+    weights_.layers.resize(config_.n_layers);
+    for (LayerWeights& l : weights_.layers) {
+      // in_proj = [Wq; Wk; Wv] (3d, d) and [bq; bk; bv] (3d): the one copy of a Hugging Face model
+      std::vector<float> w(3 * d * d), b(3 * d);
+      for (int k = 0; k < 3; ++k) {
+        std::copy_n(take(), d * d, w.data() + k * d * d);
+        std::copy_n(take(), d, b.data() + k * d);
+      }
+      widened_.push_back(std::move(w));
+      l.in_proj_weight = widened_.back().data();
+      widened_.push_back(std::move(b));
+      l.in_proj_bias = widened_.back().data();
+      l.out_proj_weight = take(), l.out_proj_bias = take();
+      l.norm1_weight = take(), l.norm1_bias = take();
+      l.linear1_weight = take(), l.linear1_bias = take();
+      l.linear2_weight = take(), l.linear2_bias = take();
+      l.norm2_weight = take(), l.norm2_bias = take();
+    }
+    return;
+  }
   weights_.embedding = take();
   if (config_.positional_encoding == PositionalEncoding::Learned) weights_.position_embedding = take();
   weights_.layers.resize(config_.n_layers);

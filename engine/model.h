@@ -28,12 +28,15 @@ struct LayerWeights {
 };
 
 struct Weights {
-  const float* embedding = nullptr;           // (V, d)
-  const float* position_embedding = nullptr;  // (max_positions, d), learned positions only
-  std::vector<LayerWeights> layers;           // n_layers
-  const float* norm_weight = nullptr;         // (d), final_norm only
-  const float* norm_bias = nullptr;           // (d)
-  const float* head_bias = nullptr;           // (V), "head": "mlm" only; the head's matrix is `embedding`
+  const float* embedding = nullptr;              // (V, d)
+  const float* position_embedding = nullptr;     // (max_positions, d), learned positions only
+  std::vector<LayerWeights> layers;              // n_layers
+  const float* norm_weight = nullptr;            // (d), final_norm only
+  const float* norm_bias = nullptr;              // (d)
+  const float* head_bias = nullptr;              // (V), "head": "mlm" only; the head's matrix is `embedding`
+  const float* token_type_embedding = nullptr;   // (token_types, d); row 0 is added (Hugging Face encoders)
+  const float* embedding_norm_weight = nullptr;  // (d), embedding_norm only
+  const float* embedding_norm_bias = nullptr;    // (d)
 };
 
 // The tensor names and shapes a config asks for, in file order; at most `limit` of them (a
@@ -51,7 +54,9 @@ uint64_t expected_parameters(const Config& c, const std::string& where);
 class Model {
  public:
   // Reads dir/config.json and dir/model.safetensors. F32 tensors stay in the file's image in memory
-  // (copied only if the file misaligns them); F16 and BF16 are widened to F32 once, here.
+  // (copied only if the file misaligns them); F16 and BF16 are widened to F32 once, here. A Hugging
+  // Face encoder's separate query, key and value matrices are copied side by side into one (3d, d)
+  // in_proj, once, here (3d² + 3d floats a layer); everything else of it is read in place too.
   static Model load(const std::string& dir);
   // The same from a config already in hand and a weights file.
   Model(Config config, const std::string& weights_path);

@@ -44,7 +44,8 @@ void add_layer_norm(float* x /* (M, d) */, const float* r /* (M, d) */, const fl
 // x = x + r: the pre-LN residual step.
 void residual(float* x /* (M, d) */, const float* r /* (M, d) */, int M, int d);
 
-// ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form, not the tanh one)
+// ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form);
+// GELUTanh(x) = ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (the approximation of Hendrycks and Gimpel)
 // x: n values, e.g. the (T, F) feed-forward hidden layer, changed in place, in blocks over the
 // threads (not inside a parallel_for job either).
 void activation(float* x, size_t n, Activation act);

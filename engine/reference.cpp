@@ -170,10 +170,13 @@ void layer_norm(double* y, const double* x, const float* gamma, const float* bet
   }
 }
 
-// ReLU(x) = max(0, x);  GELU(x) = ½x·(1 + erf(x/√2))
+// ReLU(x) = max(0, x);  GELU(x) = ½x·(1 + erf(x/√2));  GELUTanh(x) = ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
 void activation(double* x, size_t n, Activation act) {
   for (size_t i = 0; i < n; ++i)
-    x[i] = act == Activation::ReLU ? std::max(x[i], 0.0) : 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+    x[i] = act == Activation::ReLU ? std::max(x[i], 0.0)
+           : act == Activation::GELUTanh
+               ? 0.5 * x[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i])))
+               : 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
 }
 
 // x = x + r
@@ -224,12 +227,43 @@ void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, boo
   see(StageKind::FeedForwardResidual, x, S, d, d);
 }
 
+// x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])
+void embed_hf(double* x, const int32_t* ids, const Model& m, int S, bool positions) {
+  const Config& c = m.config();
+  const Weights& w = m.weights();
+  const int d = c.d_model;
+  embed(x, ids, w.embedding, S, d, 1.0);
+  see(StageKind::Embedding, x, S, d, d);
+  if (positions) {
+    std::vector<double> p(size_t(S) * d);
+    std::copy_n(w.position_embedding + size_t(c.position_offset) * d, p.size(), p.begin());
+    see(StageKind::LearnedPositions, p.data(), S, d, d);
+    add_positions(x, p.data(), p.size());
+  }
+  if (w.token_type_embedding)
+    for (int t = 0; t < S; ++t)
+      for (int j = 0; j < d; ++j) x[size_t(t) * d + j] += w.token_type_embedding[j];
+  layer_norm(x, x, w.embedding_norm_weight, w.embedding_norm_bias, S, d, c.layer_norm_eps);
+}
+
 // x_t = E[id_t]·√d + PE(t), then the layers, then the optional final LayerNorm
 std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions) {
   const Config& c = m.config();
   const Weights& w = m.weights();
   const int S = int(ids.size()), d = c.d_model;
   check_ids(c, ids);
+  if (c.embedding_norm) {
+    std::vector<double> x(size_t(S) * d);
+    layer_now = head_now = -1;
+    embed_hf(x.data(), ids.data(), m, S, positions);
+    see(StageKind::Input, x.data(), S, d, d);
+    for (int l = 0; l < c.n_layers; ++l) {
+      layer_now = l;
+      encoder_layer(x.data(), w.layers[l], c, S, positions);
+    }
+    layer_now = -1;
+    return x;
+  }
 
   // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing: none, and rope and alibi,
   // which act in each layer's attention instead)

@@ -97,7 +97,8 @@ void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, cons
 void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */,
                 const float* beta /* (d) */, int M, int d, double eps);
 
-// ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form), n values in place.
+// ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form);
+// GELUTanh(x) = ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); n values in place.
 void activation(double* x, size_t n, Activation act);
 
 // x = x + r, n values: the residual connection of a sublayer.
@@ -140,7 +141,13 @@ class Watch {
   Watcher watcher_;
 };
 
-// The whole encoder: x_t = E[id_t]·√d + PE(t), the layers, the optional final LayerNorm.
+// A Hugging Face encoder's embedding step (embedding_norm):
+//   x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])
+// P the learned positions (skipped when positions = false), T the token-type table (its row 0, segment
+// A, when the model has one), position_offset 0 for BERT and padding_idx + 1 for RoBERTa.
+void embed_hf(double* x /* (S, d) */, const int32_t* ids /* (S) */, const Model& m, int S, bool positions);
+
+// The whole encoder: x_t = E[id_t]·√d + PE(t) (or embed_hf's), the layers, the optional final LayerNorm.
 // Returns the hidden states (S, d). positions = false skips the positional encoding.
 // Throws InputError for an id outside the vocabulary or a sequence past a learned position table.
 std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions = true);

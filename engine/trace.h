@@ -38,7 +38,8 @@ enum class StageKind {
 // A stage's name and equation. Where a model's options change the equation, the variant picks
 // the row: Input, 1 for the √d scale + 2 for positions; ScaledScores and AttentionWeights, 1 for
 // alibi, 2 for alibi-symmetric; AlibiBias, 1 for alibi-symmetric; the residual stages, 1 for pre-LN;
-// FeedForwardHidden, 1 for GELU.
+// FeedForwardHidden, 1 for GELU, 2 for its tanh form; Input, 4 and 6 for a Hugging Face encoder's
+// normed embedding sum (6 with positions).
 struct StageText {
   StageKind kind;
   int variant;
@@ -56,6 +57,8 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::Input, 1, "input", "x_t = E[id_t] * sqrt(d)"},
     {StageKind::Input, 2, "input", "x_t = E[id_t] + PE(t)"},
     {StageKind::Input, 3, "input", "x_t = E[id_t] * sqrt(d) + PE(t)"},
+    {StageKind::Input, 4, "input", "x_t = LayerNorm(E[id_t] + T[0])"},
+    {StageKind::Input, 6, "input", "x_t = LayerNorm(E[id_t] + P[t + offset] + T[0])"},
     {StageKind::Qkv, 0, "q | k | v", "[q k v] = x W_in^T + b_in"},
     {StageKind::RotatedQk, 0, "q and k rotated (rope)",
      "each head's (q_2i, q_2i+1) and (k_2i, k_2i+1) turned by the angle t*theta_i, theta_i = base^(-2i/dh)"},
@@ -80,6 +83,7 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::AttentionResidual, 1, "attention + residual", "x = x + SelfAttention(norm1(x))"},
     {StageKind::FeedForwardHidden, 0, "feed-forward hidden", "f = ReLU(x W1^T + b1)"},
     {StageKind::FeedForwardHidden, 1, "feed-forward hidden", "f = GELU(x W1^T + b1)"},
+    {StageKind::FeedForwardHidden, 2, "feed-forward hidden", "f = GELU_tanh(x W1^T + b1)"},
     {StageKind::FeedForwardResidual, 0, "feed-forward + residual, norm2", "x = norm2(x + (f W2^T + b2))"},
     {StageKind::FeedForwardResidual, 1, "feed-forward + residual", "x = x + (f W2^T + b2)"},
     {StageKind::FinalNorm, 0, "final norm", "x = LayerNorm(x)"},
@@ -90,12 +94,15 @@ inline constexpr StageText kStageTable[] = {
 inline const StageText& stage_text(StageKind kind, const Config& c, bool positions) {
   int variant = 0;
   const PositionalEncoding p = c.positional_encoding;
-  if (kind == StageKind::Input) variant = (c.scale_embedding ? 1 : 0) + (positions && added_to_input(p) ? 2 : 0);
+  if (kind == StageKind::Input)
+    variant = c.embedding_norm ? 4 + (positions ? 2 : 0)
+                               : (c.scale_embedding ? 1 : 0) + (positions && added_to_input(p) ? 2 : 0);
   if (kind == StageKind::ScaledScores || kind == StageKind::AttentionWeights)
     variant = !positions ? 0 : p == PositionalEncoding::Alibi ? 1 : p == PositionalEncoding::AlibiSymmetric ? 2 : 0;
   if (kind == StageKind::AlibiBias) variant = p == PositionalEncoding::AlibiSymmetric ? 1 : 0;
   if (kind == StageKind::AttentionResidual || kind == StageKind::FeedForwardResidual) variant = c.norm_first ? 1 : 0;
-  if (kind == StageKind::FeedForwardHidden) variant = c.activation == Activation::GELU ? 1 : 0;
+  if (kind == StageKind::FeedForwardHidden)
+    variant = c.activation == Activation::GELU ? 1 : c.activation == Activation::GELUTanh ? 2 : 0;
   for (const StageText& s : kStageTable)
     if (s.kind == kind && s.variant == variant) return s;
   return kStageTable[0];  // not reached: every (kind, variant) has a row
