@@ -12,6 +12,7 @@
 
 #include "common/regular_file.h"
 #include "tokenizer/charsmap.h"
+#include "tokenizer/wordpiece.h"
 
 // Not in sentencepiece's installed headers, but exported by its library (0.1.9x): the lowest
 // level of its log messages that reach stderr (0 info, 1 warning, 2 error, 3 fatal).
@@ -32,7 +33,27 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::load(const std::string& path) {
   // The largest published sentencepiece models are a few MB; past this it is not a tokenizer.
   constexpr uint64_t kMaxBytes = uint64_t(256) << 20;
-  return parse(read_regular_file(path, kMaxBytes, "a sentencepiece model"), path);
+  const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  if (name == "vocab.txt") {
+    Tokenizer t;
+    t.path_ = path;
+    t.wp_ = WordPiece::load(path);
+    return t;
+  }
+  Tokenizer t = parse(read_regular_file(path, kMaxBytes, "a sentencepiece model"), path);
+  if (name == "sentencepiece.bpe.model") {
+    if (t.sp_->unk_id() != 0 || t.sp_->bos_id() != 1 || t.sp_->eos_id() != 2)
+      throw InputError(path, "is not XLM-RoBERTa's sentencepiece model (it has <unk> 0, <s> 1, </s> 2)");
+    t.fairseq_ = true;
+    t.joined_.reset();
+  }
+  return t;
+}
+
+// fairseq's numbering of XLM-R's pieces: <s> 0, <pad> 1, </s> 2, <unk> 3, sentencepiece's id + 1 after.
+int Tokenizer::from_sp(int id) const {
+  if (!fairseq_) return id;
+  return id == 0 ? 3 : id == 1 ? 0 : id == 2 ? 2 : id + 1;
 }
 
 struct Tokenizer::Joined {
@@ -89,6 +110,11 @@ sentencepiece::SentencePieceProcessor* Tokenizer::inside_word() const {
 }
 
 Tokenization Tokenizer::encode(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
+  if (wp_) {
+    size_t bad = 0;
+    if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
+    return wp_->encode(text, spans);
+  }
   return encode_with(*sp_, text, where, spans);
 }
 
@@ -102,32 +128,45 @@ Tokenization Tokenizer::encode_with(sentencepiece::SentencePieceProcessor& sp, s
   if (!status.ok()) throw InputError(where, "cannot tokenize: " + status.ToString());
   for (const auto& p : spt.pieces()) {
     out.pieces.push_back(p.piece());
-    out.ids.push_back(static_cast<int32_t>(p.id()));
+    out.ids.push_back(static_cast<int32_t>(from_sp(int(p.id()))));
     if (spans) spans->push_back({p.begin(), p.end()});
   }
   return out;
 }
 
 int Tokenizer::size() const {
-  return sp_->GetPieceSize();
+  if (wp_) return wp_->size();
+  return sp_->GetPieceSize() + (fairseq_ ? 2 : 0);  // fairseq's <pad> and <mask>
 }
 int Tokenizer::bos_id() const {
-  return sp_->bos_id();
+  if (wp_) return wp_->id("[CLS]");
+  return fairseq_ ? 0 : sp_->bos_id();
 }
 int Tokenizer::eos_id() const {
-  return sp_->eos_id();
+  if (wp_) return wp_->id("[SEP]");
+  return fairseq_ ? 2 : sp_->eos_id();
 }
 int Tokenizer::unk_id() const {
-  return sp_->unk_id();
+  if (wp_) return wp_->unk_id();
+  return fairseq_ ? 3 : sp_->unk_id();
 }
 int Tokenizer::mask_id() const {
+  if (wp_) return wp_->id("[MASK]");
+  if (fairseq_) return size() - 1;
   // PieceToId answers the unknown piece's id for a piece it does not hold: check the way back.
   const int id = sp_->PieceToId("<mask>");
   return id >= 0 && id < size() && sp_->IdToPiece(id) == "<mask>" ? id : -1;
 }
 
 std::string Tokenizer::piece(int id) const {
-  return id >= 0 && id < size() ? sp_->IdToPiece(id) : std::string("<?>");
+  if (id < 0 || id >= size()) return "<?>";
+  if (wp_) return wp_->piece(id);
+  if (fairseq_) {
+    if (id == 1) return "<pad>";
+    if (id == size() - 1) return "<mask>";
+    return sp_->IdToPiece(id == 0 ? 1 : id == 2 ? 2 : id == 3 ? 0 : id - 1);
+  }
+  return sp_->IdToPiece(id);
 }
 
 }  // namespace ordo

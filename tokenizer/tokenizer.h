@@ -32,9 +32,15 @@ struct Span {
   size_t end = 0;
 };
 
+class WordPiece;
+
 class Tokenizer {
  public:
-  // Throws InputError naming the file if it is missing or not a sentencepiece model.
+  // Throws InputError naming the file if it is missing or not a sentencepiece model. Two file
+  // names say more: vocab.txt is BERT's WordPiece vocabulary (tokenizer/wordpiece.h; [CLS] and [SEP]
+  // are its BOS and EOS, [MASK] its mask, [UNK] its unknown piece), and sentencepiece.bpe.model is
+  // XLM-RoBERTa's sentencepiece model, whose ids fairseq renumbered: <s> 0, <pad> 1, </s> 2, <unk> 3,
+  // every other piece its sentencepiece id + 1, and <mask> after the last.
   static Tokenizer load(const std::string& path);
   // The same from the file's bytes; `path` names it in errors.
   static Tokenizer parse(const std::string& bytes, const std::string& path);
@@ -82,6 +88,9 @@ class Tokenizer {
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::shared_ptr<Joined> joined_;
+  std::shared_ptr<const WordPiece> wp_;  // set for a vocab.txt, and then sp_ is null
+  bool fairseq_ = false;                 // XLM-R's ids (load's comment)
+  int from_sp(int id) const;             // a sentencepiece id as this tokenizer numbers it
   std::string path_;
 };
 

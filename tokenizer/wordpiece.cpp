@@ -1,0 +1,247 @@
+#include "tokenizer/wordpiece.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include <ordo/errors.h>
+
+#include "common/regular_file.h"
+
+namespace ordo {
+
+namespace {
+
+struct CharRange {
+  uint32_t first, last;
+  int classes;
+};
+struct CharMap {
+  uint32_t cp;
+  const char* utf8;
+};
+#include "tokenizer/wordpiece_tables.inc"
+
+constexpr int kRemoved = 1, kSpace = 2, kPunctuation = 4, kCjk = 8;
+
+int classes(uint32_t cp) {
+  const CharRange* end = kCharRanges + sizeof(kCharRanges) / sizeof(kCharRanges[0]);
+  const CharRange* r =
+      std::upper_bound(kCharRanges, end, cp, [](uint32_t c, const CharRange& x) { return c < x.first; });
+  return r != kCharRanges && cp <= (r - 1)->last ? (r - 1)->classes : 0;
+}
+
+template <size_t N>
+const char* mapped(const CharMap (&table)[N], uint32_t cp) {
+  const CharMap* r = std::lower_bound(table, table + N, cp, [](const CharMap& x, uint32_t c) { return x.cp < c; });
+  return r != table + N && r->cp == cp ? r->utf8 : nullptr;
+}
+
+// Decodes one code point of valid UTF-8 at s[i], moving i past it.
+uint32_t next_cp(std::string_view s, size_t& i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+  uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+  for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+  i += len;
+  return cp;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += char(0xe0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
+  } else {
+    out += char(0xf0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3f));
+    out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
+  }
+}
+
+// One character of the normalized text and the bytes of the text as given it came from.
+struct Char {
+  uint32_t cp;
+  size_t begin, end;
+};
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
+  constexpr uint64_t kMaxBytes = uint64_t(64) << 20;
+  const std::string text = read_regular_file(path, kMaxBytes, "a WordPiece vocabulary");
+  auto wp = std::make_unique<WordPiece>();
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string piece = text.substr(start, end - start);
+    if (!valid_utf8(piece))
+      throw InputError(path, "line " + std::to_string(wp->pieces_.size() + 1) + " is not valid UTF-8");
+    wp->ids_[piece] = int(wp->pieces_.size());  // a repeated piece: its last line's id, as transformers reads it
+    wp->pieces_.push_back(std::move(piece));
+    start = end + 1;
+  }
+  if (wp->pieces_.empty()) throw InputError(path, "is empty, not a WordPiece vocabulary");
+  std::string unk = "[UNK]";
+
+  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
+  using nlohmann::json;
+  auto read = [&](const std::string& file) {
+    try {
+      return json::parse(read_regular_file(file, kMaxBytes, "a tokenizer config"));
+    } catch (const json::exception& e) {
+      throw InputError(file, std::string("is not valid JSON (") + e.what() + ")");
+    }
+  };
+  const auto flag = [](const json& j, const char* key, bool& out) {
+    if (j.contains(key) && j[key].is_boolean()) out = j[key].get<bool>();
+  };
+  bool strip_said = false, strip = true;
+  if (exists(dir + "/tokenizer_config.json")) {
+    const json j = read(dir + "/tokenizer_config.json");
+    if (j.is_object()) {
+      flag(j, "do_lower_case", wp->lowercase);
+      if (j.contains("strip_accents") && j["strip_accents"].is_boolean()) strip_said = true, strip = j["strip_accents"];
+      flag(j, "tokenize_chinese_chars", wp->chinese_chars);
+      if (j.contains("unk_token") && j["unk_token"].is_string()) unk = j["unk_token"];
+    }
+  }
+  if (exists(dir + "/tokenizer.json")) {  // the fast tokenizer's settings, which transformers uses by default
+    const json j = read(dir + "/tokenizer.json");
+    if (j.is_object() && j.contains("normalizer") && j["normalizer"].is_object() &&
+        j["normalizer"].value("type", "") == "BertNormalizer") {
+      const json& n = j["normalizer"];
+      flag(n, "lowercase", wp->lowercase);
+      flag(n, "handle_chinese_chars", wp->chinese_chars);
+      strip_said = n.contains("strip_accents") && n["strip_accents"].is_boolean();
+      if (strip_said) strip = n["strip_accents"];
+    }
+    if (j.is_object() && j.contains("model") && j["model"].is_object()) {
+      const json& m = j["model"];
+      if (m.contains("max_input_chars_per_word") && m["max_input_chars_per_word"].is_number_integer())
+        wp->max_chars_per_word = m["max_input_chars_per_word"];
+      if (m.contains("unk_token") && m["unk_token"].is_string()) unk = m["unk_token"];
+    }
+  }
+  wp->strip_accents = strip_said ? strip : wp->lowercase;  // unset: accents go with the case
+  wp->unk_ = wp->id(unk);
+  if (wp->unk_ < 0) throw InputError(path, "has no unknown piece " + unk);
+  return wp;
+}
+
+int WordPiece::id(const std::string& piece) const {
+  const auto it = ids_.find(piece);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+Tokenization WordPiece::encode(std::string_view text, std::vector<Span>* spans) const {
+  // 1. The basic tokenizer: the normalized characters, each with the bytes it came from.
+  std::vector<Char> chars;
+  const auto push = [&](uint32_t cp, size_t b, size_t e) {
+    if (!lowercase) {
+      chars.push_back({cp, b, e});
+      return;
+    }
+    const char* lower = mapped(kLowercase, cp);
+    if (!lower) {
+      chars.push_back({cp, b, e});
+      return;
+    }
+    const std::string_view l(lower);
+    for (size_t i = 0; i < l.size();) chars.push_back({next_cp(l, i), b, e});
+  };
+  for (size_t i = 0; i < text.size();) {
+    const size_t b = i;
+    const uint32_t cp = next_cp(text, i);
+    const int k = classes(cp);
+    if (k & kRemoved) continue;
+    if (k & kSpace) {
+      chars.push_back({' ', b, i});
+      continue;
+    }
+    const bool cjk = (k & kCjk) && chinese_chars;
+    if (cjk) chars.push_back({' ', b, b});  // a space on each side, before accents and case (as tokenizers orders them)
+    if (strip_accents && cp >= 0xAC00 && cp <= 0xD7A3) {  // a Hangul syllable: its NFD is arithmetic (Unicode §3.12)
+      const uint32_t s = cp - 0xAC00;
+      push(0x1100 + s / 588, b, i);
+      push(0x1161 + (s % 588) / 28, b, i);
+      if (s % 28) push(0x11A7 + s % 28, b, i);
+    } else if (const char* stripped = strip_accents ? mapped(kStripAccents, cp) : nullptr) {
+      const std::string_view st(stripped);
+      for (size_t j = 0; j < st.size();) push(next_cp(st, j), b, i);
+    } else {
+      push(cp, b, i);
+    }
+    if (cjk) chars.push_back({' ', i, i});
+  }
+
+  // 2. Words: split at spaces, each punctuation character a word of its own; 3. WordPiece on each.
+  Tokenization out;
+  std::string word;
+  std::vector<size_t> offsets;  // the byte in `word` where each of its characters starts
+  std::vector<const Char*> from;
+  const auto finish = [&]() {
+    if (from.empty()) return;
+    const size_t n = from.size();
+    offsets.push_back(word.size());
+    const auto emit = [&](int id, size_t c0, size_t c1) {  // characters [c0, c1) of the word
+      out.ids.push_back(id);
+      out.pieces.push_back(pieces_[size_t(id)]);
+      if (spans) spans->push_back({from[c0]->begin, from[c1 - 1]->end});
+    };
+    if (int(n) > max_chars_per_word) {
+      emit(unk_, 0, n);
+    } else {
+      const size_t before = out.ids.size();
+      const size_t spans_before = spans ? spans->size() : 0;
+      size_t c = 0;
+      bool bad = false;
+      while (c < n && !bad) {
+        size_t e = n;
+        int found = -1;
+        for (; e > c; --e) {
+          const std::string sub = (c ? "##" : "") + word.substr(offsets[c], offsets[e] - offsets[c]);
+          if ((found = id(sub)) >= 0) break;
+        }
+        if (found < 0) {
+          bad = true;
+        } else {
+          emit(found, c, e);
+          c = e;
+        }
+      }
+      if (bad) {  // no spelling: the whole word is [UNK]
+        out.ids.resize(before), out.pieces.resize(before);
+        if (spans) spans->resize(spans_before);
+        emit(unk_, 0, n);
+      }
+    }
+    word.clear(), offsets.clear(), from.clear();
+  };
+  for (const Char& ch : chars) {
+    const int k = classes(ch.cp);
+    if (ch.cp == ' ' || (k & kSpace)) {
+      finish();
+    } else if (k & kPunctuation) {
+      finish();
+      offsets.push_back(0), from.push_back(&ch);
+      append_utf8(word, ch.cp);
+      finish();
+    } else {
+      offsets.push_back(word.size()), from.push_back(&ch);
+      append_utf8(word, ch.cp);
+    }
+  }
+  finish();
+  return out;
+}
+
+}  // namespace ordo
