@@ -134,10 +134,14 @@ class Model {
   }
 
   // `ordo encode`: the same rules for a text too long (max_tokens, truncate), the same batches.
-  py::object encode(const py::handle& texts_in, const std::string& pooling_name, bool normalize, bool positions,
-                    long long batch_size_in, long long max_tokens_in, bool truncate) {
+  py::object encode(const py::handle& texts_in, const std::optional<std::string>& pooling_arg,
+                    const std::optional<bool>& normalize_arg, bool positions, long long batch_size_in,
+                    long long max_tokens_in, bool truncate) {
     bool single = false;
     const std::vector<std::string> texts = texts_of(texts_in, &single);
+    // None: the model's own (a sentence-transformers directory's pooling and Normalize), else mean, not normalized
+    const std::string pooling_name = pooling_arg ? *pooling_arg : cfg().pooling.empty() ? "mean" : cfg().pooling;
+    const bool normalize = normalize_arg ? *normalize_arg : cfg().normalize;
     Pooling pooling = Pooling::Mean;
     if (!pooling_from_name(pooling_name, &pooling))
       throw ArgumentError("pooling must be mean, first, max or none, got \"" + pooling_name + "\"");
@@ -388,17 +392,19 @@ The text's pieces as `ordo tokenize --json` gives them: {"pieces": [str], "ids":
 "offsets": [(begin, end)], "unknown": int}. offsets are the bytes of the UTF-8 text each piece
 came from; unknown counts the pieces the vocabulary cannot spell (<unk>).)")
       .def(
-          "encode", method(&Model::encode), py::arg("texts"), py::arg("pooling") = "mean", py::arg("normalize") = false,
-          py::arg("positions") = true, py::arg("batch_size") = Pipeline::kBatchTexts,
+          "encode", method(&Model::encode), py::arg("texts"), py::arg("pooling") = py::none(),
+          py::arg("normalize") = py::none(), py::arg("positions") = true, py::arg("batch_size") = Pipeline::kBatchTexts,
           py::arg("max_tokens") = kDefaultMaxTokens, py::arg("truncate") = false,
-          R"(encode(texts, pooling='mean', normalize=False, positions=True, batch_size=256, max_tokens=8192, truncate=False)
+          R"(encode(texts, pooling=None, normalize=None, positions=True, batch_size=256, max_tokens=8192, truncate=False)
 
 Texts -> vectors, as `ordo encode` computes them.
 texts: a str, or a sequence of str.
 pooling: 'mean' | 'first' | 'max' give one vector per text: a float32 array (n, d), or (d,) for
   one str; a text of no tokens gets a row of NaN. 'none' gives each text's rows: a list of
   float32 arrays (S_i, d), or one array (S, d) for one str.
-normalize: scale each vector (each row with 'none') to unit L2 length.
+  None: the model's own (a sentence-transformers directory's 1_Pooling), else 'mean'.
+normalize: scale each vector (each row with 'none') to unit L2 length. None: as the model's
+  modules.json says (True where it has Normalize), else False.
 positions: False leaves out the positional encoding (the ablation of `ordo encode --no-pe`).
 batch_size: at most this many texts per forward pass (texts are sorted by length into batches
   of at most 8192 padded tokens; the results come back in input order).

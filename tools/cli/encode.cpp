@@ -190,8 +190,11 @@ int cmd_encode(int argc, char** argv) {
       "stdout when that is not a terminal.");
   add_model_options(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
-      "pooling", "mean | first | max | none (one vector per token)",
-      cxxopts::value<std::string>()->default_value("mean"))("normalize", "scale each vector to unit L2 length")(
+      "pooling",
+      "mean | first | max | none (one vector per token); default: the model's own (a sentence-transformers "
+      "directory's 1_Pooling), else mean",
+      cxxopts::value<std::string>())(
+      "normalize", "scale each vector to unit L2 length (on by itself where the model's modules.json has Normalize)")(
       "no-pe", "skip the positional encoding (ablation)")("format", "text | jsonl | tsv | npy",
                                                           cxxopts::value<std::string>()->default_value("text"))(
       "json", "the same as --format jsonl")(
@@ -205,10 +208,9 @@ int cmd_encode(int argc, char** argv) {
   if (!parse_with_texts(o, argc, argv, args)) return 0;
 
   Output output;
-  const std::string pooling_arg = args["pooling"].as<std::string>();
+  const std::string pooling_arg = args.count("pooling") ? args["pooling"].as<std::string>() : "mean";
   if (!pooling_from_name(pooling_arg, &output.pooling))
     throw UsageError("--pooling must be mean, first, max or none, got \"" + pooling_arg + "\"");
-  const Pooling pooling = output.pooling;
   output.format = parse_format(args["format"].as<std::string>());
   if (args.count("json")) {
     if (args.count("format") && output.format != Format::Jsonl)
@@ -235,6 +237,9 @@ int cmd_encode(int argc, char** argv) {
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
+  const Config& config = pipeline.model().config();
+  if (!args.count("pooling") && !config.pooling.empty()) pooling_from_name(config.pooling, &output.pooling);
+  const Pooling pooling = output.pooling;
 
   // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
   TextLimits limits;
@@ -242,7 +247,7 @@ int cmd_encode(int argc, char** argv) {
   limits.truncate = args.count("truncate");
   limits.max_tokens_name = "--max-tokens ";
   limits.truncate_hint = "add --truncate";
-  const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize");
+  const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize") || config.normalize;
   EncodeOptions options;
   options.positions = !args.count("no-pe");
   const int d = pipeline.model().config().d_model;

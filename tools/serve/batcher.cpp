@@ -69,7 +69,11 @@ void Batcher::run(std::vector<Job>& batch) {
   std::vector<Tokenization> all;
   for (const Job& j : batch) all.insert(all.end(), j.texts.begin(), j.texts.end());
   try {
-    std::vector<Encoded> rows = pipeline_.encode(std::move(all), Pooling::Mean);
+    // the model's own pooling and normalization (a sentence-transformers directory's), else the mean
+    const Config& c = pipeline_.model().config();
+    Pooling pooling = Pooling::Mean;
+    pooling_from_name(c.pooling, &pooling);
+    std::vector<Encoded> rows = pipeline_.encode(std::move(all), pooling, c.normalize);
     size_t next = 0;
     for (Job& j : batch) {
       std::vector<std::vector<float>> mine;

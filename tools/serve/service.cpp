@@ -121,7 +121,8 @@ Tokenization Service::tokens(const std::string& text, const std::string& where, 
 // POST /v1/embeddings: {"input": str | [str], "model"?, "encoding_format"?: "float" | "base64",
 // "truncate"?: false (true: a text past --max-tokens is cut to it, as text-embeddings-inference's)}.
 // Each text's vector is the mean of its final hidden states, v = (1/L) Σ_t h_t, as `ordo encode`
-// computes by default (not normalized).
+// computes by default (not normalized), or what a sentence-transformers model's modules say (its
+// pooling, and unit length where it has Normalize).
 ojson Service::embeddings(const nlohmann::json& body) {
   if (!body.contains("input")) throw invalid("\"input\" is missing: it takes a string or an array of strings");
   const nlohmann::json& input = body["input"];
@@ -175,7 +176,10 @@ ojson Service::embeddings(const nlohmann::json& body) {
     if (batcher_) {
       vectors = batcher_->submit(std::move(all)).get();
     } else {
-      for (Encoded& e : pipeline_.encode(std::move(all), Pooling::Mean)) vectors.push_back(std::move(e.values));
+      const Config& c = pipeline_.model().config();
+      Pooling pooling = Pooling::Mean;
+      pooling_from_name(c.pooling, &pooling);
+      for (Encoded& e : pipeline_.encode(std::move(all), pooling, c.normalize)) vectors.push_back(std::move(e.values));
     }
   } catch (...) {
     --pending_;
