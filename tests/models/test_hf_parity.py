@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""ordo against Hugging Face transformers on random weights: BertModel (with a WordPiece vocab.txt) and
+XLMRobertaModel (with an XLM-R sentencepiece.bpe.model), saved with save_pretrained as a user downloads
+them, run by `ordo encode --model DIR --pooling none --json` (all texts in one padded batch), and
+compared with transformers on the same ids (one padded batch too, with its attention mask):
+    max |ordo − transformers| ≤ 1e-5 · max |transformers|     for every text
+and the ids with transformers' own tokenizer of the directory (BertTokenizerFast, XLMRobertaTokenizer).
+Shapes: layers 1-3, 1-12 heads, head sizes 2-64, odd vocabulary sizes, GELU (erf and tanh) and ReLU,
+layer_norm_eps 1e-12 and 1e-5, token-type tables of 1 to 3 rows.
+Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+BAR = 1e-5
+TEXTS = [
+    "the cat sat on the mat",
+    "The Mat sat on the CAT!",
+    "x",
+    "",
+    "naïve café owners don't always agree: 3 + 4 = 7?",
+    "In 1859, Darwin published On the Origin of Species, arguing that populations evolve over generations "
+    "through a process of natural selection; the book was read widely, by scientists and the public alike.",
+]
+WORDS = ("the cat sat on mat dog dogs run running ran a an of in to and is was for with as by at from this that "
+         "it be are or not his her they we you on origin species natural selection public book read").split()
+
+
+def bert_vocab(rng, extra):
+    """A vocab.txt: the special pieces, every ASCII character alone and after ##, some words, `extra` fillers."""
+    pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = [chr(c) for c in range(33, 127) if not chr(c).isupper()]
+    pieces += chars + ["##" + c for c in chars] + WORDS + ["##" + w for w in ["s", "ing", "ed", "ion", "al"]]
+    pieces += ["café", "na", "##ï", "##ive"]
+    pieces += [f"filler{i}" for i in range(extra)]
+    return pieces
+
+
+def xlmr_spm(out_dir, rng):
+    """A small sentencepiece BPE model numbered as XLM-R's: <unk> 0, <s> 1, </s> 2."""
+    import sentencepiece as spm
+    corpus = os.path.join(out_dir, "corpus.txt")
+    with open(corpus, "w") as f:
+        for _ in range(400):
+            f.write(" ".join(rng.choice(WORDS) for _ in range(12)) + "\n")
+        for t in TEXTS:
+            f.write(t + "\n")
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(out_dir, "sentencepiece.bpe"),
+                                   vocab_size=rng.choice([150, 151, 163]), model_type="bpe", unk_id=0, bos_id=1,
+                                   eos_id=2, pad_id=-1, character_coverage=1.0, minloglevel=2)
+    os.remove(corpus)
+    os.remove(os.path.join(out_dir, "sentencepiece.bpe.vocab"))
+
+
+def random_case(rng, arch):
+    h, dh = rng.choice([(1, 8), (2, 3), (3, 5), (4, 16), (12, 32), (6, 64), (5, 7)])
+    d = h * dh
+    return dict(arch=arch, hidden_size=d, num_attention_heads=h, num_hidden_layers=rng.randint(1, 3),
+                intermediate_size=rng.choice([d, 4 * d, rng.randint(5, 99)]),
+                hidden_act=rng.choice(["gelu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"]),
+                layer_norm_eps=rng.choice([1e-12, 1e-5]), type_vocab_size=rng.choice([2, 1, 3]),
+                extra=rng.choice([0, 3, 17]))
+
+
+def run_case(a, case, rng, seed):
+    import numpy as np
+    import torch
+    import transformers
+    torch.manual_seed(seed)
+    with tempfile.TemporaryDirectory() as out:
+        common = dict(hidden_size=case["hidden_size"], num_attention_heads=case["num_attention_heads"],
+                      num_hidden_layers=case["num_hidden_layers"], intermediate_size=case["intermediate_size"],
+                      hidden_act=case["hidden_act"], layer_norm_eps=case["layer_norm_eps"],
+                      type_vocab_size=case["type_vocab_size"], max_position_embeddings=300)
+        if case["arch"] == "bert":
+            pieces = bert_vocab(rng, case["extra"])
+            with open(os.path.join(out, "vocab.txt"), "w") as f:
+                f.write("\n".join(pieces) + "\n")
+            tok = transformers.BertTokenizerFast(os.path.join(out, "vocab.txt"))
+            config = transformers.BertConfig(vocab_size=len(pieces), pad_token_id=0, **common)
+            model = transformers.BertModel(config, add_pooling_layer=False)
+            pad = 0
+        else:
+            xlmr_spm(out, rng)
+            tok = transformers.XLMRobertaTokenizer(os.path.join(out, "sentencepiece.bpe.model"))
+            config = transformers.XLMRobertaConfig(vocab_size=len(tok), pad_token_id=1, **common)
+            config.max_position_embeddings = 302
+            model = transformers.XLMRobertaModel(config, add_pooling_layer=False)
+            pad = 1
+        with torch.no_grad():  # weights larger than init's 0.02, LayerNorms not the identity
+            for p in model.parameters():
+                p.normal_(0.0, 0.3)
+        model.eval()
+        model.save_pretrained(out, safe_serialization=True)
+        r = subprocess.run([a.ordo, "encode", "--model", out, "--pooling", "none", "--json", *TEXTS],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL {case}: ordo exited {r.returncode}: {r.stderr.strip()}")
+            return False
+        rows = [json.loads(line) for line in r.stdout.split("\n") if line]
+        want_ids = [tok(t)["input_ids"] for t in TEXTS]
+        ok = True
+        for text, row, ids in zip(TEXTS, rows, want_ids):
+            if row["ids"] != ids:
+                print(f"FAIL {case}\n  ids of {text!r}: ordo {row['ids']}, transformers {ids}")
+                ok = False
+        if not ok:
+            return False
+        S = max(len(i) for i in want_ids)
+        batch = torch.tensor([i + [pad] * (S - len(i)) for i in want_ids])
+        mask = torch.tensor([[1] * len(i) + [0] * (S - len(i)) for i in want_ids])
+        with torch.no_grad():
+            want = model(input_ids=batch, attention_mask=mask).last_hidden_state.numpy()
+        worst = 0.0
+        for k, (row, ids) in enumerate(zip(rows, want_ids)):
+            got = np.array(row["hidden"], dtype=np.float64).reshape(len(ids), case["hidden_size"])
+            ref = want[k, :len(ids)].astype(np.float64)
+            err = np.abs(got - ref).max() / np.abs(ref).max()
+            worst = max(worst, err)
+            if not err <= BAR:
+                print(f"FAIL {case}\n  text {k}: max relative error {err:.3g} > {BAR}")
+                ok = False
+        print(f"{'ok  ' if ok else 'FAIL'} {case} worst {worst:.2e}")
+        return ok
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ordo", required=True)
+    p.add_argument("--seed", type=int, default=20261126)
+    p.add_argument("--cases", type=int, default=6, help="random cases per architecture")
+    a = p.parse_args()
+    rng = random.Random(a.seed)
+    failed = 0
+    for arch in ["bert", "xlm-roberta"]:
+        for n in range(a.cases):
+            failed += not run_case(a, random_case(rng, arch), rng, a.seed + n)
+    print(f"{2 * a.cases - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
