@@ -97,6 +97,58 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
   }
 }
 
+// A Hugging Face encoder (BertModel's tensor names, embedding LayerNorm, token-type row, position
+// offset) with random weights: the fast encoder on a padded batch held to the plain one, with and
+// without positions.
+TEST(Encoder, HuggingFaceEncoderMatchesThePlainEncoder) {
+  struct Case {
+    const char* name;
+    Family family;
+    Activation act;
+    int token_types;
+  };
+  const Case cases[] = {{"bert, gelu", Family::Bert, Activation::GELU, 2},
+                        {"bert, gelu-tanh, one token type", Family::Bert, Activation::GELUTanh, 1},
+                        {"roberta, offset 2, relu", Family::Roberta, Activation::ReLU, 1}};
+  for (const Case& k : cases) {
+    Config c;
+    c.vocab_size = 53, c.d_model = 15, c.n_heads = 3, c.d_ff = 37, c.n_layers = 2;
+    c.family = k.family, c.activation = k.act, c.token_types = k.token_types;
+    c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 24, c.scale_embedding = false;
+    c.embedding_norm = true, c.layer_norm_eps = 1e-12;
+    c.position_offset = k.family == Family::Roberta ? 2 : 0;
+    std::vector<TensorBytes> tensors;
+    uint32_t state = 38;
+    for (const TensorSpec& t : expected_tensors(c)) {
+      uint64_t n = 1;
+      for (uint64_t e : t.shape) n *= e;
+      std::vector<float> v(n);
+      for (float& x : v) {
+        state = state * 1664525u + 1013904223u;
+        x = float(state >> 8) / float(1u << 24) - 0.5f;
+      }
+      tensors.push_back(f32_tensor(t.name, t.shape, v));
+    }
+    test::TempDir dir;
+    write_safetensors(dir.path + "/model.safetensors", tensors);
+    const Model m(c, dir.path + "/model.safetensors");
+    Encoder enc(m);
+    const std::vector<std::vector<int32_t>> ids = {{1, 4, 9, 16, 25, 36, 49, 52}, {2}, {7, 7, 3}};
+    for (bool positions : {true, false}) {
+      EncodeOptions o;
+      o.positions = positions;
+      const Hidden h = enc.forward(ids, o);
+      for (int b = 0; b < 3; ++b) {
+        const double diff = diff_to_reference(h, b, reference::forward(m, ids[b], positions));
+        EXPECT_LT(diff, 2e-5) << k.name << (positions ? "" : ", no positions") << ", sequence " << b;
+      }
+    }
+    // the table's last usable row: max_positions − offset tokens run, one more does not
+    EXPECT_NO_THROW(enc.forward({std::vector<int32_t>(size_t(24 - c.position_offset), 5)}));
+    EXPECT_THROW(enc.forward({std::vector<int32_t>(size_t(25 - c.position_offset), 5)}), InputError);
+  }
+}
+
 // max |h(b0, t) − h(b1, to[t])|: how far each token's output moved when it went from place t of
 // sequence b0 to place to[t] of sequence b1.
 double largest_move(const Hidden& h, int b0, int b1, const std::vector<int>& to) {

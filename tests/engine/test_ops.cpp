@@ -111,6 +111,10 @@ TEST(Activation, HandComputed) {
   activation(x.data(), x.size(), Activation::GELU);  // ½x(1 + erf(x/√2))
   const double want[] = {0.8413447460685429, -0.15865525393145707, 0.34573123063700656, -0.00404969409489031};
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(x[i], want[i], 1e-7);
+  std::vector<float> t = {1, -1, 0.5f, -3};
+  activation(t.data(), t.size(), Activation::GELUTanh);  // ½x(1 + tanh(√(2/π)(x + 0.044715x³)))
+  const double want_tanh[] = {0.8411919906082768, -0.15880800939172324, 0.34571400982514394, -0.0036373920817729943};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(t[i], want_tanh[i], 1e-7);
   std::vector<float> r = {1, -1, 0, -0.0f, 2.5f};
   activation(r.data(), r.size(), Activation::ReLU);
   EXPECT_EQ(r, (std::vector<float>{1, 0, 0, 0, 2.5f}));

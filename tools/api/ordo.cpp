@@ -245,7 +245,9 @@ int Pipeline::max_tokens() const {
 
 std::string Pipeline::max_tokens_reason() const {
   const int n = max_tokens();
-  if (n == position_limit(model_.config())) return "the model's max_positions " + std::to_string(n);
+  const Config& c = model_.config();
+  if (n == position_limit(c) && n == c.max_length) return "the model's max_seq_length " + std::to_string(n);
+  if (n == position_limit(c)) return "the model's max_positions " + std::to_string(n);
   return "this machine's memory (a text of at most " + std::to_string(n) + " tokens)";
 }
 
