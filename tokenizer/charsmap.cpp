@@ -125,6 +125,76 @@ std::string check_charsmap(std::string_view blob) {
   return "";
 }
 
+std::string_view normalizer_charsmap(std::string_view proto) {
+  std::vector<Field> top, spec;
+  size_t at = 0;
+  if (!fields(proto, top, at)) return {};
+  for (const Field& f : top) {
+    if (f.number != 3 || f.type != 2) continue;  // ModelProto.normalizer_spec
+    spec.clear();
+    if (!fields(f.bytes, spec, at)) return {};
+    std::string_view blob;
+    for (const Field& g : spec)
+      if (g.number == 2 && g.type == 2) blob = g.bytes;  // precompiled_charsmap (a later one wins, as in protobuf)
+    return blob;
+  }
+  return {};
+}
+
+uint64_t normalized_bytes_bound(std::string_view blob, std::string_view text, uint64_t stop, size_t* prefix) {
+  std::string_view trie, strings;
+  if (blob.size() >= 4) {
+    uint32_t trie_bytes;
+    std::memcpy(&trie_bytes, blob.data(), 4);
+    trie = blob.substr(4, trie_bytes);
+    strings = blob.substr(4 + size_t(trie_bytes));
+  }
+  const size_t units = trie.size() / 4;
+  auto spaced = [](std::string_view s) {  // bytes, each space counted as the 3 of "▁"
+    return uint64_t(s.size()) + 2 * uint64_t(std::count(s.begin(), s.end(), ' '));
+  };
+  uint64_t bound = 3;  // the "▁" in front
+  size_t i = 0;
+  while (i < text.size()) {
+    // The longest match from i, as darts-clone's commonPrefixSearch finds them (check_charsmap).
+    size_t match = 0;
+    std::string_view replacement;
+    if (units > 0) {
+      size_t p = offset(unit_at(trie, 0));
+      for (size_t j = i; j < text.size(); ++j) {
+        const uint32_t c = static_cast<unsigned char>(text[j]);
+        if ((p ^ c) >= units) break;
+        const uint32_t u = unit_at(trie, p ^ c);
+        if (label(u) != c) break;
+        p = (p ^ c) ^ offset(u);
+        if (p >= units) break;
+        if (has_leaf(u)) {
+          const size_t v = value(unit_at(trie, p));
+          if (v >= strings.size()) break;
+          match = j - i + 1;
+          replacement = strings.substr(v);
+          replacement = replacement.substr(0, replacement.find('\0'));
+        }
+      }
+    }
+    size_t step = match;
+    if (step == 0) {  // one character, kept
+      const unsigned char c = static_cast<unsigned char>(text[i]);
+      step = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+      step = std::min(step, text.size() - i);
+    }
+    const uint64_t more = std::max(spaced(text.substr(i, step)), match ? spaced(replacement) : 0);
+    if (bound + more > stop) {
+      if (prefix) *prefix = i;
+      return bound + more;
+    }
+    bound += more;
+    i += step;
+  }
+  if (prefix) *prefix = i;
+  return bound;
+}
+
 size_t max_piece_bytes() {
   constexpr uint64_t kMaxCounted = uint64_t(64) << 20;
   struct rlimit r {};

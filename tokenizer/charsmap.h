@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,5 +29,19 @@ std::string check_sentencepiece_model(std::string_view proto);
 
 // Checks one precompiled_charsmap blob: [u32 trie bytes][trie units][NUL-terminated strings].
 std::string check_charsmap(std::string_view blob);
+
+// The precompiled_charsmap of a (checked) model's normalizer spec, or "" when it has none.
+std::string_view normalizer_charsmap(std::string_view proto);
+
+// How many bytes sentencepiece's normalizer can make of `text` (valid UTF-8), at most, with the
+// (checked) charsmap `blob` ("": none), found without making them. The normalizer replaces the
+// longest match of the charsmap's trie at each place by its string and keeps any other character
+// (NFKC makes 33 bytes of the 3 of U+FDFA); then each space becomes "▁" (3 bytes) and one "▁" goes
+// in front. So the bound is 3 + Σ over the matches and characters of max(what it becomes, what it
+// was), a space counted 3. The walk stops once the bound passes `stop`: *prefix then receives the
+// bytes of `text` whose bound is at most `stop` (whole matches and characters), and the value
+// returned is the first partial sum past `stop` (the whole text's bound when it never passes it).
+uint64_t normalized_bytes_bound(std::string_view blob, std::string_view text, uint64_t stop = UINT64_MAX,
+                                size_t* prefix = nullptr);
 
 }  // namespace ordo

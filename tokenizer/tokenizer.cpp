@@ -90,6 +90,7 @@ Tokenizer Tokenizer::parse(const std::string& bytes, const std::string& path) {
   // a second occurrence of a message field into the first, so field 3 (normalizer_spec) holding
   // only its field 3 (add_dummy_prefix) = 0 is appended: 0x1A (field 3, length-delimited), length
   // 2, 0x18 (field 3, varint), 0.
+  t.charsmap_ = std::string(normalizer_charsmap(bytes));
   t.joined_ = std::make_shared<Joined>();
   t.joined_->bytes = bytes + std::string("\x1A\x02\x18\x00", 4);
   return t;
@@ -156,6 +157,10 @@ int Tokenizer::mask_id() const {
   // PieceToId answers the unknown piece's id for a piece it does not hold: check the way back.
   const int id = sp_->PieceToId("<mask>");
   return id >= 0 && id < size() && sp_->IdToPiece(id) == "<mask>" ? id : -1;
+}
+
+uint64_t Tokenizer::normalized_bytes(std::string_view text, uint64_t stop, size_t* prefix) const {
+  return normalized_bytes_bound(charsmap_, text, stop, prefix);
 }
 
 std::string Tokenizer::piece(int id) const {

@@ -78,6 +78,13 @@ class Tokenizer {
                              std::vector<int>* positions = nullptr) const;
   const std::string& path() const { return path_; }
 
+  // At most how many bytes sentencepiece normalizes `text` (valid UTF-8) into before it splits them
+  // into pieces (NFKC makes 33 bytes of the 3 of U+FDFA), found without normalizing it:
+  // normalized_bytes_bound (tokenizer/charsmap.h) with this model's table. Tokenizing takes ~70 bytes
+  // of memory per normalized byte, so a bound on a text's bytes is one on these. Past `stop` the
+  // count stops: *prefix gets the bytes of `text` whose bound is within it.
+  uint64_t normalized_bytes(std::string_view text, uint64_t stop = UINT64_MAX, size_t* prefix = nullptr) const;
+
  private:
   Tokenizer() = default;
   Tokenization encode_with(sentencepiece::SentencePieceProcessor& sp, std::string_view text, const std::string& where,
@@ -92,6 +99,7 @@ class Tokenizer {
   bool fairseq_ = false;                 // XLM-R's ids (load's comment)
   int from_sp(int id) const;             // a sentencepiece id as this tokenizer numbers it
   std::string path_;
+  std::string charsmap_;  // the normalizer's precompiled_charsmap ("" for none)
 };
 
 // True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).

@@ -44,6 +44,7 @@ Tokenizer Tokenizer::parse(const std::string& bytes, const std::string& path) {
     throw InputError(path, "not a sentencepiece model (" + problem + ")");
   Tokenizer t;
   t.path_ = path;
+  t.charsmap_ = std::string(normalizer_charsmap(bytes));
   t.joined_ = std::shared_ptr<Joined>(new Joined{Unigram::parse(bytes, path), {}});
   t.joined_->inside.dummy_prefix = false;
   t.sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
@@ -89,6 +90,9 @@ int Tokenizer::mask_id() const {
 }
 std::string Tokenizer::piece(int id) const {
   return id >= 0 && id < size() ? joined_->model.piece(id) : std::string("<?>");
+}
+uint64_t Tokenizer::normalized_bytes(std::string_view text, uint64_t stop, size_t* prefix) const {
+  return normalized_bytes_bound(charsmap_, text, stop, prefix);
 }
 
 }  // namespace ordo

@@ -318,3 +318,13 @@ def test_arguments_of_every_kind_get_the_librarys_words(model, model_dir):
     for bad in (None, "2", 2.0, True):
         with pytest.raises(ordo.InputError, match=r"^threads must be an integer, got "):
             ordo.set_num_threads(bad)
+
+
+def test_text_that_normalizes_past_the_limit_is_refused_first(model):
+    # U+FDFA is 3 bytes that NFKC makes 33: 690,000 of them are within the byte limit (2 MiB for
+    # max_tokens=8192) and are refused by what they would normalize to, before the tokenizer makes it
+    # (it peaked at 5.2 GB).
+    with pytest.raises(ordo.InputError, match=r"^texts\[0\]: text normalizes \(NFKC\) to more than 6291459 bytes, "
+                                              r"more than max_tokens=8192 allows"):
+        model.encode("\ufdfa" * 690000)
+    assert model.encode("\ufdfa" * 10).shape == (64,)

@@ -132,6 +132,31 @@ TEST_F(FillScore, ScoreHasAStatedLimit) {
   EXPECT_NE(r.out.find("(no pseudo-log-likelihood: a text has more than 512 pieces"), std::string::npos) << r.out;
 }
 
+// A tokenizer whose <mask> is a USER_DEFINED piece (matched in text, as some converted tokenizers have
+// it) instead of a control one: fill finds the mask by its id and answers as with the control piece;
+// score refuses a text that holds the mask piece by name, instead of scoring it as a word.
+TEST_F(FillScore, AUserDefinedMaskPieceIsTheMask) {
+  const std::string m = dir_->path + "/userdef";
+  ASSERT_EQ(std::system(("rm -rf " + quote(m) + " && cp -r " + quote(dir_->path + "/head") + " " + quote(m)).c_str()),
+            0);
+  std::string tok = test::read_file(m + "/tokenizer.model");
+  const std::string control("\x0a\x06<mask>\x15\x00\x00\x00\x00\x18\x03", 15);
+  const size_t at = tok.find(control);
+  ASSERT_NE(at, std::string::npos);
+  tok[at + 14] = 4;  // type USER_DEFINED
+  std::ofstream(m + "/tokenizer.model", std::ios::binary) << tok;
+  const auto mine = run_ordo("tokenize --json" + model("userdef") + quote("the <mask> sat"));
+  ASSERT_EQ(mine.status, 0) << mine.err;
+  EXPECT_NE(mine.out.find("\"<mask>\""), std::string::npos) << "the text's <mask> is the piece: " << mine.out;
+  const auto control_fill = run_ordo("fill --json" + model("head") + quote("the <mask> sat on the mat"));
+  const auto user_fill = run_ordo("fill --json" + model("userdef") + quote("the <mask> sat on the mat"));
+  ASSERT_EQ(user_fill.status, 0) << user_fill.err;
+  EXPECT_EQ(user_fill.out, control_fill.out);
+  const auto r = run_ordo("score" + model("userdef") + quote("the <mask> sat"));
+  test::expect_one_error(r, "argument 1: the text holds <mask>, the model's mask piece (id ");
+  EXPECT_EQ(run_ordo("score" + model("userdef") + quote("the cat sat")).status, 0);
+}
+
 TEST_F(FillScore, FillErrors) {
   auto check = [](const test::Run& r, const std::string& start) {
     EXPECT_EQ(r.status, 2) << r.err;

@@ -685,5 +685,22 @@ TEST(Limits, AServerWhoseThreadsCannotStartSaysSo) {
   EXPECT_NE(r.out.find(" status 1\n"), std::string::npos) << r.out;
 }
 
+// A line of U+FDFA, which NFKC makes 33 bytes of 3: within the byte limit (2 MiB for --max-tokens
+// 8192), its normalized form (11 times its bytes) is not, and it is refused before the tokenizer
+// makes it (it peaked at 5.2 GB); with --truncate it is cut to what the limit allows.
+TEST(Input, TextThatNormalizesPastTheLimitIsRefusedFirst) {
+  test::TempDir dir;
+  std::string line;
+  for (int i = 0; i < 240000; ++i) line += "\uFDFA";  // 720,000 bytes
+  std::ofstream(dir.path + "/fdfa.txt") << line << "\n";
+  auto r = run_ordo("encode" + kDefault + "--input " + dir.path + "/fdfa.txt");
+  test::expect_one_error(r,
+                         "fdfa.txt: line 1: text normalizes (NFKC) to more than 6291459 bytes, more than "
+                         "--max-tokens 8192 allows (3 per byte of its 2097152; raise it, or add --truncate)");
+  r = run_ordo("encode --json --truncate" + kDefault + "--max-tokens 64 --input " + dir.path + "/fdfa.txt");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(test::json_lines(r.out)[0]["truncated"], true);
+}
+
 }  // namespace
 }  // namespace ordo

@@ -35,6 +35,30 @@ TEST(Charsmap, DefaultModelPassesAndBrokenTriesFail) {
   EXPECT_EQ(check_charsmap(blob + trie + std::string("ABCDEFG\0", 8)), "");
 }
 
+// The bound on what sentencepiece's normalizer makes of a text, by hand: "▁the▁cat" is 12 bytes;
+// NFKC makes "صلى الله عليه وسلم" of U+FDFA (3 bytes): 15 letters of 2 bytes and 3 spaces, each a
+// "▁" of 3, so 39 bytes, and 100 of them 3 + 3900; "Ａ" (3 bytes) becomes "A", counted as the 3 it was.
+TEST(Charsmap, TheNormalizedSizeIsBoundedBeforeNormalizing) {
+  const Tokenizer tok = Tokenizer::load(std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model");
+  std::string fdfa;
+  for (int i = 0; i < 100; ++i) fdfa += "\uFDFA";
+  EXPECT_EQ(tok.normalized_bytes("the cat"), 12u);
+  EXPECT_EQ(tok.normalized_bytes(fdfa), 3903u);
+  EXPECT_EQ(tok.normalized_bytes("\uFF21"), 6u);
+  size_t prefix = 0;
+  // Stopped at 1000: 3 + 39 k <= 1000 holds for k = 25 characters (75 bytes), and 26 give 1017.
+  EXPECT_EQ(tok.normalized_bytes(fdfa, 1000, &prefix), 1017u);
+  EXPECT_EQ(prefix, 75u);
+  EXPECT_EQ(tok.normalized_bytes("the cat", 1000, &prefix), 12u);
+  EXPECT_EQ(prefix, 7u);
+  // Without a table every character is kept: "▁a▁b".
+  EXPECT_EQ(normalized_bytes_bound("", "a b"), 8u);
+  // The bound holds for what sentencepiece does make: the pieces of "the cat" spell "▁the▁cat".
+  std::string spelt;
+  for (const std::string& p : tok.encode("the cat").pieces) spelt += p;
+  EXPECT_EQ(spelt.size(), 12u);
+}
+
 // A user-defined piece of 2,000 bytes (over the old fixed 512) is accepted and matched, as
 // sentencepiece accepts it; one longer than the stack allows is refused naming the reason.
 TEST(Charsmap, LongUserDefinedPiecesUpToTheStacksLimit) {

@@ -208,8 +208,19 @@ Pipeline::Pipeline(const std::string& model_dir)
     throw InputError(where, "config sets add_eos but the tokenizer has no EOS piece");
 }
 
+// The most bytes the tokenizer may make of one text on this model and machine, whoever calls (prepare
+// holds a text to its caller's limit first): 3 per byte of max_text_bytes(max_tokens()), + 3.
+void Pipeline::check_normalized(std::string_view text, const std::string& where) const {
+  const uint64_t ceiling = 3 * uint64_t(max_text_bytes(max_tokens())) + 3;
+  if (tokenizer_.normalized_bytes(text, ceiling) > ceiling)
+    throw InputError(where, "text normalizes (NFKC) to more than " + std::to_string(ceiling) + " bytes, more than " +
+                                max_tokens_reason() + " allows (3 per byte of a text's " +
+                                std::to_string(max_text_bytes(max_tokens())) + ")");
+}
+
 Tokenization Pipeline::tokenize(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
   if (spans) spans->clear();
+  check_normalized(text, where);
   Tokenization t = tokenizer_.encode(text, where, spans);
   const Config& c = model_.config();
   if (c.add_bos) {
@@ -356,6 +367,8 @@ Tokenization Pipeline::prepare(std::string_view text, const std::string& where, 
                                             : hint + " to cut it";
   const size_t max_bytes = max_text_bytes(limit);
   const bool may_cut = limits.truncate && !masked;
+  std::string_view use = text;  // what goes to the tokenizer
+  bool cut = false;
   if (bytes > max_bytes) {  // tokenizing takes ~70 bytes of memory per byte of text
     if (!may_cut)
       throw InputError(where, "text is " + std::string(whole ? "" : "at least ") + std::to_string(bytes) +
@@ -363,10 +376,27 @@ Tokenization Pipeline::prepare(std::string_view text, const std::string& where, 
                                   " bytes" + (advice.empty() ? "" : "; " + advice) + ")");
     // The cut falls before the character that crosses max_bytes; more than 3 bytes back can only
     // be a run of continuation bytes, which is not UTF-8 (and would otherwise leave nothing).
-    const size_t cut = utf8_prefix(text, max_bytes);
-    if (max_bytes - cut > 3) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(cut));
+    const size_t at = utf8_prefix(text, max_bytes);
+    if (max_bytes - at > 3) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(at));
+    use = text.substr(0, at), cut = true;
+  }
+  // ... and per byte the tokenizer makes of it: NFKC makes 33 bytes of the 3 of U+FDFA, so a line
+  // of them within the byte limit took 18 times the memory of one of ASCII. The bytes it makes are
+  // bounded before it makes them (Tokenizer::normalized_bytes): at most 3 per byte allowed (+ 3),
+  // what a text of spaces makes (each a "▁" of 3 bytes), so only text that expands more than that
+  // can meet this limit before the byte limit.
+  const uint64_t max_normalized = 3 * uint64_t(max_bytes) + 3;
+  size_t within = use.size();
+  if (tokenizer_.normalized_bytes(use, max_normalized, &within) > max_normalized) {
+    if (!may_cut)
+      throw InputError(where, "text normalizes (NFKC) to more than " + std::to_string(max_normalized) +
+                                  " bytes, more than " + limit_name + " allows (3 per byte of its " +
+                                  std::to_string(max_bytes) + (advice.empty() ? "" : "; " + advice) + ")");
+    use = use.substr(0, within), cut = true;
+  }
+  if (cut) {
     if (truncated) *truncated = true;
-    Tokenization t = tokenize(text.substr(0, cut), where);
+    Tokenization t = tokenize(use, where);
     truncate(t, limit);
     return t;
   }
@@ -398,6 +428,13 @@ void Pipeline::check_scorable(const Tokenization& t, const std::string& where, i
                                 " (scoring S pieces costs S passes of S pieces, growing with S^3: raise " + bare +
                                 " to score it anyway)");
   }
+  // The mask piece in a text to score (a tokenizer whose <mask> is a user-defined piece, matched in
+  // text): its probability at a masked copy is no likelihood of the text, so it is refused by name.
+  const int mask = mask_id();
+  if (mask >= 0 && std::find(t.ids.begin(), t.ids.end(), mask) != t.ids.end())
+    throw InputError(where, "the text holds <mask>, the model's mask piece (id " + std::to_string(mask) +
+                                "), which score cannot score: it gives the likelihood of a text (ordo fill fills "
+                                "masks)");
 }
 
 std::vector<Encoded> Pipeline::encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize,
@@ -515,6 +552,7 @@ void Pipeline::require_head(bool need_mask) const {
 }
 
 Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string& where, std::vector<int>* masks) const {
+  check_normalized(text, where);
   Tokenization t = tokenizer_.encode_masked(text, where, masks);
   const Config& c = model_.config();
   if (c.add_bos) {

@@ -365,6 +365,9 @@ class Pipeline {
   ComputeType compute_type() const { return encoder_.compute_type(); }
 
  private:
+  // InputError(where) when the tokenizer would make more bytes of `text` than this model and machine
+  // allow (Tokenizer::normalized_bytes, found before it makes them): tokenize and tokenize_masked call it.
+  void check_normalized(std::string_view text, const std::string& where) const;
   // InputError naming the first layer and stage with a value that is not finite, if the output
   // `h` of `ids` holds one; `what` names the sequences in the message ("texts[2]").
   void check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
