@@ -159,6 +159,9 @@ int Tokenizer::mask_id() const {
   return id >= 0 && id < size() && sp_->IdToPiece(id) == "<mask>" ? id : -1;
 }
 
+// A WordPiece model has no table (the count is then the text's bytes, each space 3): its own
+// normalization makes at most one character and 3 bytes per byte of the text (docs/robustness.md),
+// so the byte limit alone bounds its memory, and this count stays within Pipeline's bound for it.
 uint64_t Tokenizer::normalized_bytes(std::string_view text, uint64_t stop, size_t* prefix) const {
   return normalized_bytes_bound(charsmap_, text, stop, prefix);
 }
