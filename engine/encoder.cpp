@@ -330,10 +330,11 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
       observe(options, StageKind::HeadOutput, layer, i, out, L, dh, d);
     }
   };
+  // attention_head's cblas_sgemm, on every thread (on this one alone when observed)
+  if (!kHaveGemm) blas_check_room(options.observe ? 1 : kernel_threads());
   if (options.observe)  // in order, for the observer
     for (int task = 0; task < B * h; ++task) head(task, 0);
   else {
-    if (!kHaveGemm) blas_check_room(kernel_threads());  // attention_head's cblas_sgemm, on every thread
     // q·kᵀ and weights·v: 2·2·L²·dh FLOPs per head at most
     parallel_for(B * h, 4.0 * B * h * double(S) * S * dh, head);
   }

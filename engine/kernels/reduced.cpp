@@ -11,7 +11,12 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <ordo/errors.h>
+
+#include "engine/kernels/cpu.h"
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/reduced_avx2.h"
+#include "engine/kernels/tiles.h"
 #include "engine/ops.h"
 
 #ifdef ORDO_ONEDNN
@@ -85,10 +90,82 @@ float from_bf16(uint16_t h) {
   return v;
 }
 
+namespace {
+
+// ordo's own kernels at the kernels' level (engine/kernels/cpu.h): the AVX-512 ones where the build
+// has them and the CPU too, else the AVX2 ones.
+enum class Own { Avx512, Avx2, Plain, None };
+
+Own own_int8() {
+  if (kHaveInt8Vnni && isa_at_least(Isa::Avx512) && cpu_features().avx512vnni) return Own::Avx512;
+  return isa_at_least(Isa::Avx2) ? Own::Avx2 : Own::Plain;
+}
+
+Own own_bf16() {
+  if (kHaveBf16Dot && isa_at_least(Isa::Avx512) && cpu_features().avx512bf16) return Own::Avx512;
+  return isa_at_least(Isa::Avx2) ? Own::Avx2 : Own::None;
+}
+
+}  // namespace
+
+bool have_own_kernel(ComputeType type) {
+  return type == ComputeType::Int8   ? own_int8() != Own::None
+         : type == ComputeType::BF16 ? own_bf16() != Own::None
+                                     : true;
+}
+
+std::string reduced_kernel_name(ComputeType type) {
+  if (type == ComputeType::Int8) {
+    switch (own_int8()) {
+      case Own::Avx512:
+        return "avx512 vnni (vpdpbusd)";
+      case Own::Avx2:
+        return "avx2 (vpmaddwd, exact)";
+      default:
+        return "plain loop (exact)";
+    }
+  }
+  if (type == ComputeType::BF16) {
+    switch (own_bf16()) {
+      case Own::Avx512:
+        return "avx512 bf16 (vdpbf16ps)";
+      case Own::Avx2:
+        return "avx2 (bf16 widened to float, fma)";
+      default:
+        if (onednn_bf16()) return "oneDNN";
+        throw InputError("--compute-type bf16",
+                         "needs a CPU with AVX2 and FMA, or with AVX-512 (this one has neither, or ORDO_ISA=scalar)");
+    }
+  }
+  return "f32";
+}
+
 #ifdef ORDO_ONEDNN
 
 bool have_onednn() {
   return true;
+}
+
+bool onednn_int8_exact() {
+  // dnnl_cpu_isa_t is a set of bits: 0x40 is AVX-512 VNNI, 0x400 AVX-VNNI
+  static const bool exact = (int(dnnl::get_effective_cpu_isa()) & (0x40 | 0x400)) != 0;
+  return exact;
+}
+
+bool onednn_bf16() {
+  static const bool can = [] {
+    try {
+      const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      const dnnl::memory::desc x({1, 2}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
+      const dnnl::memory::desc w({2, 1}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any);
+      const dnnl::memory::desc y({1, 1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(x, w, y), engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;  // "could not create a primitive descriptor iterator": no bf16 matmul on this CPU
+    }
+  }();
+  return can;
 }
 
 namespace {
@@ -175,6 +252,8 @@ struct Scratch {
   std::vector<float> xs;
   std::vector<int32_t> acc;
   std::vector<uint16_t> xh;
+  std::vector<int16_t> xw;
+  std::vector<float> xr;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -219,16 +298,19 @@ ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, i
   if (type == ComputeType::Int8) {
     wq_.resize(size_t(N) * K), ws_.resize(N);
     quantize_rows(wq_.data(), ws_.data(), w, N, K);  // per output channel: a row of W
-    if (kHaveInt8Vnni) packed_ = pack_int8(wq_.data(), N, K);
+    if (own_int8() == Own::Avx512) packed_ = pack_int8(wq_.data(), N, K);
+    if (own_int8() == Own::Avx2) wq_pairs_ = tiles::pack_panels<2>(wq_.data(), N, K);
   } else if (type == ComputeType::BF16) {
+    reduced_kernel_name(type);  // where nothing runs bf16: the error that says what it needs
     wh_.resize(size_t(N) * K);
     for (size_t i = 0; i < wh_.size(); ++i) wh_[i] = to_bf16(w[i]);
-    if (kHaveBf16Dot) packed_bf16_ = pack_bf16(wh_.data(), N, K);
+    if (own_bf16() == Own::Avx512) packed_bf16_ = pack_bf16(wh_.data(), N, K);
+    if (own_bf16() == Own::Avx2) wh_panels_ = tiles::pack_panels<1>(wh_.data(), N, K);
   }
   // every chunk's weights in their layout now, rather than in the first pass; only where oneDNN
-  // runs the products (ReducedKernel::OneDnn still works in a build with ordo's own kernels, its
-  // weights then made on first use)
-  if (type == ComputeType::Int8 ? kHaveInt8Vnni : kHaveBf16Dot) return;
+  // runs the products (ReducedKernel::OneDnn still works beside ordo's own kernels, its weights
+  // then made on first use)
+  if (type == ComputeType::Int8 || own_bf16() != Own::None) return;
   for (int n0 = 0; n0 < N; n0 += kColumns) {
     const int cols = std::min(kColumns, N - n0);
     const Matmul& mm = matmul_for(type, kRows, cols, K, N);
@@ -277,31 +359,65 @@ void over_row_blocks(int M, int threads, const Job& job) {
 // OPENBLAS_CORETYPE unset, 2 threads, medians of 5 rounds; own / oneDNN, ms):
 //   M = 1: 0.69 / 2.00   8: 1.07 / 2.84   32: 2.17 / 4.23   128: 7.12 / 11.3   512: 27.3 / 40.8
 //   2048: 114 / 161
-bool use_vnni(ReducedKernel kernel) {
-  if (kernel == ReducedKernel::Own && !kHaveInt8Vnni)
-    throw std::invalid_argument("ReducedKernel::Own: this build has no AVX-512 VNNI");
-  return kernel == ReducedKernel::Own || (kernel == ReducedKernel::Auto && kHaveInt8Vnni);
+//
+// Without VNNI, ordo's own always: oneDNN's int8 then saturates (reduced_avx2.h), and is run only
+// when asked for (ReducedKernel::OneDnn, where onednn_int8_exact() says it is exact).
+Own int8_path(ReducedKernel kernel) {
+  return kernel == ReducedKernel::OneDnn ? Own::None : own_int8();
 }
 
 // The same for bf16 with AVX-512 BF16, faster than oneDNN's tiles at every row count as well
 // (`bench_kernels --only bf16`; own / oneDNN, ms): M = 1: 1.61 / 3.12   8: 2.42 / 4.28
 //   32: 5.92 / 8.58   128: 14.6 / 18.7   512: 54.7 / 64.6   2048: 219 / 240
-bool use_own_bf16(ReducedKernel kernel) {
-  if (kernel == ReducedKernel::Own && !kHaveBf16Dot)
-    throw std::invalid_argument("ReducedKernel::Own: this build has no AVX-512 BF16");
-  return kernel == ReducedKernel::Own || (kernel == ReducedKernel::Auto && kHaveBf16Dot);
+//
+// Without AVX-512 BF16, the AVX2 kernel (reduced_avx2.h) where the level allows it, else oneDNN.
+Own bf16_path(ReducedKernel kernel) {
+  if (kernel == ReducedKernel::OneDnn) return Own::None;
+  if (kernel == ReducedKernel::Own && own_bf16() == Own::None)
+    throw std::invalid_argument("ReducedKernel::Own: no bf16 kernel of ordo's own at this level");
+  return own_bf16();
+}
+
+// acc (M, N) = xq · Wqᵀ, the plain loop in int32 (exact), rows over the threads.
+void int8_plain(int32_t* acc, const int8_t* xq, const int8_t* wq, int M, int N, int K, int threads) {
+  over_row_blocks(M, threads, [&](int m0, int rows) {
+    for (int m = m0; m < m0 + rows; ++m)
+      for (int n = 0; n < N; ++n) {
+        int32_t sum = 0;
+        for (int k = 0; k < K; ++k) sum += int32_t(xq[size_t(m) * K + k]) * wq[size_t(n) * K + k];
+        acc[size_t(m) * N + n] = sum;
+      }
+  });
+}
+
+// x's quantized rows widened to int16, padded to K2 with 0 (reduced_avx2.h's operand).
+void widen_rows(int16_t* xw, const int8_t* xq, int M, int K, int K2) {
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) xw[size_t(m) * K2 + k] = xq[size_t(m) * K + k];
+    for (int k = K; k < K2; ++k) xw[size_t(m) * K2 + k] = 0;
+  }
 }
 }  // namespace
 
 void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int threads, ReducedKernel kernel) const {
   if (type_ != ComputeType::Int8) throw std::logic_error("ReducedLinear::products_int8: not an int8 product");
-  if (use_vnni(kernel)) {
+  const Own path = int8_path(kernel);
+  if (path == Own::Avx512) {
     Scratch& s = scratch();
     grow(s.xu, size_t(M) * packed_.K4);
     to_u8_rows(s.xu.data(), xq, M, K_, packed_.K4);
     int8_vnni_products(acc, s.xu.data(), packed_, M, threads);
     return;
   }
+  if (path == Own::Avx2) {
+    const int K2 = (K_ + 1) / 2 * 2;
+    Scratch& s = scratch();
+    grow(s.xw, size_t(M) * K2);
+    widen_rows(s.xw.data(), xq, M, K_, K2);
+    int8_avx2(acc, nullptr, s.xw.data(), nullptr, wq_pairs_.data(), nullptr, nullptr, M, N_, K2, threads);
+    return;
+  }
+  if (path == Own::Plain) return int8_plain(acc, xq, wq_.data(), M, N_, K_, threads);
   over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
     const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
     memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
@@ -320,7 +436,20 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
   if (type_ == ComputeType::Int8) {
     grow(s.xs, size_t(M));
     float* xs = s.xs.data();
-    if (use_vnni(kernel)) {
+    const Own path = int8_path(kernel);
+    if (path == Own::Avx2) {
+      const int K2 = (K_ + 1) / 2 * 2;
+      grow(s.xq, size_t(M) * K_), grow(s.xw, size_t(M) * K2);
+      int8_t* xq = s.xq.data();
+      int16_t* xw = s.xw.data();
+      over_row_blocks(M, threads, [&](int m0, int rows) {
+        quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
+        widen_rows(xw + size_t(m0) * K2, xq + size_t(m0) * K_, rows, K_, K2);
+      });
+      int8_avx2(nullptr, y, xw, xs, wq_pairs_.data(), ws_.data(), b_, M, N_, K2, threads);
+      return;
+    }
+    if (path == Own::Avx512) {
       grow(s.xu, size_t(M) * packed_.K4);
       uint8_t* xu = s.xu.data();
       over_row_blocks(M, threads, [&](int m0, int rows) {
@@ -335,6 +464,13 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
     over_row_blocks(M, threads, [&](int m0, int rows) {
       quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
     });
+    if (path == Own::Plain) {
+      int8_plain(acc, xq, wq_.data(), M, N_, K_, threads);
+      for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N_; ++n)
+          y[size_t(m) * N_ + n] = float(acc[size_t(m) * N_ + n]) * (xs[m] * ws_[n]) + (b_ ? b_[n] : 0.0f);
+      return;
+    }
     over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
       const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
       memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
@@ -350,7 +486,17 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
     });
     return;
   }
-  if (use_own_bf16(kernel)) {
+  const Own bf16 = bf16_path(kernel);
+  if (bf16 == Own::Avx2) {
+    grow(s.xr, size_t(M) * K_);
+    float* xr = s.xr.data();
+    over_row_blocks(M, threads, [&](int m0, int rows) {
+      for (size_t i = size_t(m0) * K_; i < size_t(m0 + rows) * K_; ++i) xr[i] = from_bf16(to_bf16(x[i]));
+    });
+    bf16_avx2(y, xr, wh_panels_.data(), b_, M, N_, K_, threads);
+    return;
+  }
+  if (bf16 == Own::Avx512) {
     grow(s.xh, size_t(M) * packed_bf16_.K2);
     uint16_t* xh = s.xh.data();
     over_row_blocks(M, threads, [&](int m0, int rows) {
@@ -380,6 +526,12 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
 #else  // no oneDNN: only f32 runs
 
 bool have_onednn() {
+  return false;
+}
+bool onednn_int8_exact() {
+  return false;
+}
+bool onednn_bf16() {
   return false;
 }
 struct ReducedLinear::Prepared {};

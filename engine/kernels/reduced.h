@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <ordo/engine/compute_type.h>
@@ -47,9 +48,21 @@ uint16_t to_bf16(float v);
 float from_bf16(uint16_t h);
 
 // Which kernel runs a product: Auto picks by the measured choice in reduced.cpp; Own is ordo's own
-// (int8: int8_vnni.h, in a build with AVX-512 VNNI; bf16: bf16_avx512.h, with AVX-512 BF16) and
-// OneDnn oneDNN's tiles, there for the tests and bench_kernels, which hold the two against each other.
+// for the level the kernels run at (engine/kernels/cpu.h) — int8: int8_vnni.h with AVX-512 VNNI,
+// reduced_avx2.h with AVX2, a plain loop otherwise; bf16: bf16_avx512.h with AVX-512 BF16,
+// reduced_avx2.h with AVX2 — and OneDnn oneDNN's tiles, there for the tests and bench_kernels,
+// which hold the two against each other.
 enum class ReducedKernel { Auto, Own, OneDnn };
+
+// What oneDNN offers on this CPU (and under its ONEDNN_MAX_CPU_ISA): int8 products that are exact
+// (it has VNNI; without, its byte products saturate: reduced_avx2.h), and bf16 products at all.
+bool onednn_int8_exact();
+bool onednn_bf16();
+// Whether ordo's own kernel runs this compute type at the kernels' level (always for int8).
+bool have_own_kernel(ComputeType type);
+// The kernel Auto runs for a compute type, e.g. "avx2 (vpmaddwd)"; for bf16 where nothing can
+// run it, an InputError naming the instruction sets it needs.
+std::string reduced_kernel_name(ComputeType type);
 
 // One Linear (W (N, K), b (N)) converted once for one compute type (BF16 or Int8), or kept in
 // float (F32: forward is ordo::linear on the model's own weights, for the product convert_model
@@ -80,11 +93,13 @@ class ReducedLinear {
   int N_, K_;
   const float* w_;  // the model's floats: read by F32 only
   [[maybe_unused]] const float* b_;
-  std::vector<int8_t> wq_;    // (N, K) int8
-  std::vector<float> ws_;     // (N)
-  std::vector<uint16_t> wh_;  // (N, K) bf16
-  PackedInt8 packed_;         // wq_ in int8_vnni's layout (a build with AVX-512 VNNI)
-  PackedBf16 packed_bf16_;    // wh_ in bf16_avx512's layout (a build with AVX-512 BF16)
+  std::vector<int8_t> wq_;           // (N, K) int8
+  std::vector<float> ws_;            // (N)
+  std::vector<uint16_t> wh_;         // (N, K) bf16
+  PackedInt8 packed_;                // wq_ in int8_vnni's layout (a build with AVX-512 VNNI)
+  PackedBf16 packed_bf16_;           // wh_ in bf16_avx512's layout (a build with AVX-512 BF16)
+  std::vector<int8_t> wq_pairs_;     // wq_ in reduced_avx2's layout (AVX2 without VNNI)
+  std::vector<uint16_t> wh_panels_;  // wh_ in reduced_avx2's layout (AVX2 without AVX-512 BF16)
   std::unique_ptr<Prepared> prepared_;
 };
 

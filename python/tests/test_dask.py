@@ -1,5 +1,5 @@
 """python/examples/dask_encode.py on a LocalCluster of 2 worker processes (1 thread each): its rows, read
-back through the manifest, equal `ordo encode --format npy` on the same file (1e-6), in input order."""
+back through the manifest, equal `ordo encode --format npy` on the same file (1e-5), in input order."""
 import json
 import os
 import subprocess
@@ -34,7 +34,13 @@ def test_two_workers_equal_the_cli(tmp_path):
     assert np.isnan(got[17]).all() and np.isnan(expected[17]).all()
     keep = np.arange(300) != 17
     diff = max_diff(got[keep], expected[keep])
-    assert diff <= 1e-6, f"max |dask - cli| = {diff}"
+    # The workers batch 40 lines, the CLI all 300: the same rows in other batches. ordo's AVX-512
+    # kernels sum each row in one order whatever the batch (0 here), but OpenBLAS (the products
+    # without AVX-512) picks its blocking by the batch's row count, and a sum of K float products
+    # in another order moves by about sqrt(K)·2^-24 of its terms' size: 2.5e-6 was seen on values
+    # of about 1 after two layers (K up to 256). A row out of order or another line's row differs
+    # by 0.1 and more, so 1e-5 still catches those.
+    assert diff <= 1e-5, f"max |dask - cli| = {diff}"
 
 
 def test_bad_line_is_named(tmp_path):

@@ -140,10 +140,12 @@ TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
   for (float f : {1e-39f, -3e-40f, 3.4e38f}) EXPECT_EQ(double(from_bf16(to_bf16(f))), reference::round_bf16(f)) << f;
 }
 
-// The int8 kernels a build has: oneDNN's matmul, and ordo's own on AVX-512 VNNI where compiled in.
+// The int8 kernels to hold against the plain twin: ordo's own at the kernels' level (VNNI, AVX2 or
+// the plain loop: ORDO_ISA picks), and oneDNN's matmul where it is exact (with VNNI: without, its
+// byte products saturate, engine/kernels/reduced_avx2.h).
 std::vector<ReducedKernel> int8_kernels() {
-  std::vector<ReducedKernel> k{ReducedKernel::OneDnn};
-  if (kHaveInt8Vnni) k.push_back(ReducedKernel::Own);
+  std::vector<ReducedKernel> k{ReducedKernel::Own};
+  if (onednn_int8_exact()) k.push_back(ReducedKernel::OneDnn);
   return k;
 }
 const char* name(ReducedKernel k) {
@@ -185,22 +187,22 @@ TEST(Reduced, Int8ProductsAreExact) {
   for_each_case(int8_kernels(), kShapes, expect_int8_exact);
 }
 
-// The VNNI kernel's edges (4-byte groups of k), and in_proj's shape at a tile's worth of rows and
-// either side of it (kShapes has the larger ones).
-TEST(Reduced, Int8VnniEdgesAreExact) {
+// The own kernel's edges (VNNI: 4-byte groups of k; AVX2: pairs), and in_proj's shape at a tile's
+// worth of rows and either side of it (kShapes has the larger ones).
+TEST(Reduced, Int8OwnKernelEdgesAreExact) {
   SKIP_WITHOUT_ONEDNN();
-  if (!kHaveInt8Vnni) GTEST_SKIP() << "this build has no AVX-512 VNNI";
   std::vector<Shape> shapes = edge_shapes(4);
   for (int M : {1, 8, 9, 16, 17}) shapes.push_back({M, 512, 1536});
   for_each_case({ReducedKernel::Own}, shapes, expect_int8_exact);
 }
 
-// By hand, through the u8 + 128 compensation at the extremes of s8: x = (−127, 127, 0, 5) against
-// W's rows (1, −2, 3, 127) and (−127, −127, −127, −127), which quantize to themselves (s = 1):
-// −127 − 254 + 0 + 635 = 254 and 127·127 − 127·127 + 0 − 5·127 = −635.
-TEST(Reduced, Int8VnniByHand) {
+// By hand, at the extremes of s8 (VNNI: through the u8 + 128 compensation; AVX2: pairs of 127·127,
+// which a saturating 16-bit sum would cut to 32,767): x = (−127, 127, 0, 5) against W's rows
+// (1, −2, 3, 127) and (−127, −127, −127, −127), which quantize to themselves (s = 1):
+// −127 − 254 + 0 + 635 = 254 and 127·127 − 127·127 + 0 − 5·127 = −635; and x = (127, 127, 127, 127)
+// against (127, 127, 127, 127): 4·127² = 64,516.
+TEST(Reduced, Int8OwnKernelByHand) {
   SKIP_WITHOUT_ONEDNN();
-  if (!kHaveInt8Vnni) GTEST_SKIP() << "this build has no AVX-512 VNNI";
   const float w[8] = {1, -2, 3, 127, -127, -127, -127, -127};
   ReducedLinear lin(ComputeType::Int8, w, nullptr, 2, 4);
   const int8_t xq[4] = {-127, 127, 0, 5};
@@ -208,6 +210,11 @@ TEST(Reduced, Int8VnniByHand) {
   lin.products_int8(acc, xq, 1, 1, ReducedKernel::Own);
   EXPECT_EQ(acc[0], 254);
   EXPECT_EQ(acc[1], -635);
+  const float big[4] = {127, 127, 127, 127};
+  ReducedLinear top(ComputeType::Int8, big, nullptr, 1, 4);
+  const int8_t xt[4] = {127, 127, 127, 127};
+  top.products_int8(acc, xt, 1, 1, ReducedKernel::Own);
+  EXPECT_EQ(acc[0], 64516);
 }
 
 // bf16: both operands rounded to bf16 exactly as the reference rounds them, the K products summed
@@ -240,15 +247,18 @@ void expect_bf16_within_bound(const Shape& sh, int threads, ReducedKernel kernel
 
 TEST(Reduced, Bf16ProductsWithinTheSummationBound) {
   SKIP_WITHOUT_ONEDNN();
-  std::vector<ReducedKernel> kernels{ReducedKernel::OneDnn};
-  if (kHaveBf16Dot) kernels.push_back(ReducedKernel::Own);
+  std::vector<ReducedKernel> kernels;
+  if (have_own_kernel(ComputeType::BF16)) kernels.push_back(ReducedKernel::Own);
+  if (onednn_bf16()) kernels.push_back(ReducedKernel::OneDnn);
+  ASSERT_FALSE(kernels.empty()) << "no bf16 kernel on this CPU";
   for_each_case(kernels, kShapes, expect_bf16_within_bound);
 }
 
-// The AVX-512 BF16 kernel's edges, as for int8, in pairs of k (odd K: the last pair half padding).
+// The own bf16 kernel's edges (AVX-512 BF16: pairs of k, odd K leaving the last pair half padding;
+// AVX2: tiles of 6 rows), as for int8.
 TEST(Reduced, Bf16OwnKernelEdgesWithinTheBound) {
   SKIP_WITHOUT_ONEDNN();
-  if (!kHaveBf16Dot) GTEST_SKIP() << "this build has no AVX-512 BF16";
+  if (!have_own_kernel(ComputeType::BF16)) GTEST_SKIP() << "no bf16 kernel of ordo's own at this level";
   for_each_case({ReducedKernel::Own}, edge_shapes(2), expect_bf16_within_bound);
 }
 

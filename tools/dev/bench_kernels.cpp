@@ -164,8 +164,9 @@ void bench_reduced(ComputeType type, const std::vector<int>& ms, int rounds) {
     };
     std::vector<Variant> variants;
     variants.push_back({"f32", [&] { p.run(layers, linear); }});
-    if (type == ComputeType::Int8 ? kHaveInt8Vnni : kHaveBf16Dot) variants.push_back({"own", pass(ReducedKernel::Own)});
-    variants.push_back({"onednn", pass(ReducedKernel::OneDnn)});
+    if (have_own_kernel(type)) variants.push_back({"own", pass(ReducedKernel::Own)});
+    if (type == ComputeType::Int8 ? onednn_int8_exact() : onednn_bf16())
+      variants.push_back({"onednn", pass(ReducedKernel::OneDnn)});
     const int calls = std::max(2, std::min(10, 1000 / (M + 20)));
     compare(std::string(name) + " M=" + std::to_string(M), variants, rounds, calls);
   }

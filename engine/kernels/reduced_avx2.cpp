@@ -1,0 +1,118 @@
+// Compiled with -mavx2 -mfma (engine/CMakeLists.txt) and called only where the CPU has both. It
+// includes no header whose inline functions other files compile too with other flags, but for the
+// tile helpers, whose instances here are this file's own.
+#include "engine/kernels/reduced_avx2.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "engine/kernels/tiles.h"
+
+namespace ordo {
+
+namespace {
+
+// An MR × (16·NP) tile of the int8 product: MR rows of x against NP panels of W, 2·MR·NP vectors of
+// 8 int32 sums in registers along K. Each step of 2 k widens NP panels' 32 bytes to 16-bit
+// (vpmovsxbw) once and broadcasts a pair of each row of x to all 8 lanes.
+template <int MR, int NP>
+void int8_tile(const int16_t* x, int K2, const int8_t* w, size_t panel_bytes, int cols, int32_t* acc_out, float* y,
+               const float* xs, const float* ws, const float* b, int ld) {
+  __m256i acc[MR][2 * NP];
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < 2 * NP; ++j) acc[i][j] =
+      _mm256_setzero_si256();
+  for (int k = 0; k < K2; k += 2) {
+    __m256i wv[2 * NP];
+    ORDO_UNROLL for (int j = 0; j < NP; ++j) {
+      const int8_t* group = w + j * panel_bytes + size_t(k) * 16;  // columns 0-7, then 8-15, a pair each
+      wv[2 * j] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group)));
+      wv[2 * j + 1] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 16)));
+    }
+    ORDO_UNROLL for (int i = 0; i < MR; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, x + size_t(i) * K2 + k, 4);
+      const __m256i xv = _mm256_set1_epi32(pair);
+      ORDO_UNROLL for (int j = 0; j < 2 * NP; ++j) acc[i][j] =
+          _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(xv, wv[j]));
+    }
+  }
+  alignas(32) int32_t sums[MR][16 * NP];
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < 2 * NP; ++j)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + 8 * j), acc[i][j]);
+  for (int i = 0; i < MR; ++i)
+    for (int n = 0; n < cols; ++n) {
+      if (acc_out)
+        acc_out[size_t(i) * ld + n] = sums[i][n];
+      else  // y = acc · (s_x · s_w) + b, the same steps as in reduced.cpp's other paths
+        y[size_t(i) * ld + n] = float(sums[i][n]) * (xs[i] * ws[n]) + (b ? b[n] : 0.0f);
+    }
+}
+
+// 4 rows × 1 panel: 8 accumulators, 2 weight vectors and a broadcast of the 16 registers.
+constexpr int kInt8TileM = 4, kInt8TileN = 1;
+template <int MR, int NP>
+struct Int8Tile {
+  static constexpr auto fn = &int8_tile<MR, NP>;
+};
+constexpr auto kInt8Tiles = tiles::table<Int8Tile, kInt8TileM, kInt8TileN>();
+
+// An MR × 16 tile of the bf16 product: each step widens one panel's 16 bf16 of W to two vectors of
+// floats and broadcasts one float of each row of x.
+template <int MR, int NP>
+void bf16_tile(const float* x, int K, const uint16_t* w, int cols, const float* b, float* y, int ld) {
+  static_assert(NP == 1, "one panel: 2·MR accumulators");
+  __m256 acc[MR][2];
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int k = 0; k < K; ++k) {
+    const uint16_t* row = w + size_t(k) * 16;
+    const __m256 w0 = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row))), 16));
+    const __m256 w1 = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 8))), 16));
+    ORDO_UNROLL for (int i = 0; i < MR; ++i) {
+      const __m256 xv = _mm256_broadcast_ss(x + size_t(i) * K + k);
+      acc[i][0] = _mm256_fmadd_ps(xv, w0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(xv, w1, acc[i][1]);
+    }
+  }
+  alignas(32) float sums[MR][16];
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) {
+    _mm256_store_ps(sums[i], acc[i][0]);
+    _mm256_store_ps(sums[i] + 8, acc[i][1]);
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int n = 0; n < cols; ++n) y[size_t(i) * ld + n] = sums[i][n] + (b ? b[n] : 0.0f);
+}
+
+// 6 rows: 12 accumulators, 2 weight vectors and a broadcast of the 16 registers.
+constexpr int kBf16TileM = 6;
+template <int MR, int NP>
+struct Bf16Tile {
+  static constexpr auto fn = &bf16_tile<MR, NP>;
+};
+constexpr auto kBf16Tiles = tiles::table<Bf16Tile, kBf16TileM, 1>();
+
+}  // namespace
+
+void int8_avx2(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
+               const float* b, int M, int N, int K2, int threads) {
+  const size_t panel_bytes = size_t(K2) * 16;
+  tiles::for_each_tile(M, (N + 15) / 16, kInt8TileM, kInt8TileN, 1, threads, [&](int m, int mr, int p, int np) {
+    const int n = 16 * p, cols = std::min(16 * np, N - n);
+    kInt8Tiles[mr - 1][np - 1](xw + size_t(m) * K2, K2, w + p * panel_bytes, panel_bytes, cols,
+                               acc ? acc + size_t(m) * N + n : nullptr, y ? y + size_t(m) * N + n : nullptr,
+                               xs ? xs + m : nullptr, ws ? ws + n : nullptr, b ? b + n : nullptr, N);
+  });
+}
+
+void bf16_avx2(float* y, const float* xr, const uint16_t* w, const float* b, int M, int N, int K, int threads) {
+  const size_t panel_elems = size_t(K) * 16;
+  tiles::for_each_tile(M, (N + 15) / 16, kBf16TileM, 1, 1, threads, [&](int m, int mr, int p, int) {
+    const int n = 16 * p, cols = std::min(16, N - n);
+    kBf16Tiles[mr - 1][0](xr + size_t(m) * K, K, w + p * panel_elems, cols, b ? b + n : nullptr, y + size_t(m) * N + n,
+                          N);
+  });
+}
+
+}  // namespace ordo
