@@ -331,7 +331,7 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     }
   };
   // attention_head's cblas_sgemm, on every thread (on this one alone when observed)
-  if (!kHaveGemm) blas_check_room(options.observe ? 1 : kernel_threads());
+  if (!have_gemm()) blas_check_room(options.observe ? 1 : kernel_threads());
   if (options.observe)  // in order, for the observer
     for (int task = 0; task < B * h; ++task) head(task, 0);
   else {

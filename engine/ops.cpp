@@ -36,11 +36,11 @@ constexpr int kStreamM = 256;
 
 void linear(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M == 0 || N == 0) return;
-  if (M <= kSmallM && kHaveSimdDot)
+  if (M <= kSmallM && have_simd_dot())
     linear_small_m(y, x, w, b, M, K, N);
-  else if (kHaveGemm && M <= kStreamM)
+  else if (have_gemm() && M <= kStreamM)
     linear_stream(y, x, w, b, M, K, N);
-  else if (kHaveGemm)
+  else if (have_gemm())
     linear_gemm(y, x, w, b, M, K, N);
   else
     linear_blas(y, x, w, b, M, K, N);
@@ -99,7 +99,7 @@ void activation(float* x, size_t n, Activation act) {
 // rows meets them packed; otherwise cblas_sgemm reads them in place.
 size_t attention_scratch_floats(int L, int dh, int block) {
   const size_t probs = size_t(std::min(block, L)) * L;
-  return kHaveGemm ? probs + packed_b_floats(L, dh) + packed_b_floats(dh, L) : probs;
+  return have_gemm() ? probs + packed_b_floats(L, dh) + packed_b_floats(dh, L) : probs;
 }
 
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
@@ -111,7 +111,7 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
   float* probs = scratch;
   float* k_packed = scratch + size_t(block) * L;
   float* v_packed = k_packed + packed_b_floats(L, dh);
-  if (kHaveGemm) {
+  if (have_gemm()) {
     pack_b_all(k_packed, k, ld_qkv, /*b_is_nk=*/true, L, dh);   // Kᵀ (dh, L)
     pack_b_all(v_packed, v, ld_qkv, /*b_is_nk=*/false, dh, L);  // V (L, dh)
   }
@@ -120,7 +120,7 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
     const float* qb = q + size_t(r0) * ld_qkv;
     float* ob = out + size_t(r0) * ld_out;
     // probs (n, L) = scale · Q[r0 : r0+n] (n, dh) · Kᵀ (dh, L)
-    if (kHaveGemm)
+    if (have_gemm())
       gemm_packed(probs, L, qb, ld_qkv, k_packed, scale, n, L, dh);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, L, dh, scale, qb, ld_qkv, k, ld_qkv, 0.0f, probs, L);
@@ -133,7 +133,7 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
       }
     softmax_rows(probs, n, L, L);
     // out[r0 : r0+n] (n, dh) = probs (n, L) · V (L, dh)
-    if (kHaveGemm)
+    if (have_gemm())
       gemm_packed(ob, ld_out, probs, L, v_packed, 1.0f, n, dh, L);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, L, 1.0f, probs, L, v, ld_qkv, 0.0f, ob, ld_out);

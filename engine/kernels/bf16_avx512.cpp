@@ -1,33 +1,15 @@
+// The AVX-512 BF16 kernel (engine/kernels/bf16_avx512.h), compiled with AVX-512 and BF16 flags
+// (engine/CMakeLists.txt) and called only where engine/kernels/cpu.h finds both. No standard
+// container here (gemm_avx512.cpp says why).
 #include "engine/kernels/bf16_avx512.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <stdexcept>
-#include <utility>
 
-#include "engine/kernels/parallel.h"
-#include "engine/kernels/reduced.h"
-#include "engine/kernels/simd.h"
+#include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
 #include "engine/kernels/tiles.h"
 
-namespace ordo {
-
-PackedBf16 pack_bf16(const uint16_t* w, int N, int K) {
-  PackedBf16 p;
-  p.N = N, p.K = K, p.K2 = (K + 1) / 2 * 2;
-  p.w = tiles::pack_panels<2>(w, N, K);
-  return p;
-}
-
-void to_bf16_rows(uint16_t* xh, const float* x, int M, int K, int K2) {
-  for (int m = 0; m < M; ++m) {
-    for (int k = 0; k < K; ++k) xh[size_t(m) * K2 + k] = to_bf16(x[size_t(m) * K + k]);
-    for (int k = K; k < K2; ++k) xh[size_t(m) * K2 + k] = 0;
-  }
-}
-
-#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+namespace ordo::avx512 {
 
 namespace {
 
@@ -81,12 +63,4 @@ void bf16_dot_linear(float* y, const uint16_t* xh, const PackedBf16& w, const fl
   });
 }
 
-#else  // no AVX-512 BF16 in this build: never called (kHaveBf16Dot is false)
-
-void bf16_dot_linear(float*, const uint16_t*, const PackedBf16&, const float*, int, int) {
-  throw std::logic_error("bf16_dot_linear: this build has no AVX-512 BF16");
-}
-
-#endif
-
-}  // namespace ordo
+}  // namespace ordo::avx512

@@ -12,11 +12,8 @@
 
 namespace ordo {
 
-#if defined(__AVX512BF16__) && defined(__AVX512BW__)
-constexpr bool kHaveBf16Dot = true;
-#else
-constexpr bool kHaveBf16Dot = false;  // a build for a CPU without it: reduced.cpp uses oneDNN only
-#endif
+// Whether the kernels run at AVX-512 on a CPU with AVX-512 BF16 (engine/kernels/cpu.h).
+bool have_bf16_dot();
 
 // W (N, K) bf16 in panels of 16 output columns, each K2/2 groups of 64 bytes holding 2 consecutive
 // k for each of the 16 columns:  w[p][g][c][i] = W[16p + c][2g + i]   (0 past N or K).
@@ -32,5 +29,8 @@ void to_bf16_rows(uint16_t* xh /* (M, K2) */, const float* x /* (M, K) */, int M
 // y = xh·Wᵀ + b on `threads` threads, the columns split between them.
 void bf16_dot_linear(float* y /* (M, N) */, const uint16_t* xh /* (M, K2) */, const PackedBf16& w,
                      const float* b /* (N) or null */, int M, int threads);
+namespace avx512 {
+void bf16_dot_linear(float* y, const uint16_t* xh, const PackedBf16& w, const float* b, int M, int threads);
+}
 
 }  // namespace ordo

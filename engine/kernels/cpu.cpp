@@ -10,6 +10,10 @@
 
 #include <ordo/errors.h>
 
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/reduced.h"
+#include "engine/kernels/small_m.h"
+
 namespace ordo {
 
 namespace {
@@ -109,6 +113,32 @@ std::string cpu_feature_names() {
   add(f.avx512f, "avx512f"), add(f.avx512bw, "avx512bw"), add(f.avx512dq, "avx512dq"), add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni"), add(f.avx512bf16, "avx512bf16");
   return s.empty() ? "none beyond x86-64" : s;
+}
+
+}  // namespace ordo
+
+namespace ordo {
+
+std::string kernels_chosen() {
+  const Isa level = isa_level();
+  std::string s = std::string("level ") + isa_name(level) + " (highest this CPU allows: " + isa_name(highest_isa()) +
+                  "; ORDO_ISA=scalar|avx2|avx512 forces a lower one)\n";
+  s += "f32 products: ";
+  if (have_gemm())
+    s += "ordo's AVX-512 kernels (small-M up to 16 rows, then weight streaming, then packed GEMM)\n";
+  else if (have_simd_dot())
+    s += "ordo's AVX2 small-M kernel up to 16 rows, OpenBLAS's sgemm above\n";
+  else
+    s += "OpenBLAS's sgemm\n";
+  s += std::string("softmax, LayerNorm: ") + (have_gemm() ? "AVX-512" : "plain loops") + "\n";
+  if (!have_onednn()) return s + "int8, bf16 products: none (this build has no oneDNN)\n";
+  s += "int8 products: " + reduced_kernel_name(ComputeType::Int8) + "\n";
+  try {
+    s += "bf16 products: " + reduced_kernel_name(ComputeType::BF16) + "\n";
+  } catch (const InputError& e) {
+    s += std::string("bf16 products: none: ") + e.what() + "\n";
+  }
+  return s;
 }
 
 }  // namespace ordo

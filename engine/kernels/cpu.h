@@ -40,5 +40,7 @@ inline bool isa_at_least(Isa level) {
 const char* isa_name(Isa level);  // "scalar", "avx2", "avx512"
 // The features as one line, e.g. "avx2 fma avx512f avx512bw avx512dq avx512vl avx512vnni avx512bf16".
 std::string cpu_feature_names();
+// The kernels chosen at this level, one line per kind of work, for `ordo info` and `ordo bench`.
+std::string kernels_chosen();
 
 }  // namespace ordo

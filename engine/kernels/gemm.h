@@ -1,4 +1,5 @@
-// ordo's own packed single-precision GEMM for AVX-512 (engine/kernels/gemm.cpp). It exists so that the
+// ordo's own packed single-precision GEMM for AVX-512 (engine/kernels/gemm_avx512.cpp; gemm.cpp
+// chooses it at run time, and has the plain loops). It exists so that the
 // weight products run at the machine's FMA rate whichever kernels OpenBLAS picked (an
 // environment may force OpenBLAS onto AVX2, half the peak; docs/performance.md).
 #pragma once
@@ -7,15 +8,16 @@
 
 namespace ordo {
 
-#if defined(__AVX512F__)
-constexpr bool kHaveGemm = true;
-#else
-constexpr bool kHaveGemm = false;
-#endif
+// Whether the kernels run at AVX-512 (engine/kernels/cpu.h): the functions below are then the
+// AVX-512 ones, else plain loops that the engine does not use for its products (OpenBLAS does).
+bool have_gemm();
+
+// Per-thread float scratch, `slot` 0 or 1, grown to at least `floats` and kept for the thread's life.
+float* thread_scratch(int slot, size_t floats);
 
 // C (M, N) = α · A (M, K) · op(B) + bias, row by row; op(B) = Bᵀ with B (N, K) when b_is_nk (a weight
 // in PyTorch's layout, or the keys in q·kᵀ), else B (K, N). lda, ldb, ldc are row strides.
-// bias (N) or null. One thread; without AVX-512 it is a plain triple loop (never used by the engine).
+// bias (N) or null. One thread; without AVX-512 it is a plain triple loop.
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
           float alpha, int M, int N, int K);
 
@@ -33,5 +35,16 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 // The same product for a few dozen rows of x: the weights are read once, in place, as the
 // broadcast operand, and x is the packed one; nothing of W is copied.
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+
+// The AVX-512 bodies of the functions above.
+namespace avx512 {
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
+          float alpha, int M, int N, int K);
+size_t packed_b_floats(int N, int K);
+void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K);
+void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K);
+void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+}  // namespace avx512
 
 }  // namespace ordo

@@ -13,11 +13,9 @@
 
 namespace ordo {
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-constexpr bool kHaveInt8Vnni = true;
-#else
-constexpr bool kHaveInt8Vnni = false;  // a build for a CPU without it: reduced.cpp uses oneDNN only
-#endif
+// Whether the kernels run at AVX-512 on a CPU with VNNI (engine/kernels/cpu.h): the kernel in
+// int8_vnni_avx512.cpp. Elsewhere reduced.cpp uses reduced_avx2.h or a plain loop.
+bool have_int8_vnni();
 
 // W (N, K) s8 in the order the kernel reads it: panels of 16 output columns, each panel K4/4 groups
 // of 64 bytes, a group holding 4 consecutive k for each of the 16 columns,
@@ -47,5 +45,16 @@ void int8_vnni_products(int32_t* acc /* (M, N) */, const uint8_t* xu /* (M, K4) 
 void int8_vnni_linear(float* y /* (M, N) */, const uint8_t* xu /* (M, K4) */, const float* xs /* (M) */,
                       const PackedInt8& w, const float* ws /* (N) */, const float* b /* (N) or null */, int M,
                       int threads);
+
+// One row of quantize_rows_u8, plainly (quantize_rows, then to_u8_rows).
+void quantize_row_u8_plain(uint8_t* xu /* (K4) */, float* s, const float* x /* (K) */, int K, int K4);
+
+// The AVX-512 bodies of the three above.
+namespace avx512 {
+void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4);
+void int8_vnni_products(int32_t* acc, const uint8_t* xu, const PackedInt8& w, int M, int threads);
+void int8_vnni_linear(float* y, const uint8_t* xu, const float* xs, const PackedInt8& w, const float* ws,
+                      const float* b, int M, int threads);
+}  // namespace avx512
 
 }  // namespace ordo

@@ -45,8 +45,11 @@ const char* compute_type_name(ComputeType type) {
   }
 }
 
+// bf16 also needs a kernel that runs it here (reduced_kernel_name says which, or what it needs).
 bool compute_type_available(ComputeType type) {
-  return type == ComputeType::F32 || have_onednn();
+  if (type == ComputeType::F32) return true;
+  if (!have_onednn()) return false;
+  return type != ComputeType::BF16 || have_own_kernel(type) || onednn_bf16();
 }
 
 void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
@@ -97,12 +100,12 @@ namespace {
 enum class Own { Avx512, Avx2, Plain, None };
 
 Own own_int8() {
-  if (kHaveInt8Vnni && isa_at_least(Isa::Avx512) && cpu_features().avx512vnni) return Own::Avx512;
+  if (have_int8_vnni()) return Own::Avx512;
   return isa_at_least(Isa::Avx2) ? Own::Avx2 : Own::Plain;
 }
 
 Own own_bf16() {
-  if (kHaveBf16Dot && isa_at_least(Isa::Avx512) && cpu_features().avx512bf16) return Own::Avx512;
+  if (have_bf16_dot()) return Own::Avx512;
   return isa_at_least(Isa::Avx2) ? Own::Avx2 : Own::None;
 }
 
@@ -133,11 +136,34 @@ std::string reduced_kernel_name(ComputeType type) {
         return "avx2 (bf16 widened to float, fma)";
       default:
         if (onednn_bf16()) return "oneDNN";
-        throw InputError("--compute-type bf16",
-                         "needs a CPU with AVX2 and FMA, or with AVX-512 (this one has neither, or ORDO_ISA=scalar)");
+        throw InputError("--compute-type bf16", kBf16Needs);
     }
   }
   return "f32";
+}
+
+PackedBf16 pack_bf16(const uint16_t* w, int N, int K) {
+  PackedBf16 p;
+  p.N = N, p.K = K, p.K2 = (K + 1) / 2 * 2;
+  p.w = tiles::pack_panels<2>(w, N, K);
+  return p;
+}
+
+void to_bf16_rows(uint16_t* xh, const float* x, int M, int K, int K2) {
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) xh[size_t(m) * K2 + k] = to_bf16(x[size_t(m) * K + k]);
+    for (int k = K; k < K2; ++k) xh[size_t(m) * K2 + k] = 0;
+  }
+}
+
+bool have_bf16_dot() {
+  static const bool yes = isa_at_least(Isa::Avx512) && cpu_features().avx512bf16;
+  return yes;
+}
+
+void bf16_dot_linear(float* y, const uint16_t* xh, const PackedBf16& w, const float* b, int M, int threads) {
+  if (!have_bf16_dot()) throw std::logic_error("bf16_dot_linear: no AVX-512 BF16 at this level");
+  avx512::bf16_dot_linear(y, xh, w, b, M, threads);
 }
 
 #ifdef ORDO_ONEDNN
@@ -414,7 +440,7 @@ void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int thr
     Scratch& s = scratch();
     grow(s.xw, size_t(M) * K2);
     widen_rows(s.xw.data(), xq, M, K_, K2);
-    int8_avx2(acc, nullptr, s.xw.data(), nullptr, wq_pairs_.data(), nullptr, nullptr, M, N_, K2, threads);
+    avx2::int8_products(acc, nullptr, s.xw.data(), nullptr, wq_pairs_.data(), nullptr, nullptr, M, N_, K2, threads);
     return;
   }
   if (path == Own::Plain) return int8_plain(acc, xq, wq_.data(), M, N_, K_, threads);
@@ -446,7 +472,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
         quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
         widen_rows(xw + size_t(m0) * K2, xq + size_t(m0) * K_, rows, K_, K2);
       });
-      int8_avx2(nullptr, y, xw, xs, wq_pairs_.data(), ws_.data(), b_, M, N_, K2, threads);
+      avx2::int8_products(nullptr, y, xw, xs, wq_pairs_.data(), ws_.data(), b_, M, N_, K2, threads);
       return;
     }
     if (path == Own::Avx512) {
@@ -493,7 +519,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
     over_row_blocks(M, threads, [&](int m0, int rows) {
       for (size_t i = size_t(m0) * K_; i < size_t(m0 + rows) * K_; ++i) xr[i] = from_bf16(to_bf16(x[i]));
     });
-    bf16_avx2(y, xr, wh_panels_.data(), b_, M, N_, K_, threads);
+    avx2::bf16_linear(y, xr, wh_panels_.data(), b_, M, N_, K_, threads);
     return;
   }
   if (bf16 == Own::Avx512) {

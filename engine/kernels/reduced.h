@@ -17,9 +17,12 @@
 // engine's threads: one primitive per tile shape, and each 256-column chunk of W reordered once,
 // when converted, into the layout the primitive asks for. The plain twin, in double, is
 // reference::linear_int8 / linear_bf16 (engine/reference_reduced.h). docs/precision.md has the figures.
-// In a build for a CPU with AVX-512 VNNI, int8 runs in ordo's own kernel instead
-// (engine/kernels/int8_vnni.h), which measured faster than oneDNN's tiles at every row count; and with
-// AVX-512 BF16, bf16 in ordo's own kernel (engine/kernels/bf16_avx512.h), faster at every row count too.
+// Where the kernels run at AVX-512 on a CPU with VNNI (engine/kernels/cpu.h), int8 runs in ordo's own
+// kernel instead (engine/kernels/int8_vnni.h), which measured faster than oneDNN's tiles at every row
+// count; with AVX-512 BF16, bf16 in ordo's own kernel (engine/kernels/bf16_avx512.h), faster at every
+// row count too. Below that, both run in ordo's AVX2 kernels (engine/kernels/reduced_avx2.h: oneDNN's
+// int8 saturates there, and has no bf16 matmul), and int8 at the plain level in a plain loop; bf16
+// there only where oneDNN has it, else an InputError saying what it needs.
 #pragma once
 
 #include <cstdint>
@@ -60,9 +63,11 @@ bool onednn_int8_exact();
 bool onednn_bf16();
 // Whether ordo's own kernel runs this compute type at the kernels' level (always for int8).
 bool have_own_kernel(ComputeType type);
-// The kernel Auto runs for a compute type, e.g. "avx2 (vpmaddwd)"; for bf16 where nothing can
-// run it, an InputError naming the instruction sets it needs.
+// The kernel Auto runs for a compute type, e.g. "avx2 (vpmaddwd, exact)"; for bf16 where nothing
+// can run it, an InputError("--compute-type bf16", kBf16Needs).
 std::string reduced_kernel_name(ComputeType type);
+constexpr const char* kBf16Needs =
+    "needs a CPU with AVX2 and FMA, or with AVX-512 (this one has neither, or ORDO_ISA=scalar)";
 
 // One Linear (W (N, K), b (N)) converted once for one compute type (BF16 or Int8), or kept in
 // float (F32: forward is ordo::linear on the model's own weights, for the product convert_model

@@ -3,13 +3,12 @@
 // tile helpers, whose instances here are this file's own.
 #include "engine/kernels/reduced_avx2.h"
 
-#include <immintrin.h>
-
 #include <cstring>
 
+#include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
 #include "engine/kernels/tiles.h"
 
-namespace ordo {
+namespace ordo::avx2 {
 
 namespace {
 
@@ -95,8 +94,8 @@ constexpr auto kBf16Tiles = tiles::table<Bf16Tile, kBf16TileM, 1>();
 
 }  // namespace
 
-void int8_avx2(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
-               const float* b, int M, int N, int K2, int threads) {
+void int8_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
+                   const float* b, int M, int N, int K2, int threads) {
   const size_t panel_bytes = size_t(K2) * 16;
   tiles::for_each_tile(M, (N + 15) / 16, kInt8TileM, kInt8TileN, 1, threads, [&](int m, int mr, int p, int np) {
     const int n = 16 * p, cols = std::min(16 * np, N - n);
@@ -106,7 +105,7 @@ void int8_avx2(int32_t* acc, float* y, const int16_t* xw, const float* xs, const
   });
 }
 
-void bf16_avx2(float* y, const float* xr, const uint16_t* w, const float* b, int M, int N, int K, int threads) {
+void bf16_linear(float* y, const float* xr, const uint16_t* w, const float* b, int M, int N, int K, int threads) {
   const size_t panel_elems = size_t(K) * 16;
   tiles::for_each_tile(M, (N + 15) / 16, kBf16TileM, 1, 1, threads, [&](int m, int mr, int p, int) {
     const int n = 16 * p, cols = std::min(16, N - n);
@@ -115,4 +114,4 @@ void bf16_avx2(float* y, const float* xr, const uint16_t* w, const float* b, int
   });
 }
 
-}  // namespace ordo
+}  // namespace ordo::avx2

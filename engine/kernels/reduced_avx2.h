@@ -23,16 +23,16 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ordo {
+namespace ordo::avx2 {
 
 // acc (M, N) = xw · Wᵀ, exact in int32, or (acc null) y (M, N) = acc·(xs[m]·ws[n]) + b[n].
 // xw: x's quantized rows widened to int16, each padded to K2 (K rounded up to 2) with 0. w: W's
 // int8 in tiles::pack_panels<2> order (panels of 16 columns, pairs of k). b may be null.
-void int8_avx2(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
-               const float* b, int M, int N, int K2, int threads);
+void int8_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
+                   const float* b, int M, int N, int K2, int threads);
 
 // y (M, N) = xr · Wᵀ + b: xr x's rows rounded to bf16 (as floats, (M, K)); w W's bf16 in
 // tiles::pack_panels<1> order (panels of 16 columns, one k after another). b may be null.
-void bf16_avx2(float* y, const float* xr, const uint16_t* w, const float* b, int M, int N, int K, int threads);
+void bf16_linear(float* y, const float* xr, const uint16_t* w, const float* b, int M, int N, int K, int threads);
 
-}  // namespace ordo
+}  // namespace ordo::avx2

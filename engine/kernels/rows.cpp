@@ -1,90 +1,23 @@
 #include "engine/kernels/rows.h"
 
+#include <algorithm>
 #include <cmath>
 
-#include "engine/kernels/simd.h"
+#include "engine/kernels/cpu.h"
 
 namespace ordo {
 
-#if defined(__AVX512F__)
 namespace {
-
-// e^x = 2^n · e^r with n = round(x / ln 2) and |r| ≤ ln2 / 2; e^r from Cephes' expf polynomial
-// (relative error ≈ 1e-7); scalef multiplies by 2^n, going to 0 for x below about −104.
-inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n =
-      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln 2 in two parts: exact high bits,
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);      // then the rest
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));  // p·r² + r + 1
-  return _mm512_scalef_ps(p, n);
+bool at_avx512() {
+  static const bool yes = isa_at_least(Isa::Avx512);
+  return yes;
 }
-
-// The lanes of the block of 16 that starts at column j of a row of n: all, or the first n − j.
-inline __mmask16 lanes(int n, int j) {
-  return n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
-}
-
 }  // namespace
 
-// Three passes, 16 columns at a time, the last block through a mask: the max, exp(z − max) and
-// its sum, the normalisation.
-void softmax_row(float* row, int valid) {
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  for (int j = 0; j < valid; j += 16)
-    vmax = _mm512_mask_max_ps(vmax, lanes(valid, j), vmax, _mm512_maskz_loadu_ps(lanes(valid, j), row + j));
-  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));  // exp(z − max) ≤ 1: no overflow
-  __m512 vsum = _mm512_setzero_ps();
-  for (int j = 0; j < valid; j += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes(valid, j), row + j), max));
-    _mm512_mask_storeu_ps(row + j, lanes(valid, j), e);
-    vsum = _mm512_mask_add_ps(vsum, lanes(valid, j), vsum, e);
-  }
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));  // sum ≥ 1: exp(0) is one term
-  for (int j = 0; j < valid; j += 16)
-    _mm512_mask_storeu_ps(row + j, lanes(valid, j),
-                          _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes(valid, j), row + j), inv));
-}
-
-// With r, the sum x + r is first written to y and read back from there (the row is in L1).
-// Two passes over the row: the mean, then the mean square about it (no cancellation as in
-// E[x²] − E[x]²), summed in float lanes, each lane d/16 terms of the row.
-void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps) {
-  __m512 sum = _mm512_setzero_ps();
-  if (r) {
-    for (int j = 0; j < d; j += 16) {
-      const __m512 s =
-          _mm512_add_ps(_mm512_maskz_loadu_ps(lanes(d, j), x + j), _mm512_maskz_loadu_ps(lanes(d, j), r + j));
-      _mm512_mask_storeu_ps(y + j, lanes(d, j), s);
-      sum = _mm512_add_ps(sum, s);  // the masked-off lanes of s are 0
-    }
-    x = y;
-  } else {
-    for (int j = 0; j < d; j += 16) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(lanes(d, j), x + j));
-  }
-  const __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(sum) / float(d));
-  __m512 sq = _mm512_setzero_ps();
-  for (int j = 0; j < d; j += 16) {
-    const __m512 c = _mm512_maskz_sub_ps(lanes(d, j), _mm512_maskz_loadu_ps(lanes(d, j), x + j), mean);
-    sq = _mm512_fmadd_ps(c, c, sq);
-  }
-  // biased variance, eps inside the root
-  const __m512 inv_std = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(sq) / float(d) + eps));
-  for (int j = 0; j < d; j += 16) {
-    const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes(d, j), x + j), mean), inv_std);
-    _mm512_mask_storeu_ps(y + j, lanes(d, j),
-                          _mm512_fmadd_ps(xhat, _mm512_maskz_loadu_ps(lanes(d, j), gamma + j),
-                                          _mm512_maskz_loadu_ps(lanes(d, j), beta + j)));
-  }
-}
-
-#else  // the same steps one float at a time; LayerNorm's sums in double
+// Without AVX-512: the same steps one float at a time; LayerNorm's sums in double.
 
 void softmax_row(float* row, int valid) {
+  if (at_avx512()) return avx512::softmax_row(row, valid);
   const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
   float sum = 0.0f;
   for (int j = 0; j < valid; ++j) {
@@ -96,6 +29,7 @@ void softmax_row(float* row, int valid) {
 }
 
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps) {
+  if (at_avx512()) return avx512::layer_norm_row(y, x, r, gamma, beta, d, eps);
   if (r) {
     for (int j = 0; j < d; ++j) y[j] = x[j] + r[j];
     x = y;
@@ -108,7 +42,5 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
   const double inv_std = 1.0 / std::sqrt(sq / d + eps);  // biased variance, eps inside the root
   for (int j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv_std) * gamma[j] + beta[j];
 }
-
-#endif
 
 }  // namespace ordo

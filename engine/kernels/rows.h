@@ -1,5 +1,6 @@
 // ordo: the row-wise kernels behind softmax_rows, layer_norm and the residual adds (engine/ops.h).
-// AVX-512 bodies where the build has it; otherwise plain loops.
+// AVX-512 bodies (rows_avx512.cpp) where the kernels run at AVX-512 (engine/kernels/cpu.h);
+// otherwise plain loops.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,11 @@ void softmax_row(float* row, int valid);
 
 // y = LayerNorm(x + r) for one row of d (r may be null: y = LayerNorm(x)); y may equal x.
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
+
+namespace avx512 {
+void softmax_row(float* row, int valid);
+void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
+}  // namespace avx512
 
 // Rows per task when a row-wise step (LayerNorm, residual add) is spread over the threads: a
 // block of 32 rows of d = 512 is 64 KB, enough work to pay for handing it out, and a pass over

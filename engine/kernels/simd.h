@@ -13,7 +13,19 @@
 #pragma GCC diagnostic pop
 #endif
 
-namespace ordo::simd {
+// The names live in a namespace of the instruction set the file is compiled for (simd_avx512,
+// simd_avx2, simd_scalar), reached as ordo::simd: files compiled with different flags
+// (engine/CMakeLists.txt) then never share an inline function of a different width.
+#if defined(__AVX512F__)
+#define ORDO_SIMD_NS simd_avx512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define ORDO_SIMD_NS simd_avx2
+#else
+#define ORDO_SIMD_NS simd_scalar
+#endif
+
+namespace ordo {
+namespace ORDO_SIMD_NS {
 
 // Vec: kLanes floats; vzero, vload, vload_first (the first n lanes, the rest 0), vfma (a·b + c)
 // and vsum (the sum of the lanes). AVX-512, else AVX2 with FMA, else one scalar.
@@ -75,4 +87,6 @@ inline Vec vfma(Vec a, Vec b, Vec c) {
 #undef ORDO_MM
 #endif
 
-}  // namespace ordo::simd
+}  // namespace ORDO_SIMD_NS
+namespace simd = ORDO_SIMD_NS;
+}  // namespace ordo

@@ -1,94 +1,27 @@
 #include "engine/kernels/small_m.h"
 
-#include <algorithm>
-#include <array>
-#include <utility>
+#include <cstddef>
 
-#include "engine/kernels/parallel.h"
-#include "engine/kernels/simd.h"
-#include "engine/kernels/tiles.h"
+#include "engine/kernels/cpu.h"
 
 namespace ordo {
 
-namespace {
-
-using namespace simd;
-
-// At a few rows of x the kernel waits on memory: every weight is read once, and the rows of W are
-// short streams (2–8 KB) that the hardware prefetchers, which stop at 4 KB page boundaries, barely
-// get going on. So the kernel asks for lines itself: while it works on one tile of NR rows of W it
-// asks for the same columns of the next tile's rows, and for the line 1 KB ahead in its own rows
-// (which covers the first tile of a block). Every pass over a tile asks again: asking in the first
-// pass only measured slower, and either look-ahead alone slower than both (docs/performance.md).
-constexpr int kPrefetchAhead = 256;
-
-// Each vector of W and of x is loaded once per step and used from a register by every product it
-// takes part in. Left to itself, GCC 12 folds the loads of W into the FMAs as memory operands (one
-// load per FMA: MR·NR loads a step instead of MR + NR), and with the prefetches that made the loop
-// wait on the load ports, not on the FMAs or on memory: the pinned loads measured 0.55 against
-// 1.0 ms for one layer's products in cache at M = 8 (docs/performance.md). Only with AVX-512: with
-// AVX2's 16 registers the 4 × 4 tile's accumulators fill them all.
-inline void in_register([[maybe_unused]] Vec& v) {
-#if defined(__AVX512F__)
-  asm("" : "+v"(v));
-#endif
+bool have_simd_dot() {
+  static const bool yes = isa_at_least(Isa::Avx2);
+  return yes;
 }
 
-// y[m][n] = b[n] + Σ_k x[m][k]·w[n][k]   for an MR × NR tile: MR rows of x against NR rows of W,
-// MR·NR dot products kept in registers along K, one horizontal sum each at the end.
-template <int MR, int NR>
-void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b, int K) {
-  Vec acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = vzero();
-  int k = 0;
-  for (; k + kLanes <= K; k += kLanes) {
-    for (int j = 0; j < NR; ++j) {
-      __builtin_prefetch(w + size_t(NR + j) * K + k);
-      __builtin_prefetch(w + size_t(j) * K + k + kPrefetchAhead);
-    }
-    Vec wv[NR];
-    for (int j = 0; j < NR; ++j) {
-      wv[j] = vload(w + size_t(j) * K + k);
-      in_register(wv[j]);
-    }
-    for (int i = 0; i < MR; ++i) {
-      Vec xv = vload(x + size_t(i) * K + k);
-      in_register(xv);
-      for (int j = 0; j < NR; ++j) acc[i][j] = vfma(xv, wv[j], acc[i][j]);
-    }
-  }
-  if (k < K) {  // the last K mod kLanes columns, through a masked load
-    Vec wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = vload_first(w + size_t(j) * K + k, K - k);
-    for (int i = 0; i < MR; ++i) {
-      const Vec xv = vload_first(x + size_t(i) * K + k, K - k);
-      for (int j = 0; j < NR; ++j) acc[i][j] = vfma(xv, wv[j], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) y[size_t(i) * ldy + j] = vsum(acc[i][j]) + (b ? b[j] : 0.0f);
-}
-
-// With 16 lanes (AVX-512), 4 rows of x against 6 rows of W: 24 accumulators, 6 + 1 registers for
-// the operands, 10 loads and 6 + 6 prefetches for 24 FMAs a step (2 × 8 took 10 loads and 16
-// prefetches for 16). Measured against 2 × 8, 8 × 3, 8 × 2 and 4 × 4 in docs/performance.md.
-constexpr int kTileM = 4, kTileN = kLanes == 16 ? 6 : 4;
-template <int MR, int NR>
-struct Dot {
-  static constexpr auto fn = &dot_tile<MR, NR>;
-};
-constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr − 1][nr − 1]: the edges too
-
-}  // namespace
-
-// Tasks as tiles::for_each_tile splits them: each thread streams one contiguous run of W rows, tile
-// after tile, which is what the prefetch above follows (handing out 32-column blocks as threads came
-// free measured slower).
 void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  tiles::for_each_tile(M, N, kTileM, kTileN, kTileN, kernel_threads(), [&](int m, int mr, int n, int nr) {
-    kTiles[mr - 1][nr - 1](y + size_t(m) * N + n, N, x + size_t(m) * K, w + size_t(n) * K, b ? b + n : nullptr, K);
-  });
+  static const Isa level = isa_level();
+  if (level == Isa::Avx512) return avx512::linear_small_m(y, x, w, b, M, K, N);
+  if (level == Isa::Avx2) return avx2::linear_small_m(y, x, w, b, M, K, N);
+  // the plain loop (the engine uses sgemm instead at this level; the tests call this)
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) acc += x[size_t(m) * K + k] * w[size_t(n) * K + k];
+      y[size_t(m) * N + n] = acc + (b ? b[n] : 0.0f);
+    }
 }
 
 }  // namespace ordo

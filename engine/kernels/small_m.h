@@ -3,14 +3,19 @@
 
 namespace ordo {
 
-#if defined(__AVX2__) || defined(__AVX512F__)
-constexpr bool kHaveSimdDot = true;
-#else
-constexpr bool kHaveSimdDot = false;  // scalar dot products are slower than sgemm at any M
-#endif
+// Whether the kernels run at AVX2 or above (engine/kernels/cpu.h); below, scalar dot products would
+// be slower than sgemm at any M, and the engine uses sgemm.
+bool have_simd_dot();
 
 // Register-blocked dot products reading each row of W (N, K) once for all M rows of x (M, K),
-// vectorised along K (AVX-512, else AVX2, else scalar), the threads splitting the columns of y.
+// vectorised along K (AVX-512, else AVX2; else a plain loop on one thread), the threads splitting the
+// columns of y.
 void linear_small_m(float* y /* (M, N) */, const float* x, const float* w, const float* b, int M, int K, int N);
+namespace avx2 {
+void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+}
+namespace avx512 {
+void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+}
 
 }  // namespace ordo

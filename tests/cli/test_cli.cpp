@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,8 @@
 #include <ordo/engine/encoder.h>
 
 #include "cli/cli_util.h"
+#include "engine/kernels/cpu.h"
+#include "engine/kernels/reduced.h"
 #include "paths.h"
 #include "test_util.h"
 
@@ -110,9 +113,15 @@ TEST(Cli, ComputeTypeKeepsTheVectorsNearF32) {
   for (ComputeType type : {ComputeType::BF16, ComputeType::Int8}) {
     const std::string name = compute_type_name(type);
     const auto r = run_ordo("encode --json --compute-type " + name + kModel + text);
-    if (!compute_type_available(type)) {  // a build without oneDNN
+    if (!compute_type_available(type) && !have_onednn()) {  // a build without oneDNN
       expect_one_error(
           r, "error: ordo encode: --compute-type " + name + ": this build has no oneDNN (install libdnnl-dev)");
+      continue;
+    }
+    if (!compute_type_available(type)) {  // bf16 on a CPU without AVX2 (or ORDO_ISA=scalar) and oneDNN's
+      expect_one_error(r,
+                       "error: ordo encode: --compute-type bf16: needs a CPU with AVX2 and FMA, or with AVX-512 "
+                       "(this one has neither, or ORDO_ISA=scalar)");
       continue;
     }
     ASSERT_EQ(r.status, 0) << r.err;
@@ -238,6 +247,35 @@ TEST(Cli, TextWithCommasIsOneText) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0]["text"], "Hello there, this is one text, not three");
   EXPECT_EQ(lines[1]["text"], "a, b");
+}
+
+// The kernels' level (engine/kernels/cpu.h): `ordo info` names the CPU's features and the kernels
+// chosen, ORDO_ISA forces a lower level, and an unknown level, or one the CPU lacks, is one line.
+TEST(Cli, InfoNamesTheKernelsAndOrdoIsaForcesALevel) {
+  const char* before = std::getenv("ORDO_ISA");
+  const std::string saved = before ? before : "";
+  ::unsetenv("ORDO_ISA");
+  auto r = run_ordo("info" + kModel);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\ncpu         "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::string("\nkernels     level ") + isa_name(highest_isa()) + " "), std::string::npos)
+      << r.out;
+  ::setenv("ORDO_ISA", "scalar", 1);
+  r = run_ordo("info" + kModel);
+  EXPECT_NE(r.out.find("\nkernels     level scalar "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("f32 products: OpenBLAS's sgemm\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int8 products: plain loop (exact)\n"), std::string::npos) << r.out;
+  ::setenv("ORDO_ISA", "avx9", 1);
+  expect_one_error(run_ordo("info" + kModel), "error: ORDO_ISA=avx9: must be scalar, avx2 or avx512");
+  if (highest_isa() != Isa::Avx512) {
+    ::setenv("ORDO_ISA", "avx512", 1);
+    expect_one_error(run_ordo("encode" + kModel + "cat"),
+                     "error: ORDO_ISA=avx512: this CPU has no AVX-512 (F, BW, DQ and VL)");
+  }
+  if (before)
+    ::setenv("ORDO_ISA", saved.c_str(), 1);
+  else
+    ::unsetenv("ORDO_ISA");
 }
 
 }  // namespace

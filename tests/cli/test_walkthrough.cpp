@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +19,7 @@ namespace ordo {
 namespace {
 
 struct Example {
+  int section;                        // the number of its "## N." heading (0 before the first)
   int line;                           // in the doc
   std::string command;                // "ordo pe --positions 6"
   std::vector<std::string> expected;  // the text block after it, if any
@@ -41,7 +43,9 @@ std::vector<Example> examples(const std::string& doc) {
   std::vector<Example> out;
   const auto lines = lines_of(doc);
   bool last_was_sh = false;  // the previous fenced block was ```sh (blank lines between are fine)
+  int section = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("## ", 0) == 0) section = std::atoi(lines[i].c_str() + 3);
     if (lines[i] == "```sh" || lines[i] == "```text") {
       const bool sh = lines[i] == "```sh";
       std::vector<std::string> body;
@@ -49,7 +53,7 @@ std::vector<Example> examples(const std::string& doc) {
       for (; j < lines.size() && lines[j] != "```"; ++j) body.push_back(lines[j]);
       if (sh) {
         for (size_t k = 0; k < body.size(); ++k)
-          if (body[k].rfind("ordo ", 0) == 0) out.push_back({int(i + k + 2), body[k], {}});
+          if (body[k].rfind("ordo ", 0) == 0) out.push_back({section, int(i + k + 2), body[k], {}});
       } else if (last_was_sh && !out.empty()) {
         out.back().expected = body;
       }
@@ -203,7 +207,9 @@ INSTANTIATE_TEST_SUITE_P(Walkthrough, WalkthroughCommand, ::testing::ValuesIn(th
                          [](const ::testing::TestParamInfo<Example>& info) {
                            std::string sub = info.param.command.substr(5);  // after "ordo "
                            sub = sub.substr(0, sub.find(' '));
-                           return "line_" + std::to_string(info.param.line) + "_" + sub;
+                           // the section first: tests/CMakeLists.txt runs section 9's at every ISA level
+                           return "s" + std::to_string(info.param.section) + "_line_" +
+                                  std::to_string(info.param.line) + "_" + sub;
                          });
 
 TEST(Walkthrough, TheCheckerCatchesAChangedNumber) {

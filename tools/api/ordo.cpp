@@ -21,6 +21,7 @@
 #include <ordo/ordo.h>
 
 #include "common/memory.h"
+#include "engine/kernels/reduced.h"
 
 namespace ordo {
 
@@ -346,8 +347,10 @@ ComputeType compute_type_from_name(const std::string& name, const std::string& o
   } catch (const std::invalid_argument&) {
     throw std::invalid_argument(option + " must be f32, bf16 or int8, got \"" + name + "\"");
   }
-  if (!compute_type_available(type))
+  if (!compute_type_available(type) && !have_onednn())
     throw std::invalid_argument(option + " " + name + ": this build has no oneDNN (install libdnnl-dev)");
+  if (!compute_type_available(type))  // bf16 where no kernel runs it (engine/kernels/reduced.h)
+    throw std::invalid_argument(option + " " + name + ": " + kBf16Needs);
   return type;
 }
 

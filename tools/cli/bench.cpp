@@ -24,6 +24,7 @@
 
 #include "common/memory.h"
 #include "engine/kernels/blas.h"
+#include "engine/kernels/cpu.h"
 #include "engine/kernels/gemm.h"
 #include "tools/cli/cli.h"
 
@@ -128,10 +129,7 @@ void print_blas_environment() {
           "%s=%s is set: ordo's own threads (--threads) do the work, so it changes only bench --gemm's "
           "reference figure if anything\n",
           var, v);
-  std::printf("forward pass: %s\n", kHaveGemm ? "ordo's AVX-512 kernels for every matrix product (OpenBLAS's kernels "
-                                                "do not affect it)"
-                                              : "cblas_sgemm for products of more than 16 rows, so OpenBLAS's "
-                                                "kernels matter");
+  std::printf("cpu: %s\nkernels: %s", cpu_feature_names().c_str(), kernels_chosen().c_str());
 }
 
 // --processes N: the same bench in N fresh processes, one after another, each as a user runs it; the

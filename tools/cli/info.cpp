@@ -6,6 +6,7 @@
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
+#include "engine/kernels/cpu.h"
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {
@@ -40,6 +41,11 @@ int cmd_info(int argc, char** argv) {
               m.parameter_count() * 4.0 / 1e6, (long long)st.st_size);
   std::printf("tokenizer   %s: %d pieces%s%s\n", pipeline.tokenizer().path().c_str(), pipeline.tokenizer().size(),
               c.add_bos ? ", adds BOS" : "", c.add_eos ? ", adds EOS" : "");
+  std::printf("cpu         %s\n", cpu_feature_names().c_str());
+  std::string kernels = kernels_chosen();  // lines after the first indented under it
+  for (size_t i = kernels.find('\n'); i != std::string::npos && i + 1 < kernels.size(); i = kernels.find('\n', i + 1))
+    kernels.insert(i + 1, 12, ' ');
+  std::printf("kernels     %s", kernels.c_str());
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <ordo/errors.h>
 
 #include "common/atomic_file.h"
+#include "engine/kernels/cpu.h"
 #include "engine/kernels/parallel.h"
 #include "tools/cli/cli.h"
 #ifdef ORDO_HAVE_SERVE  // ORDO_BUILD_SERVE
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     try {
+      ordo::isa_level();  // a bad ORDO_ISA is one line, before any work (engine/kernels/cpu.h)
       return finish(name, c.run(argc - 1, argv + 1));
     } catch (const ordo::InputError& e) {
       std::cerr << "error: " << ordo::cli::one_line(e.what()) << "\n";

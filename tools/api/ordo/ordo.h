@@ -178,8 +178,10 @@ struct TextLimits {
 };
 
 // A compute type by name, checked before a model loads: "f32", "bf16" or "int8", the last two
-// only in a build with oneDNN. Otherwise std::invalid_argument: `<option> must be f32, bf16 or
-// int8, got "x"`, or `<option> int8: this build has no oneDNN (install libdnnl-dev)`.
+// only in a build with oneDNN, and bf16 only where a kernel runs it. Otherwise
+// std::invalid_argument: `<option> must be f32, bf16 or int8, got "x"`, `<option> int8: this build
+// has no oneDNN (install libdnnl-dev)`, or `<option> bf16: needs a CPU with AVX2 and FMA, or with
+// AVX-512 (...)`.
 ComputeType compute_type_from_name(const std::string& name, const std::string& option = "compute_type");
 
 // ---- Process start-up -----------------------------------------------------------------------------

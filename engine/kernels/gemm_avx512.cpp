@@ -1,0 +1,296 @@
+// The AVX-512 GEMM (engine/kernels/gemm.h), compiled with AVX-512 flags (engine/CMakeLists.txt) and
+// called only where engine/kernels/cpu.h allows AVX-512. No standard container here: their inline
+// functions, compiled with these flags, could be the copy the linker keeps for the whole program.
+#include <algorithm>
+
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/parallel.h"
+#include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
+
+namespace ordo::avx512 {
+
+namespace {
+
+// The Goto/BLIS blocking, with A read in place. C (M, N) = α · A (M, K) · B̂ (K, N) + bias, where
+// B̂ = Bᵀ or B.
+//
+//            pc ─ KC ─►                         jc ───── NC ─────►
+//      ┌───────────────┐                   pc ┌──────────────────┐
+//      │ A (M × K)     │  read in place    KC │ B̂ block           │ packed as NC/NR panels
+//      │ MR rows at    │  (row stride lda)  ▼ │ (KC × NC)         │ (kc, NR), k-major: for each k,
+//      │ a time        │                      └──────────────────┘ NR contiguous floats
+//      └───────────────┘
+//
+//   for jc (NC columns)  for pc (KC of K)  pack B̂ block (stays in L2)
+//     for each MR rows of A (kc of them: 24 KB, stays in L1)
+//       for each B̂ panel (kc, NR)  (streams from L2)
+//         micro-kernel: C[MR × NR] += A rows · B̂ panel, in 2·MR zmm accumulators
+//
+// B̂ panels past the edge of N are padded with zeros; the kernel computes the full tile and stores
+// only the rows and columns that exist (masked stores). Packing A as well, as BLIS does, cost more
+// than it saved here: the attention's probabilities (L × L per head) were copied once per head, and x
+// once per block of W (4 × 512 on the base model: 7% of the time in packing, 2% without A's).
+constexpr int MR = 12;  // rows of C per micro-tile: 24 accumulators + 2 of B̂ + 1 broadcast ≤ 32 zmm
+constexpr int NR = 32;  // columns of C per micro-tile: two zmm
+// KC = 512 covers the model width in one pass, so C is stored once instead of stored, read back
+// and stored again (8 × 128 and 4 × 512 on the base model: 8–10% faster than KC = 256, NC = 512;
+// KC = 384 no faster; KC = 1024 or 2048 with narrower blocks no faster than 512).
+constexpr int KC = 512;  // depth of one pass: 12 rows of A are 24 KB, a B̂ panel 64 KB
+constexpr int NC = 256;  // columns per packed B̂ block (8 panels, 512 KB)
+
+__mmask16 first_n(int n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// C (mr, nr) = α · A (mr, kc) · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR. The rows
+// of A are read where they are (row stride lda), each value broadcast to a whole register.
+void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr, float alpha,
+                  const float* bias, bool first) {
+  __m512 c0[MR], c1[MR];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  const float* ai[MR];  // rows past mr read the last one again; their results are not stored
+  for (int i = 0; i < MR; ++i) ai[i] = A + size_t(std::min(i, mr - 1)) * lda;
+  for (int k = 0; k < kc; ++k, Bp += NR) {
+    const __m512 b0 = _mm512_loadu_ps(Bp), b1 = _mm512_loadu_ps(Bp + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) {
+      const __m512 a = _mm512_set1_ps(ai[i][k]);
+      c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
+      c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
+    }
+  }
+  const __mmask16 m0 = first_n(nr), m1 = first_n(nr - 16);
+  const __m512 va = _mm512_set1_ps(alpha);
+  __m512 add0 = _mm512_setzero_ps(), add1 = _mm512_setzero_ps();
+  if (first && bias) add0 = _mm512_maskz_loadu_ps(m0, bias), add1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+    if (i >= mr) break;
+    float* row = C + size_t(i) * ldc;
+    if (!first) add0 = _mm512_maskz_loadu_ps(m0, row), add1 = _mm512_maskz_loadu_ps(m1, row + 16);
+    _mm512_mask_storeu_ps(row, m0, _mm512_fmadd_ps(va, c0[i], add0));
+    _mm512_mask_storeu_ps(row + 16, m1, _mm512_fmadd_ps(va, c1[i], add1));
+  }
+}
+
+// Writes the transpose of a block of up to 16 rows × kc columns (row stride ld; rows past `rows`
+// read as zeros): for each k, one vector of the 16 rows' values, stored at dst + k·dst_ld under
+// `lanes` (16 for half a B̂ panel; fewer for the edge of a tile of yᵀ). 16 columns at a time,
+// transposed in registers: unpack pairs of rows, then pairs of pairs, then 128-bit lanes twice.
+// With ahead > 0 it also asks for the same columns of the 16 rows `ahead` rows further on, the
+// next panel's, which would otherwise come from memory one short row at a time (8 × 128 and
+// 1 × 512 on the base model: 2–3% faster).
+void pack_transposed(float* dst, int dst_ld, __mmask16 lanes, const float* src, int ld, int rows, int kc,
+                     int ahead = 0) {
+  for (int k0 = 0; k0 < kc; k0 += 16) {
+    const int kn = std::min(16, kc - k0);
+    const __mmask16 kmask = first_n(kn);
+    __m512 r[16], t[16];
+    if (ahead > 0)
+      for (int i = 0; i < 16; ++i) __builtin_prefetch(src + size_t(ahead + i) * ld + k0);
+    for (int i = 0; i < 16; ++i)
+      r[i] = i < rows ? _mm512_maskz_loadu_ps(kmask, src + size_t(i) * ld + k0) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {  // t[i], t[i+1]: rows i, i+1 interleaved
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {  // r[i..i+3]: rows i..i+3 interleaved, one column per 4 floats
+      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 16; i += 8)  // 128-bit lanes: rows i..i+7 of two columns per vector
+      for (int j = 0; j < 4; ++j) {
+        t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+        t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xDD);
+      }
+    for (int j = 0; j < 8; ++j) {  // all 16 rows of one column per vector
+      r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+      r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+    }
+    for (int k = 0; k < kn; ++k) _mm512_mask_storeu_ps(dst + size_t(k0 + k) * dst_ld, lanes, r[k]);
+  }
+}
+
+// Bp (kc, NR) = B̂[p0 : p0+kc, j0 : j0+nr], columns past nr zero. B points at B̂[p0, j0].
+void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
+  if (b_is_nk) {  // B̂ = Bᵀ: column j of B̂ is row j of B
+    pack_transposed(Bp, NR, 0xFFFF, B, ldb, nr, kc, NR);
+    if (nr > 16)
+      pack_transposed(Bp + 16, NR, 0xFFFF, B + size_t(16) * ldb, ldb, nr - 16, kc, NR);
+    else
+      pack_transposed(Bp + 16, NR, 0xFFFF, B, ldb, 0, kc);  // zeros
+  } else {                                                  // B̂ = B: copy rows, zero the tail
+    const __mmask16 m0 = first_n(nr), m1 = first_n(nr - 16);
+    for (int k = 0; k < kc; ++k) {
+      const float* src = B + size_t(k) * ldb;
+      _mm512_storeu_ps(Bp + k * NR, _mm512_maskz_loadu_ps(m0, src));
+      _mm512_storeu_ps(Bp + k * NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+    }
+  }
+}
+
+// The weight-streaming kernel, for a few dozen rows of x. Roles swap: the rows of W are the
+// broadcast operand, read in place from the mapped file, and x is packed once, like a B̂ panel
+// (for each k, 32 rows of x side by side). Each tile holds R rows of W × 16·V rows of x,
+//   acc[i][v] = Σ_k W[n0+i][k] · x̂[k][16v .. 16v+15],
+// over the whole of K, so yᵀ comes out and is transposed once on the way to y. W is never copied.
+// V = 2: 12 rows of W (24 accumulators); V = 1, for at most 16 rows of x: 24 rows of W.
+template <int V>
+constexpr int kStreamRows = V == 2 ? 12 : 24;
+
+template <int V>
+void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
+                 bool prefetch) {
+  constexpr int R = kStreamRows<V>;
+  __m512 acc[R][V];
+#pragma GCC unroll 24
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
+  const size_t ld = size_t(K);
+  const float* w_last = w + size_t(rows - 1) * ld;  // rows past the edge read the last one again
+  const float* wi[R];
+  for (int i = 0; i < R; ++i) wi[i] = i < rows ? w + size_t(i) * ld : w_last;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    if (prefetch)  // see linear_stream
+      for (int i = 0; i < R; ++i) {
+        __builtin_prefetch(wi[i] + k0 + 256);
+        __builtin_prefetch(w + size_t(R + i) * ld + k0);
+      }
+    const int k_end = std::min(K, k0 + 16);
+    for (int k = k0; k < k_end; ++k) {
+      __m512 xv[V];
+      for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(xp + size_t(k) * 16 * V + 16 * v);
+#pragma GCC unroll 24
+      for (int i = 0; i < R; ++i) {
+        const __m512 a = _mm512_set1_ps(wi[i][k]);
+        for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(a, xv[v], acc[i][v]);
+      }
+    }
+  }
+  alignas(64) float tile[R][16 * V];  // yᵀ: row i is output column n0 + i
+#pragma GCC unroll 24
+  for (int i = 0; i < R; ++i) {
+    const __m512 b = _mm512_set1_ps(bias && i < rows ? bias[i] : 0.0f);
+    for (int v = 0; v < V; ++v) _mm512_store_ps(&tile[i][16 * v], _mm512_add_ps(acc[i][v], b));
+  }
+  for (int i0 = 0; i0 < rows; i0 += 16)  // y[t][n0 + i] = tile[i][t]
+    pack_transposed(y + i0, ldy, first_n(rows - i0), &tile[i0][0], 16 * V, std::min(16, rows - i0), tokens);
+}
+
+}  // namespace
+
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
+          float alpha, int M, int N, int K) {
+  if (M <= 0 || N <= 0) return;
+  float* b_block = thread_scratch(0, size_t(NC) * KC);  // packed panels of B̂
+  if (K <= 0) {                                         // an empty sum: C = bias
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) C[size_t(i) * ldc + j] = bias ? bias[j] : 0.0f;
+    return;
+  }
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc);
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      for (int jr = 0; jr < nc; jr += NR) {
+        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
+        pack_b(b_block + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
+      }
+      for (int ir = 0; ir < M; ir += MR)
+        for (int jr = 0; jr < nc; jr += NR)
+          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda, b_block + size_t(jr) * kc,
+                       kc, std::min(MR, M - ir), std::min(NR, nc - jr), alpha, bias ? bias + jc + jr : nullptr,
+                       pc == 0);
+    }
+  }
+}
+
+// The packed B̂ holds its (NC, KC) blocks in the order gemm() packs them: block (jc, pc) starts at
+// jc·K + pc·nc, and within it panel jr at jr·kc. Columns are padded to whole panels of NR.
+size_t packed_b_floats(int N, int K) {
+  return size_t((N + NR - 1) / NR) * NR * size_t(std::max(K, 0));
+}
+
+void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K) {
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
+      for (int jr = 0; jr < nc; jr += NR) {
+        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
+        pack_b(block + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
+      }
+    }
+  }
+}
+
+void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      const float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
+      for (int ir = 0; ir < M; ir += MR)
+        for (int jr = 0; jr < nc; jr += NR)
+          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda, block + size_t(jr) * kc, kc,
+                       std::min(MR, M - ir), std::min(NR, nc - jr), alpha, nullptr, pc == 0);
+    }
+  }
+}
+
+// Tasks are blocks of columns of y (rows of W), at most NC wide and a whole number per thread; each
+// packs its own rows of W once.
+void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M <= 0 || N <= 0) return;
+  const int threads = kernel_threads();
+  const int tasks = threads * ((N + threads * NC - 1) / (threads * NC));
+  const int cols = ((N + tasks - 1) / tasks + NR - 1) / NR * NR;  // a multiple of NR, ≤ NC
+  parallel_for(tasks, [&](int task, int) {
+    const int n0 = task * cols, n = std::min(cols, N - n0);
+    if (n > 0) gemm(y + n0, N, x, K, w + size_t(n0) * K, K, true, b ? b + n0 : nullptr, 1.0f, M, n, K);
+  });
+}
+
+// Tasks are equal runs of rows of W (columns of y), one per thread; x is packed first, 32 rows to a
+// panel (16 when there are at most 16). Within a task each tile of W meets every panel of x: the
+// first meeting reads it from memory, asking for the line 1 KB ahead in each row and for the same
+// columns of the next tile's rows, the others read it from cache. As in linear_small_m, one
+// contiguous run per thread with the next tile asked for ahead is what keeps the memory busy (the
+// measurements against small blocks of tiles handed out as threads came free: docs/performance.md).
+void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+  const int V = M <= 16 ? 1 : 2, width = 16 * V, R = V == 2 ? kStreamRows<2> : kStreamRows<1>;
+  const int panels = (M + width - 1) / width;
+  float* xp = thread_scratch(1, size_t(panels) * width * K);
+  parallel_for(panels, [&](int p, int) {
+    const float* src = x + size_t(p) * width * K;
+    const int rows = std::min(width, M - p * width);
+    float* dst = xp + size_t(p) * width * K;
+    pack_transposed(dst, width, 0xFFFF, src, K, std::min(16, rows), K);
+    if (V == 2) pack_transposed(dst + 16, width, 0xFFFF, src + size_t(16) * K, K, rows - 16, K);
+  });
+  const int tiles = (N + R - 1) / R, tiles_per_task = (tiles + kernel_threads() - 1) / kernel_threads();
+  parallel_for((tiles + tiles_per_task - 1) / tiles_per_task, [&](int task, int) {
+    const int t_end = std::min(tiles, (task + 1) * tiles_per_task);
+    for (int t = task * tiles_per_task; t < t_end; ++t) {
+      const int n0 = t * R, rows = std::min(R, N - n0);
+      for (int p = 0; p < panels; ++p) {
+        float* out = y + size_t(p) * width * N + n0;
+        const float* bias = b ? b + n0 : nullptr;
+        const int tokens = std::min(width, M - p * width);
+        if (V == 2)
+          stream_tile<2>(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
+        else
+          stream_tile<1>(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
+      }
+    }
+  });
+}
+
+}  // namespace ordo::avx512

@@ -1,0 +1,147 @@
+// The AVX-512 VNNI kernel (engine/kernels/int8_vnni.h), compiled with AVX-512 and VNNI flags
+// (engine/CMakeLists.txt) and called only where engine/kernels/cpu.h finds both. No standard
+// container here (gemm_avx512.cpp says why).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/kernels/int8_vnni.h"
+#include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
+#include "engine/kernels/tiles.h"
+
+namespace ordo::avx512 {
+
+void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4) {
+  for (int m = 0; m < M; ++m) {
+    const float* row = x + size_t(m) * K;
+    uint8_t* out = xu + size_t(m) * K4;
+    // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN
+    __m512 max = _mm512_setzero_ps(), nonfinite = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= K; k += 16) {
+      const __m512 v = _mm512_loadu_ps(row + k);
+      max = _mm512_max_ps(max, _mm512_abs_ps(v));
+      nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
+    }
+    const __mmask16 tail = __mmask16((1u << (K - k)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(tail, row + k);
+    max = _mm512_max_ps(max, _mm512_abs_ps(v));
+    nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
+    const float largest = _mm512_reduce_max_ps(max);
+    if (largest == 0.0f || std::isnan(_mm512_reduce_add_ps(nonfinite))) {
+      // zeros or not finite: the plain function's rules (zeros; a NaN scale for the latter)
+      quantize_row_u8_plain(out, s + m, row, K, K4);
+      continue;
+    }
+    s[m] = largest / 127.0f;
+    const __m512d scale = _mm512_set1_pd(s[m]);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    for (k = 0; k < K; k += 8) {
+      const __mmask8 lanes = __mmask8(K - k >= 8 ? 0xFF : (1u << (K - k)) - 1);
+      // q = round(x / s) in double: vcvtpd2dq rounds to nearest even, as nearbyint does
+      const __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, row + k));
+      const __m256i q = _mm256_min_epi32(hi, _mm256_max_epi32(lo, _mm512_cvtpd_epi32(_mm512_div_pd(d, scale))));
+      // u8 = s8 + 128: the sign bit flipped
+      _mm_mask_storeu_epi8(out + k, lanes, _mm_xor_si128(_mm256_cvtepi32_epi8(q), _mm_set1_epi8(char(0x80))));
+    }
+    for (k = K; k < K4; ++k) out[k] = 0x80;
+  }
+}
+
+namespace {
+
+// Where a tile's sums go: int32 as they are (acc), or scaled to float (y) with the row scales xs,
+// the column scales ws and the bias b. Pointers at the tile's first row and column; row stride ld.
+struct Out {
+  int32_t* acc;
+  float* y;
+  const float* xs;
+  const float* ws;
+  const float* b;
+  int ld;
+};
+
+// An MR × (16·NR) tile of the output: MR rows of x against NR panels of W, MR·NR vectors of 16
+// int32 sums kept in registers along K. Each step of 4 k loads NR panels' 64 bytes once and
+// broadcasts 4 bytes of each row of x to all 16 lanes (vpbroadcastd).
+// `cols` (≤ 16·NR) of the tile's columns are inside y: the last panel of W may be part padding.
+template <int MR, int NR>
+void dot_tile(const uint8_t* x, int K4, const int8_t* w, size_t panel_bytes, const int32_t* compensation, int cols,
+              const Out& out) {
+  __m512i acc[MR][NR];
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_si512();
+  for (int k = 0; k < K4; k += 4) {
+    __m512i wv[NR];
+    ORDO_UNROLL for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_si512(w + j * panel_bytes + size_t(k) * 16);
+    ORDO_UNROLL for (int i = 0; i < MR; ++i) {
+      int32_t four;
+      std::memcpy(&four, x + size_t(i) * K4 + k, 4);
+      const __m512i xv = _mm512_set1_epi32(four);
+      ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], xv, wv[j]);
+    }
+  }
+  // The sums leave the registers through a tile of memory (L1): taken off and scaled straight from
+  // the registers, the epilogue's operands made GCC 12 move a few accumulators to the stack and back
+  // at every step of the loop above.
+  alignas(64) int32_t sums[MR][NR * 16];
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j)
+      _mm512_store_si512(sums[i] + 16 * j, acc[i][j]);
+  for (int j = 0; j < NR; ++j) {
+    const int n = 16 * j, left = std::min(16, cols - n);
+    const __mmask16 mask = __mmask16((1u << left) - 1);
+    const __m512i comp = _mm512_loadu_si512(compensation + n);  // padded to whole panels
+    if (out.acc) {
+      for (int i = 0; i < MR; ++i)
+        _mm512_mask_storeu_epi32(out.acc + size_t(i) * out.ld + n, mask,
+                                 _mm512_sub_epi32(_mm512_load_si512(sums[i] + n), comp));
+      continue;
+    }
+    const __m512 ws = _mm512_maskz_loadu_ps(mask, out.ws + n);
+    const __m512 b = out.b ? _mm512_maskz_loadu_ps(mask, out.b + n) : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) {
+      // y = acc · (s_x · s_w) + b, the same steps as in reduced.cpp's oneDNN path
+      const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(out.xs[i]), ws);
+      const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(sums[i] + n), comp));
+      _mm512_mask_storeu_ps(out.y + size_t(i) * out.ld + n, mask, _mm512_add_ps(_mm512_mul_ps(v, scale), b));
+    }
+  }
+}
+
+// 8 rows × 3 panels: 24 accumulators and 3 weight vectors of the 32 registers, 3 loads and 8
+// broadcasts for 24 vpdpbusd a step; at the 8 rows of a short text the weights are read once.
+constexpr int kTileM = 8, kTileN = 3;
+template <int MR, int NR>
+struct Dot {
+  static constexpr auto fn = &dot_tile<MR, NR>;
+};
+constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr − 1][np − 1]: the edges too
+
+// Tasks as tiles::for_each_tile splits them, in panels; each group of kTileN panels (16·K4 bytes
+// each) stays in cache while a block's rows pass over it.
+void run(const uint8_t* xu, const PackedInt8& w, int M, int threads, const Out& out) {
+  const size_t panel_bytes = size_t(w.K4) * 16;
+  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, [&](int m, int mr, int p, int np) {
+    const int n = 16 * p, cols = std::min(16 * np, w.N - n);
+    const Out o{out.acc ? out.acc + size_t(m) * out.ld + n : nullptr,
+                out.y ? out.y + size_t(m) * out.ld + n : nullptr,
+                out.xs ? out.xs + m : nullptr,
+                out.ws ? out.ws + n : nullptr,
+                out.b ? out.b + n : nullptr,
+                out.ld};
+    kTiles[mr - 1][np - 1](xu + size_t(m) * w.K4, w.K4, w.w.data() + p * panel_bytes, panel_bytes,
+                           w.compensation.data() + n, cols, o);
+  });
+}
+
+}  // namespace
+
+void int8_vnni_products(int32_t* acc, const uint8_t* xu, const PackedInt8& w, int M, int threads) {
+  run(xu, w, M, threads, Out{acc, nullptr, nullptr, nullptr, nullptr, w.N});
+}
+
+void int8_vnni_linear(float* y, const uint8_t* xu, const float* xs, const PackedInt8& w, const float* ws,
+                      const float* b, int M, int threads) {
+  run(xu, w, M, threads, Out{nullptr, y, xs, ws, b, w.N});
+}
+
+}  // namespace ordo::avx512
