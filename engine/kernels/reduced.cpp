@@ -172,13 +172,33 @@ bool have_onednn() {
   return true;
 }
 
+namespace {
+// oneDNN chooses its kernels at run time too. Under a level forced below the CPU's highest
+// (ORDO_ISA, engine/kernels/cpu.h) it is held to the same one, before its first use, so that a
+// forced level runs everything as a CPU of that level would (oneDNN's int8 without VNNI, no bf16).
+void hold_onednn_to_the_level() {
+  static const bool once = [] {
+    const Isa level = isa_level();
+    if (level != highest_isa()) try {
+        dnnl::set_max_cpu_isa(level == Isa::Avx2 ? dnnl::cpu_isa::avx2 : dnnl::cpu_isa::sse41);
+      } catch (const dnnl::error&) {
+        // already held (ONEDNN_MAX_CPU_ISA) or already used: it stays as it is
+      }
+    return true;
+  }();
+  (void)once;
+}
+}  // namespace
+
 bool onednn_int8_exact() {
+  hold_onednn_to_the_level();
   // dnnl_cpu_isa_t is a set of bits: 0x40 is AVX-512 VNNI, 0x400 AVX-VNNI
   static const bool exact = (int(dnnl::get_effective_cpu_isa()) & (0x40 | 0x400)) != 0;
   return exact;
 }
 
 bool onednn_bf16() {
+  hold_onednn_to_the_level();
   static const bool can = [] {
     try {
       const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -201,6 +221,7 @@ using Tag = memory::format_tag;
 using Dt = memory::data_type;
 
 dnnl::engine& cpu() {
+  hold_onednn_to_the_level();
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }

@@ -385,9 +385,9 @@ TEST(Reduced, ComputeTypeNames) {
             have_onednn() && (have_own_kernel(ComputeType::BF16) || onednn_bf16()));
 }
 
-// Where nothing runs bf16 (the plain level, ORDO_ISA=scalar, with a oneDNN that has no bf16 matmul on
-// this CPU: tests/CMakeLists.txt runs this with ONEDNN_MAX_CPU_ISA=AVX2), asking for it is one clear
-// error naming what it needs, not oneDNN's "could not create a primitive descriptor iterator".
+// Where nothing runs bf16 (the plain level, whose oneDNN has no bf16 matmul: tests/CMakeLists.txt
+// runs this at ORDO_ISA=scalar, which holds oneDNN to SSE4.1), asking for it is one clear error
+// naming what it needs, not oneDNN's "could not create a primitive descriptor iterator".
 TEST(Reduced, Bf16WithoutAKernelSaysWhatItNeeds) {
   SKIP_WITHOUT_ONEDNN();
   if (compute_type_available(ComputeType::BF16)) GTEST_SKIP() << "bf16 runs here";
