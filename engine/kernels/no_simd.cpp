@@ -1,0 +1,76 @@
+// The entry points of the x86 kernels (*_avx2.cpp, *_avx512.cpp) for a build for another machine
+// (WebAssembly: tools/web/CMakeLists.txt), where engine/kernels/cpu.h reports the scalar level and
+// the dispatchers never call them. Each says so if it ever is.
+#include <stdexcept>
+#include <string>
+
+#include "engine/kernels/bf16_avx512.h"
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/int8_vnni.h"
+#include "engine/kernels/reduced_avx2.h"
+#include "engine/kernels/rows.h"
+#include "engine/kernels/small_m.h"
+
+namespace ordo {
+namespace {
+[[noreturn]] void none(const char* what) {
+  throw std::logic_error(std::string(what) + ": this build has no x86 kernels");
+}
+}  // namespace
+
+namespace avx512 {
+void gemm(float*, int, const float*, int, const float*, int, bool, const float*, float, int, int, int) {
+  none("avx512::gemm");
+}
+size_t packed_b_floats(int, int) {
+  none("avx512::packed_b_floats");
+}
+void pack_b_all(float*, const float*, int, bool, int, int) {
+  none("avx512::pack_b_all");
+}
+void gemm_packed(float*, int, const float*, int, const float*, float, int, int, int) {
+  none("avx512::gemm_packed");
+}
+void linear_gemm(float*, const float*, const float*, const float*, int, int, int) {
+  none("avx512::linear_gemm");
+}
+void linear_stream(float*, const float*, const float*, const float*, int, int, int) {
+  none("avx512::linear_stream");
+}
+void softmax_row(float*, int) {
+  none("avx512::softmax_row");
+}
+void layer_norm_row(float*, const float*, const float*, const float*, const float*, int, float) {
+  none("avx512::layer_norm_row");
+}
+void linear_small_m(float*, const float*, const float*, const float*, int, int, int) {
+  none("avx512::linear_small_m");
+}
+void quantize_rows_u8(uint8_t*, float*, const float*, int, int, int) {
+  none("avx512::quantize_rows_u8");
+}
+void int8_vnni_products(int32_t*, const uint8_t*, const PackedInt8&, int, int) {
+  none("avx512::int8_vnni_products");
+}
+void int8_vnni_linear(float*, const uint8_t*, const float*, const PackedInt8&, const float*, const float*, int, int) {
+  none("avx512::int8_vnni_linear");
+}
+void bf16_dot_linear(float*, const uint16_t*, const PackedBf16&, const float*, int, int) {
+  none("avx512::bf16_dot_linear");
+}
+}  // namespace avx512
+
+namespace avx2 {
+void linear_small_m(float*, const float*, const float*, const float*, int, int, int) {
+  none("avx2::linear_small_m");
+}
+void int8_products(int32_t*, float*, const int16_t*, const float*, const int8_t*, const float*, const float*, int, int,
+                   int, int) {
+  none("avx2::int8_products");
+}
+void bf16_linear(float*, const float*, const uint16_t*, const float*, int, int, int, int) {
+  none("avx2::bf16_linear");
+}
+}  // namespace avx2
+
+}  // namespace ordo
