@@ -189,6 +189,7 @@ int cmd_encode(int argc, char** argv) {
       "the vectors in memory (rows x d x 4 bytes); it goes to --output FILE (written whole or not at all) or to "
       "stdout when that is not a terminal.");
   add_model_options(o);
+  add_input_format_option(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "pooling",
       "mean | first | max | none (one vector per token); default: the model's own (a sentence-transformers "

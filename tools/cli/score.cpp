@@ -1,4 +1,5 @@
 // ordo score: each text's pseudo-log-likelihood under the masked-language-model head.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@ int cmd_score(int argc, char** argv) {
                      "the time grows with S^3: texts of more than 512 pieces (about a second; 1,000 take about "
                      "7 s) are refused unless --max-tokens raises the limit.");
   add_model_options(o);
+  add_input_format_option(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "no-pe",
       "skip the positional encoding: the model then sees no order, and every order of the same pieces "
@@ -42,6 +44,9 @@ int cmd_score(int argc, char** argv) {
   TextSource source(args, max_bytes);
   const bool json = args.count("json");
   size_t scored = 0;
+  // A PLL ranks orders of the same pieces: whether every text has the first one's pieces (in any order).
+  std::vector<int32_t> first_pieces;
+  bool same_pieces = true;
   LineReader::Line in;
   while (source.next_text(&in)) {
     Tokenization t = pipeline.tokenize(in.text, in.where);
@@ -52,6 +57,12 @@ int cmd_score(int argc, char** argv) {
     } catch (const NonFiniteActivations& e) {  // named by its line, not as a sequence of the batch
       throw InputError(e.file, in.where + ": " + e.message);
     }
+    std::vector<int32_t> pieces = s.tokens.ids;
+    std::sort(pieces.begin(), pieces.end());
+    if (scored == 0)
+      first_pieces = std::move(pieces);
+    else if (pieces != first_pieces)
+      same_pieces = false;
     ++scored;
     if (json) {
       std::cout << score_json(in.text, s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
@@ -69,6 +80,12 @@ int cmd_score(int argc, char** argv) {
   if (!json && scored > 0)
     std::printf("(PLL: natural log, summed over the pieces; higher is more natural%s)\n",
                 positions ? "" : "; without positions, so any order of the same pieces scores the same");
+  // A PLL is a sum over the text's own pieces: a shorter text (the empty one scores 0) or other
+  // words are not "more natural" for scoring higher.
+  if (!json && scored > 1 && !same_pieces)
+    std::printf(
+        "(these texts are not all made of the same pieces, so their PLLs do not say which is more "
+        "natural: a PLL compares orders of the same pieces)\n");
   return 0;
 }
 

@@ -23,6 +23,7 @@ int cmd_tokenize(int argc, char** argv) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "json", "one JSON object per text, in input order: text, pieces, ids, offsets ([begin, end] per piece), unknown");
+  add_input_format_option(o);
   cxxopts::ParseResult args;
   if (!parse_with_texts(o, argc, argv, args)) return 0;
   const Pipeline pipeline(model_dir(args));
