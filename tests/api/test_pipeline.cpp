@@ -212,6 +212,19 @@ TEST(Pipeline, EncodeSortedHandsEachTextBackUnderItsIndex) {
     EXPECT_LE(tokens[batch_order[k - 1]].ids.size(), tokens[batch_order[k]].ids.size());
 }
 
+// No model found (default_model_dir() returned ""): a sentence saying what to do, not ": no such
+// model directory" with an empty name.
+TEST(Pipeline, AnEmptyModelDirectorySaysWhatToDo) {
+  try {
+    Pipeline p("");
+    FAIL() << "an empty model directory loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ordo::Pipeline: no model directory given (default_model_dir() found none: set ORDO_MODEL, or "
+              "install ordo with cmake --install, or pass a model directory)");
+  }
+}
+
 TEST(SplitLines, BomCrAndNul) {
   std::vector<std::string> where;
   EXPECT_EQ(split_lines("\xEF\xBB\xBF"

@@ -40,6 +40,11 @@ std::string executable_dir() {
 }
 
 Model load_model_dir(const std::string& dir) {
+  // default_model_dir() finds none: say so, not ": no such model directory".
+  if (dir.empty())
+    throw InputError("ordo::Pipeline",
+                     "no model directory given (default_model_dir() found none: set ORDO_MODEL, "
+                     "or install ordo with cmake --install, or pass a model directory)");
   if (!is_dir(dir)) throw InputError(dir, "no such model directory");
   return Model::load(dir);
 }

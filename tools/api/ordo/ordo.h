@@ -29,12 +29,17 @@ namespace ordo {
 
 // The model used when none is named: $ORDO_MODEL; else models/default beside the running
 // binary (a build tree); else ../share/ordo/models/default from it (an installed `ordo`); else
-// `installed`, which a program built against an installed ordo gets from find_package(ordo) (with
-// pkg-config: -DORDO_INSTALLED_MODEL_DIR="\"$(pkg-config --variable=modeldir ordo)\""); else the
-// model directory of an installation at the prefix the library was configured with, if it exists;
-// else "".
+// `installed`, which a program built against an installed ordo gets from find_package(ordo) (the
+// installation's place, even if moved), or else from <ordo/installed.h>, which `cmake --install`
+// writes with the model directory of the prefix it installed to (pkg-config and plain -I builds);
+// else the model directory of an installation at the prefix the library was configured with, if it
+// exists; else "".
 #ifndef ORDO_INSTALLED_MODEL_DIR
+#if __has_include(<ordo/installed.h>)
+#include <ordo/installed.h>
+#else
 #define ORDO_INSTALLED_MODEL_DIR ""
+#endif
 #endif
 std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODEL_DIR);
 
