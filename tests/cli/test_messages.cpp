@@ -2,6 +2,7 @@
 // the training length; texts with newlines come in as JSON lines or NUL-ended records.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -16,6 +17,18 @@ namespace ordo {
 namespace {
 
 using namespace test::cli;
+
+// Runs a script with bash; stdout and the status.
+test::Run run_shell(const std::string& script) {
+  test::Run r{-1, "", ""};
+  if (FILE* p = ::popen(("bash -c " + quote(script)).c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  return r;
+}
 
 // The options declared with a numeric type anywhere in the command line's sources, by name:
 // ("threads", "help" "more help", cxxopts::value<int>() ...).
@@ -140,6 +153,75 @@ TEST(Meaning, ScoreSaysNothingOfPreferenceAcrossDifferentPieces) {
   r = run_ordo("score" + kModel + "'the cat sat on the mat' 'the mat sat on the cat'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find("not all made of the same pieces"), std::string::npos) << r.out;
+}
+
+// compare on texts of different pieces states no preference, in its text and its JSON (and so on
+// the live page, which shows the verdict).
+TEST(Meaning, CompareStatesNoPreferenceAcrossDifferentPieces) {
+  for (const std::string& ab : {std::string("'' 'the cat'"), std::string("'the cat sat' 'the dog sat'")}) {
+    SCOPED_TRACE(ab);
+    const auto r = run_ordo("compare --json" + kModel + ab);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["prefers"], "neither");
+    EXPECT_NE(j["verdict"].get<std::string>().find("so their PLLs (A "), std::string::npos) << j["verdict"];
+    EXPECT_NE(j["verdict"].get<std::string>().find(") do not say which is more natural: a PLL compares orders of "
+                                                   "the same pieces."),
+              std::string::npos)
+        << j["verdict"];
+    const auto text = run_ordo("compare" + kModel + ab);
+    EXPECT_EQ(text.out.find("prefers"), std::string::npos) << text.out;
+  }
+}
+
+// --skip-bad with npy: a bad line keeps its row, of NaN (as an empty line), so row i is line i.
+TEST(Output, SkipBadKeepsANanRowInNpy) {
+  test::TempDir dir;
+  std::ofstream(dir.path + "/in.txt", std::ios::binary) << "the cat\nbad \xC3\x28 line\n\nthe mat\n";
+  const auto r = run_ordo("encode --format npy --skip-bad --output " + dir.path + "/v.npy" + kModel + "--input " +
+                          dir.path + "/in.txt");
+  EXPECT_EQ(r.status, 2) << r.err;  // the summary of what was skipped
+  const std::string npy = test::read_file(dir.path + "/v.npy");
+  ASSERT_GT(npy.size(), 10u);
+  const size_t header = 10 + size_t(uint8_t(npy[8])) + 256 * size_t(uint8_t(npy[9]));
+  EXPECT_NE(npy.substr(0, header).find("'shape': (4, 64)"), std::string::npos) << npy.substr(0, header);
+  ASSERT_EQ(npy.size(), header + 4 * 64 * 4);
+  const float* v = reinterpret_cast<const float*>(npy.data() + header);
+  for (int row = 0; row < 4; ++row) {
+    const bool nan = std::isnan(v[row * 64]) && std::isnan(v[row * 64 + 63]);
+    EXPECT_EQ(nan, row == 1 || row == 2) << "row " << row;
+  }
+}
+
+// Texts longer than the model's training length (32 pieces for the default model) are encoded, and
+// counted in one note naming the first few.
+TEST(Output, TextsPastTheTrainingLengthAreCounted) {
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += "cat ";
+  const auto r = run_ordo("encode --json" + kModel + "'the cat' " + quote(long_text) + " " + quote(long_text));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json_lines(r.out).size(), 3u);
+  EXPECT_EQ(r.err,
+            "note: arguments: 2 texts are longer than the 32 pieces the model was trained on (argument 2, argument "
+            "3): encoded all the same, at positions it never saw (ordo info; docs/model.md)\n");
+}
+
+// Standard input is answered a line at a time: the first line's output comes before the second line
+// is written (the writer waits for it; `timeout` only keeps a hang from stalling the suite).
+TEST(Input, StandardInputIsAnsweredLineByLine) {
+  for (const std::string& cmd : {std::string("tokenize --json"), "encode --json" + kModel, "score --json" + kModel}) {
+    SCOPED_TRACE(cmd);
+    const std::string script = "coproc timeout 60 " + std::string(ORDO_BINARY) + " " + cmd +
+                               "\n"
+                               "exec {out}<&${COPROC[0]} {in}>&${COPROC[1]}\n"
+                               "echo 'the cat' >&$in\n"
+                               "if read -r -t 30 first <&$out; then echo \"first: ${first:0:1}\"; "
+                               "else echo 'no line before the second was written'; fi\n"
+                               "echo 'the mat' >&$in; exec {in}>&- {COPROC[1]}>&-\n"
+                               "cat <&$out | wc -l\n";
+    const auto r = run_shell(script);
+    EXPECT_EQ(r.out, "first: {\n1\n") << r.out;
+  }
 }
 
 }  // namespace

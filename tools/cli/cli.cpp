@@ -1,5 +1,6 @@
 #include "tools/cli/cli.h"
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,6 +162,8 @@ TextSource::TextSource(const cxxopts::ParseResult& args, size_t keep) : keep_(ke
     return;
   }
   file_ = std::make_unique<InputFile>(args.count("input") ? args["input"].as<std::string>() : "-");
+  struct stat st {};
+  if (::fstat(::fileno(file_->get()), &st) == 0 && S_ISREG(st.st_mode)) total_bytes_ = uint64_t(st.st_size);
   if (format_ == Format::Nul) return;
   // A JSON line holds its text escaped: up to 6 bytes (\u00XX) for one of the text's.
   reader_ = std::make_unique<LineReader>(file_->get(), file_->name(), format_ == Format::Jsonl ? 6 * keep + 64 : keep);
@@ -185,10 +188,21 @@ bool TextSource::next_record(LineReader::Line* line) {
   return true;
 }
 
+bool TextSource::would_wait() const {
+  if (!file_ || (reader_ && reader_->buffered())) return false;
+  pollfd p{::fileno(file_->get()), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;  // nothing to read yet (a regular file is always readable)
+}
+
 bool TextSource::next(LineReader::Line* line) {
-  if (file_ && format_ == Format::Nul) return next_record(line);
+  if (file_ && format_ == Format::Nul) {
+    if (!next_record(line)) return false;
+    bytes_read_ += line->bytes + 1;
+    return true;
+  }
   if (reader_) {
     if (!reader_->next(line)) return false;
+    bytes_read_ += line->bytes + 1;
     if (format_ != Format::Jsonl || !line->problem.empty()) return true;
     if (line->bytes > line->text.size()) {
       line->problem = "is " + std::to_string(line->bytes) + " bytes, more than a JSON line of a text of at most " +

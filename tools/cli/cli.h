@@ -66,7 +66,14 @@ class TextSource {
   // longer than `keep` bytes is an InputError naming it.
   bool next_text(LineReader::Line* line);
   // What names the input in a summary: the file, or "arguments".
-  std::string name() const { return reader_ ? reader_->name() : "arguments"; }
+  std::string name() const { return file_ ? file_->name() : "arguments"; }
+  // True when the next text has not arrived yet (a pipe or a terminal whose writer has not written
+  // it): a command answers the texts it has before it waits, so a line comes out per line in.
+  bool would_wait() const;
+  // The input's size in bytes when it is a regular file (for progress), else 0; and the bytes read
+  // so far, newlines included.
+  uint64_t total_bytes() const { return total_bytes_; }
+  uint64_t bytes_read() const { return bytes_read_; }
 
  private:
   enum class Format { Lines, Jsonl, Nul };
@@ -76,6 +83,7 @@ class TextSource {
   size_t keep_;
   Format format_ = Format::Lines;
   uint64_t records_ = 0;
+  uint64_t total_bytes_ = 0, bytes_read_ = 0;
   std::unique_ptr<InputFile> file_;
   std::unique_ptr<LineReader> reader_;
 };

@@ -1,4 +1,6 @@
 // ordo score: each text's pseudo-log-likelihood under the masked-language-model head.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -42,21 +44,32 @@ int cmd_score(int argc, char** argv) {
   // input of any length runs in bounded memory; a bad line stops the run after the lines before it.
   const size_t max_bytes = max_text_bytes(pipeline.max_tokens());
   TextSource source(args, max_bytes);
-  const bool json = args.count("json");
+  const bool json = args.count("json"), progress = ::isatty(STDERR_FILENO);
   size_t scored = 0;
   // A PLL ranks orders of the same pieces: whether every text has the first one's pieces (in any order).
   std::vector<int32_t> first_pieces;
   bool same_pieces = true;
   LineReader::Line in;
-  while (source.next_text(&in)) {
+  for (;;) {
+    // What has been printed goes out before waiting for the next text (a pipe: a line out per line in).
+    if (source.would_wait()) std::cout.flush(), std::fflush(stdout);
+    if (!source.next_text(&in)) break;
     Tokenization t = pipeline.tokenize(in.text, in.where);
     pipeline.check_scorable(t, in.where, max_pieces, "--max-tokens ");
+    // A long text takes a while (S passes of S pieces): a terminal is told what is being scored.
+    const bool show = progress && t.ids.size() >= 200;
+    if (show)
+      std::cerr << "scoring " << one_line(in.where) << ": " << t.ids.size() << " pieces, " << t.ids.size()
+                << " passes of " << t.ids.size() << " pieces (the time grows with the cube of the length) ..."
+                << std::flush;
     Scored s;
     try {
       s = std::move(pipeline.score({std::move(t)}, positions)[0]);
     } catch (const NonFiniteActivations& e) {  // named by its line, not as a sequence of the batch
+      if (show) std::cerr << "\n";
       throw InputError(e.file, in.where + ": " + e.message);
     }
+    if (show) std::cerr << "\r\x1b[K" << std::flush;
     std::vector<int32_t> pieces = s.tokens.ids;
     std::sort(pieces.begin(), pieces.end());
     if (scored == 0)

@@ -33,7 +33,10 @@ int cmd_tokenize(int argc, char** argv) {
   TextSource source(args, max_bytes);
   LineReader::Line in;
   std::vector<Span> spans;
-  while (source.next_text(&in)) {
+  for (;;) {
+    // What has been printed goes out before waiting for the next text (a pipe: a line out per line in).
+    if (source.would_wait()) std::cout.flush(), std::fflush(stdout);
+    if (!source.next_text(&in)) break;
     const Tokenization t = pipeline.tokenize(in.text, in.where, &spans);
     const int unknown = pipeline.unknown_pieces(t);
     if (json) {
