@@ -73,10 +73,12 @@ void prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization& b, Co
     // A PLL is a sum over the text's own pieces: across different pieces (a shorter text, the empty
     // one at 0, other words) a higher score is not a preference, so none is stated.
     p.prefers = "neither";
-    p.verdict = format(
-        "The texts hold different pieces, so their PLLs (A %.2f, B %.2f with positions; %.2f and %.2f without) do "
-        "not say which is more natural: a PLL compares orders of the same pieces.",
-        p.a_pe, p.b_pe, p.a_nope, p.b_nope);
+    p.verdict =
+        format("The texts hold different pieces, so their PLLs (A %.2f, B %.2f with positions; ", p.a_pe, p.b_pe) +
+        format(
+            "%.2f and %.2f without) do not say which is more natural: a PLL compares orders of the same "
+            "pieces.",
+            p.a_nope, p.b_nope);
   }
   c->scored = true;
   c->pll_a_pe = p.a_pe, c->pll_b_pe = p.b_pe, c->pll_a_nope = p.a_nope, c->pll_b_nope = p.b_nope;
