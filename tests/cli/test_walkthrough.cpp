@@ -216,9 +216,10 @@ INSTANTIATE_TEST_SUITE_P(Walkthrough, WalkthroughCommand, ::testing::ValuesIn(th
 TEST(Walkthrough, TheCheckerCatchesAChangedNumber) {
   const std::vector<std::string> got = {"a 1.0000 b", "c 2.5000", "d 3", "e"};
   EXPECT_EQ(mismatch({"a 1.0000 b", "...", "d 3"}, got), "");
-  EXPECT_EQ(mismatch({"c 2.50004"}, got), "");                           // rounding in the last digit
-  EXPECT_EQ(mismatch({"c 2.5100"}, got), "c 2.5100");                    // a different number
-  EXPECT_EQ(mismatch({"a 1.0000 b", "d 3"}, got), "a 1.0000 b");         // not consecutive without "..."
+  EXPECT_EQ(mismatch({"c 2.50004"}, got), "");         // rounding in the last digit
+  EXPECT_EQ(mismatch({"c 2.5100"}, got), "c 2.5100");  // a different number
+  EXPECT_EQ(mismatch({"a 1.0000 b", "d 3"}, got),      // not consecutive without "...": the second line is named
+            "d 3\n  (the output has there: c 2.5000)");
   EXPECT_EQ(mismatch({"d 3", "...", "a 1.0000 b"}, got), "a 1.0000 b");  // out of order
   // The line that differs is named, not the first of its run.
   EXPECT_EQ(mismatch({"a 1.0000 b", "c 2.5000", "d 4"}, got), "d 4\n  (the output has there: d 3)");
