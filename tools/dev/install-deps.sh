@@ -3,7 +3,7 @@
 #   tools/dev/install-deps.sh          everything: the build, the tests, Python, training, the page's browser test
 #   tools/dev/install-deps.sh --cli    the command line, the library and `ordo serve` only (no tests, no
 #                                      Python module, no training tools): 241 packages, 185 MB to download
-#                                      and 767 MB installed, where everything is 1106, 711 MB and 3.2 GB
+#                                      and 767 MB installed, where everything is 1114, 837 MB and 4.1 GB
 #                                      (counted from an empty system by apt-get -s, Debian 12)
 #   ... --print                        print the package list and install nothing
 set -euo pipefail
