@@ -143,7 +143,7 @@ def main(argv=None):
             shutil.rmtree(os.path.join(args.out, d), ignore_errors=True)
     seconds = time.perf_counter() - t0
     print(f"{manifest['rows']} lines in {len(parts)} partitions, {seconds:.2f} s, "
-          f"{manifest['rows'] / seconds:.0f} lines/s -> {args.out}/manifest.json", file=sys.stderr)
+          f"{manifest['rows'] / seconds:.0f} lines/s -> {manifest_path}", file=sys.stderr)
     return 0
 
 

@@ -20,9 +20,11 @@ def test_two_workers_equal_the_cli(tmp_path):
     path = tmp_path / "texts.txt"
     path.write_text("\n".join(lines) + "\n")
     out = tmp_path / "vectors"
-    run = subprocess.run([sys.executable, SCRIPT, str(path), "--out", str(out), "--workers", "2", "--lines", "40"],
+    # "--out vectors/", as a shell completes it: the summary names vectors/manifest.json, one slash
+    run = subprocess.run([sys.executable, SCRIPT, str(path), "--out", str(out) + "/", "--workers", "2", "--lines", "40"],
                          capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr
+    assert run.stderr.strip().splitlines()[-1].endswith(f" -> {out}/manifest.json"), run.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert len(manifest["parts"]) == 8 and manifest["rows"] == 300
     assert [p["first_line"] for p in manifest["parts"]] == list(range(1, 301, 40))

@@ -12,15 +12,16 @@ out=$("$work/consumer/embed" "the cat sat on the mat" "hello")
 echo "$out"
 [ "$(echo "$out" | grep -c -- '-> 64 floats, norm 1.0000')" -eq 2 ]
 
-# The same program built without CMake, from the installed pkg-config file (ordo.pc), the model
-# directory taken from its modeldir variable.
+# The same program built without CMake, from the installed pkg-config file (ordo.pc) and nothing
+# else: the prefix is not the configured one, and the program finds the model all the same
+# (<ordo/installed.h>, written by cmake --install).
 pc=$(dirname "$(find "$work/prefix" -name ordo.pc | head -1)")
 export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 model_dir=$(pkg-config --variable=modeldir ordo)
 [ -f "$model_dir/model.safetensors" ]
 # shellcheck disable=SC2046  # pkg-config's output is meant to be split into words
 c++ -std=c++17 -O1 -I"$source_dir/tests/api/consumer" "$source_dir/tests/api/consumer/embed.cpp" \
-  -DORDO_INSTALLED_MODEL_DIR="\"$model_dir\"" $(pkg-config --cflags --libs ordo) -o "$work/embed_pc"
+  $(pkg-config --cflags --libs ordo) -o "$work/embed_pc"
 out=$(cd / && env -u ORDO_MODEL "$work/embed_pc" "the cat sat on the mat" "hello")
 echo "$out"
 [ "$(echo "$out" | grep -c -- '-> 64 floats, norm 1.0000')" -eq 2 ]
@@ -35,7 +36,14 @@ awk '/^```cpp$/ {on = 1; next} /^```$/ {on = 0} on' "$source_dir/docs/cpp.md" >"
   echo '}'
 } >"$work/doc_example.cpp"
 # shellcheck disable=SC2046
-c++ -std=c++17 -O1 "$work/doc_example.cpp" -DORDO_INSTALLED_MODEL_DIR="\"$model_dir\"" $(pkg-config --cflags --libs ordo) \
-  -o "$work/doc_example"
+c++ -std=c++17 -O1 "$work/doc_example.cpp" $(pkg-config --cflags --libs ordo) -o "$work/doc_example"
 (cd / && env -u ORDO_MODEL "$work/doc_example")
 echo "docs/cpp.md's example compiles and runs"
+
+# The PyTorch exporter docs/cpp.md runs is installed, and runs from there.
+exporter="$work/prefix/share/ordo/python/export_pytorch.py"
+[ -x "$exporter" ]
+if /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
+  /usr/bin/python3 "$exporter" --help | grep -q -- '--n-heads'
+  echo "the installed exporter runs"
+fi

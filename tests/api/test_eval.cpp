@@ -143,6 +143,18 @@ TEST(EvalRule, PllSumDoesNotDependOnTheOrderOfItsTerms) {
 
 // ---- On the committed models (models/default, models/position-learned, models/position-none) ----
 
+// A tie is equality within float32 rounding: |a - b| <= 1e-5 (|a| + |b|), so that a pair equal in exact
+// arithmetic is a tie on every CPU, not a win decided by the last bits of two sums.
+TEST(EvalRule, OrderTiesAreEqualWithinFloatRounding) {
+  EXPECT_EQ(eval::order_verdict(-40.0, -40.0), 0);
+  EXPECT_EQ(eval::order_verdict(0.0, 0.0), 0);
+  EXPECT_EQ(eval::order_verdict(-40.0, -40.0 - 7e-4), 0);  // 7e-4 <= 1e-5 * 80.0007
+  EXPECT_EQ(eval::order_verdict(-40.0 - 7e-4, -40.0), 0);
+  EXPECT_EQ(eval::order_verdict(-40.0, -40.0 - 9e-4), 1);  // 9e-4 > 8.0009e-4
+  EXPECT_EQ(eval::order_verdict(-40.0 - 9e-4, -40.0), -1);
+  EXPECT_EQ(eval::order_verdict(-30.0, -36.0), 1);
+}
+
 namespace trained {
 
 const std::string kDir = std::string(ORDO_SOURCE_DIR) + "/models/";

@@ -184,6 +184,35 @@ TEST(Pipeline, TextsWrittenInPlaceCompileAndMatch) {
 
 // encode_sorted: batches of similar lengths, each text's result handed back under its own index,
 // the same vectors (within float rounding of a different batch's padding) as one text at a time.
+// encode(texts) on many texts runs them sorted into batches (encode_sorted) and hands each result
+// back in its text's place: the same as each text alone, to float rounding; an error still names
+// the text by its index.
+TEST(Pipeline, EncodeOfManyTextsMatchesEachTextAlone) {
+  Pipeline pipeline(ORDO_DEFAULT_MODEL);
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "a", "mat", "while", "dogs", "bark"};
+  std::vector<std::string> texts;
+  for (int i = 0; i < 300; ++i) {  // more than kBatchTexts, of lengths 0 to 40 words, out of order
+    std::string t;
+    for (int w = 0; w < (i * 37) % 41; ++w) t += (t.empty() ? "" : " ") + words[(i + w) % words.size()];
+    texts.push_back(t);
+  }
+  const auto all = pipeline.encode(texts, Pooling::Mean, /*normalize=*/true);
+  ASSERT_EQ(all.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); i += 7) {
+    const auto alone = pipeline.encode(std::vector<std::string>{texts[i]}, Pooling::Mean, true)[0];
+    EXPECT_EQ(all[i].tokens.ids, alone.tokens.ids) << i;
+    ASSERT_EQ(all[i].values.size(), alone.values.size()) << i;
+    for (size_t k = 0; k < alone.values.size(); ++k) EXPECT_NEAR(all[i].values[k], alone.values[k], 1e-5f) << i;
+  }
+  texts[150] = "bad \xC3\x28 text";
+  try {
+    pipeline.encode(texts, Pooling::Mean);
+    FAIL() << "invalid UTF-8 was encoded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("texts[150]: ", 0), 0u) << e.what();
+  }
+}
+
 TEST(Pipeline, EncodeSortedHandsEachTextBackUnderItsIndex) {
   Pipeline pipeline(ORDO_DEFAULT_MODEL);
   const std::vector<std::string> texts = {"the cat sat on the mat and then it slept",
@@ -210,6 +239,19 @@ TEST(Pipeline, EncodeSortedHandsEachTextBackUnderItsIndex) {
   EXPECT_EQ(seen, std::vector<int>(texts.size(), 1));
   for (size_t k = 1; k < batch_order.size(); ++k)  // shortest first
     EXPECT_LE(tokens[batch_order[k - 1]].ids.size(), tokens[batch_order[k]].ids.size());
+}
+
+// No model found (default_model_dir() returned ""): a sentence saying what to do, not ": no such
+// model directory" with an empty name.
+TEST(Pipeline, AnEmptyModelDirectorySaysWhatToDo) {
+  try {
+    Pipeline p("");
+    FAIL() << "an empty model directory loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ordo::Pipeline: no model directory given (default_model_dir() found none: set ORDO_MODEL, or "
+              "install ordo with cmake --install, or pass a model directory)");
+  }
 }
 
 TEST(SplitLines, BomCrAndNul) {

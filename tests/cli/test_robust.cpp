@@ -520,6 +520,14 @@ TEST(Limits, ThreadsThatCannotStartAreNamed) {
   if (kSanitized) GTEST_SKIP() << "the sanitizers start threads of their own (LeakSanitizer at exit)";
   if (::geteuid() != 0 || std::system("command -v setpriv >/dev/null") != 0)
     GTEST_SKIP() << "needs root and setpriv, to run as nobody under ulimit -u";
+  // nobody must reach the binary and the default model: not so in a checkout under a home directory
+  // of mode 0700 (/root), which is no fault of ordo's.
+  const std::string reach = "setpriv --reuid=nobody --regid=nogroup --clear-groups test -x " +
+                            test::quote(ORDO_BINARY) + " -a -r " + test::quote(ORDO_DEFAULT_MODEL) +
+                            "/model.safetensors";
+  if (std::system(reach.c_str()) != 0)
+    GTEST_SKIP() << "nobody cannot run " << ORDO_BINARY << " or read " << ORDO_DEFAULT_MODEL
+                 << " (a directory above them is closed to others, e.g. /root of mode 0700)";
   auto as_nobody = [](const std::string& threads) {
     return run_shell("setpriv --reuid=nobody --regid=nogroup --clear-groups bash -c 'ulimit -u 2; exec " +
                      std::string(ORDO_BINARY) + " encode --threads " + threads + kDefault + "hello' 2>&1");

@@ -94,6 +94,8 @@ bool same_line(const std::string& want, const std::string& got) {
 }
 
 // Each run of expected lines between "..." lines appears in `got` as consecutive lines, runs in order.
+// "" when it does; else the first line of the doc that is not matched where the run matched longest
+// (the line that differs, not the run's first line), and the output's line in its place, if any.
 std::string mismatch(const std::vector<std::string>& want, const std::vector<std::string>& got) {
   size_t from = 0, i = 0;
   while (i < want.size()) {
@@ -104,12 +106,17 @@ std::string mismatch(const std::vector<std::string>& want, const std::vector<std
     size_t n = 0;
     while (i + n < want.size() && want[i + n] != "...") ++n;
     bool found = false;
+    size_t best = 0, best_at = got.size();  // the longest matched prefix of the run, and where
     for (size_t s = from; s + n <= got.size() && !found; ++s) {
       size_t k = 0;
       while (k < n && same_line(want[i + k], got[s + k])) ++k;
       if (k == n) found = true, from = s + n;
+      if (k > best) best = k, best_at = s;
     }
-    if (!found) return want[i];
+    if (!found) {
+      if (best == 0) return want[i];
+      return want[i + best] + "\n  (the output has there: " + got[best_at + best] + ")";
+    }
     i += n;
   }
   return "";
@@ -215,10 +222,13 @@ INSTANTIATE_TEST_SUITE_P(Walkthrough, WalkthroughCommand, ::testing::ValuesIn(th
 TEST(Walkthrough, TheCheckerCatchesAChangedNumber) {
   const std::vector<std::string> got = {"a 1.0000 b", "c 2.5000", "d 3", "e"};
   EXPECT_EQ(mismatch({"a 1.0000 b", "...", "d 3"}, got), "");
-  EXPECT_EQ(mismatch({"c 2.50004"}, got), "");                           // rounding in the last digit
-  EXPECT_EQ(mismatch({"c 2.5100"}, got), "c 2.5100");                    // a different number
-  EXPECT_EQ(mismatch({"a 1.0000 b", "d 3"}, got), "a 1.0000 b");         // not consecutive without "..."
+  EXPECT_EQ(mismatch({"c 2.50004"}, got), "");         // rounding in the last digit
+  EXPECT_EQ(mismatch({"c 2.5100"}, got), "c 2.5100");  // a different number
+  EXPECT_EQ(mismatch({"a 1.0000 b", "d 3"}, got),      // not consecutive without "...": the second line is named
+            "d 3\n  (the output has there: c 2.5000)");
   EXPECT_EQ(mismatch({"d 3", "...", "a 1.0000 b"}, got), "a 1.0000 b");  // out of order
+  // The line that differs is named, not the first of its run.
+  EXPECT_EQ(mismatch({"a 1.0000 b", "c 2.5000", "d 4"}, got), "d 4\n  (the output has there: d 3)");
 }
 
 }  // namespace

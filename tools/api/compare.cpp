@@ -70,11 +70,15 @@ void prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization& b, Co
                       p.a_nope)
              : format(" Without positions they score %.2f and %.2f.", p.a_nope, p.b_nope));
   } else {
-    p.verdict = std::string("The texts hold different pieces, so their scores differ in more than order: ") +
-                (p.prefers == "neither"
-                     ? format("both score %.2f with positions", hi)
-                     : std::string("the model prefers ") + which + format(" (PLL %.2f against %.2f)", hi, lo)) +
-                format(", and without positions they score %.2f and %.2f.", p.a_nope, p.b_nope);
+    // A PLL is a sum over the text's own pieces: across different pieces (a shorter text, the empty
+    // one at 0, other words) a higher score is not a preference, so none is stated.
+    p.prefers = "neither";
+    p.verdict =
+        format("The texts hold different pieces, so their PLLs (A %.2f, B %.2f with positions; ", p.a_pe, p.b_pe) +
+        format(
+            "%.2f and %.2f without) do not say which is more natural: a PLL compares orders of the same "
+            "pieces.",
+            p.a_nope, p.b_nope);
   }
   c->scored = true;
   c->pll_a_pe = p.a_pe, c->pll_b_pe = p.b_pe, c->pll_a_nope = p.a_nope, c->pll_b_nope = p.b_nope;

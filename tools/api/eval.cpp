@@ -259,14 +259,21 @@ Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lin
       }
       const double s = scores[n][next++];
       ++o->lines;
-      o->preferred += natural > s;
-      o->ties += natural == s;
-      o->other += natural < s;
-      o->verdicts.push_back(natural > s ? 1 : natural < s ? -1 : 0);
+      const int verdict = order_verdict(natural, s);
+      o->preferred += verdict == 1;
+      o->ties += verdict == 0;
+      o->other += verdict == -1;
+      o->verdicts.push_back(verdict);
       o->max_abs_difference = std::max(o->max_abs_difference, std::fabs(natural - s));
     }
   }
   return r;
+}
+
+int order_verdict(double natural, double reordered) {
+  const double d = natural - reordered;
+  if (std::fabs(d) <= kTieRelative * (std::fabs(natural) + std::fabs(reordered))) return 0;
+  return d > 0 ? 1 : -1;
 }
 
 Paired paired_top1(const Report& a, const Report& b) {

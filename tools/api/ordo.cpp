@@ -41,6 +41,11 @@ std::string executable_dir() {
 }
 
 Model load_model_dir(const std::string& dir) {
+  // default_model_dir() finds none: say so, not ": no such model directory".
+  if (dir.empty())
+    throw InputError("ordo::Pipeline",
+                     "no model directory given (default_model_dir() found none: set ORDO_MODEL, "
+                     "or install ordo with cmake --install, or pass a model directory)");
   if (!is_dir(dir)) throw InputError(dir, "no such model directory");
   return Model::load(dir);
 }
@@ -77,12 +82,31 @@ std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
 LineReader::LineReader(std::FILE* in, std::string name, size_t keep)
     : in_(in), name_(std::move(name)), keep_(keep), buf_(size_t(1) << 16) {}
 
+namespace {
+
+// Up to n bytes of what has arrived: one read(2), which returns a pipe's line as soon as it is
+// written, where fread would wait for all n; fread for a stream without a descriptor (fmemopen).
+size_t read_some(std::FILE* in, char* dst, size_t n, const std::string& name) {
+  const int fd = ::fileno(in);
+  if (fd < 0) {
+    const size_t got = std::fread(dst, 1, n, in);
+    if (got == 0 && std::ferror(in)) throw InputError(name, std::string("cannot read: ") + std::strerror(errno));
+    return got;
+  }
+  for (;;) {
+    const ssize_t got = ::read(fd, dst, n);
+    if (got >= 0) return size_t(got);
+    if (errno != EINTR) throw InputError(name, std::string("cannot read: ") + std::strerror(errno));
+  }
+}
+
+}  // namespace
+
 bool LineReader::fill() {
   if (eof_) return false;
   pos_ = 0;
-  end_ = std::fread(buf_.data(), 1, buf_.size(), in_);
+  end_ = read_some(in_, buf_.data(), buf_.size(), name_);
   if (end_ == 0) {
-    if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
     eof_ = true;
     return false;
   }
@@ -102,11 +126,8 @@ bool LineReader::next(Line* line) {
       std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
       end_ -= pos_;
       pos_ = 0;
-      const size_t n = std::fread(buf_.data() + end_, 1, buf_.size() - end_, in_);
-      if (n == 0) {
-        if (std::ferror(in_)) throw InputError(name_, std::string("cannot read: ") + std::strerror(errno));
-        eof_ = true;
-      }
+      const size_t n = read_some(in_, buf_.data() + end_, buf_.size() - end_, name_);
+      if (n == 0) eof_ = true;
       end_ += n;
     }
     const std::string_view head(buf_.data() + pos_, std::min<size_t>(end_ - pos_, 3));
@@ -444,7 +465,13 @@ std::vector<Encoded> Pipeline::encode(const std::vector<std::string>& texts, Poo
                                       const EncodeOptions& options) {
   std::vector<Tokenization> tokens;  // an error names the text: "texts[2]: ..."
   for (size_t i = 0; i < texts.size(); ++i) tokens.push_back(tokenize(texts[i], "texts[" + std::to_string(i) + "]"));
-  return encode(std::move(tokens), pooling, normalize, options);
+  if (options.observe || tokens.size() <= 1) return encode(std::move(tokens), pooling, normalize, options);
+  std::vector<Encoded> out(tokens.size());
+  encode_sorted(
+      std::move(tokens), pooling, normalize, options, kBatchTexts,
+      [](size_t i) { return "texts[" + std::to_string(i) + "]"; },
+      [&](size_t i, Encoded& e) { out[i] = std::move(e); });
+  return out;
 }
 
 // Finite weights can still give activations past float32's range (weights large enough that a

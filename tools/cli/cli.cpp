@@ -1,5 +1,6 @@
 #include "tools/cli/cli.h"
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include <ordo/errors.h>
@@ -17,9 +19,49 @@
 
 namespace ordo::cli {
 
+namespace {
+
+// The value cxxopts could not read, from its message "Argument ‘abc’ failed to parse" (either quote).
+std::string unreadable_value(const std::string& what) {
+  const std::string head = "Argument ", tail = " failed to parse";
+  if (what.rfind(head, 0) != 0 || what.size() < head.size() + tail.size() ||
+      what.compare(what.size() - tail.size(), tail.size(), tail) != 0)
+    return "";
+  std::string v = what.substr(head.size(), what.size() - head.size() - tail.size());
+  for (const std::string q : {"\u2018", "'"})
+    if (v.rfind(q, 0) == 0) v.erase(0, q.size());
+  for (const std::string q : {"\u2019", "'"})
+    if (v.size() >= q.size() && v.compare(v.size() - q.size(), q.size(), q) == 0) v.erase(v.size() - q.size());
+  return v;
+}
+
+// The option on the command line that was given `value`: "--threads abc", "--threads=abc", "-t abc".
+std::string option_given(int argc, char** argv, const std::string& value) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.size() < 2 || a[0] != '-') continue;
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos && a.rfind("--", 0) == 0) {
+      if (a.substr(eq + 1) == value) return a.substr(0, eq);
+    } else if (i + 1 < argc && argv[i + 1] == value) {
+      return a;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result) {
   options.add_options("help")("h,help", "show this help");
-  result = options.parse(argc, argv);
+  try {
+    result = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
+    // cxxopts names the value, not the option: name both.
+    const std::string value = unreadable_value(e.what()), option = option_given(argc, argv, value);
+    if (option.empty()) throw;
+    throw UsageError(option + ": '" + value + "' is not a number (or not one in its range)");
+  }
   if (result.count("help")) {
     std::cout << options.help();
     return false;
@@ -96,17 +138,91 @@ std::string count(long long n, const std::string& one, const std::string& many) 
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+void add_input_format_option(cxxopts::Options& options) {
+  options.add_options()("input-format",
+                        "how --input holds its texts: lines (one per line), jsonl (one {\"text\": ...} per line) or "
+                        "nul (each ended by a NUL byte, as find -print0 writes)",
+                        cxxopts::value<std::string>()->default_value("lines"));
+}
+
 TextSource::TextSource(const cxxopts::ParseResult& args, size_t keep) : keep_(keep) {
+  if (args.count("input-format")) {
+    const std::string f = args["input-format"].as<std::string>();
+    if (f == "jsonl")
+      format_ = Format::Jsonl;
+    else if (f == "nul")
+      format_ = Format::Nul;
+    else if (f != "lines")
+      throw UsageError("--input-format must be lines, jsonl or nul, got \"" + f + "\"");
+    if (format_ != Format::Lines && args.count("texts"))
+      throw UsageError("--input-format " + f + " is for --input FILE or stdin, not for texts given as arguments");
+  }
   if (args.count("texts")) {
     args_ = args["texts"].as<std::vector<std::string>>();
     return;
   }
   file_ = std::make_unique<InputFile>(args.count("input") ? args["input"].as<std::string>() : "-");
-  reader_ = std::make_unique<LineReader>(file_->get(), file_->name(), keep);
+  struct stat st {};
+  if (::fstat(::fileno(file_->get()), &st) == 0 && S_ISREG(st.st_mode)) total_bytes_ = uint64_t(st.st_size);
+  if (format_ == Format::Nul) return;
+  // A JSON line holds its text escaped: up to 6 bytes (\u00XX) for one of the text's.
+  reader_ = std::make_unique<LineReader>(file_->get(), file_->name(), format_ == Format::Jsonl ? 6 * keep + 64 : keep);
+}
+
+bool TextSource::next_record(LineReader::Line* line) {
+  std::FILE* f = file_->get();
+  int c = getc_unlocked(f);
+  if (c == EOF) {
+    if (std::ferror(f)) throw InputError(file_->name(), std::string("cannot read: ") + std::strerror(errno));
+    return false;
+  }
+  line->text.clear();
+  line->bytes = 0;
+  line->problem.clear();
+  line->where = file_->name() + ": record " + std::to_string(++records_);
+  for (; c != EOF && c != '\0'; c = getc_unlocked(f)) {
+    if (line->text.size() < keep_ + 4) line->text.push_back(char(c));
+    ++line->bytes;
+  }
+  if (c == EOF && std::ferror(f)) throw InputError(file_->name(), std::string("cannot read: ") + std::strerror(errno));
+  return true;
+}
+
+bool TextSource::would_wait() const {
+  if (!file_ || (reader_ && reader_->buffered())) return false;
+  pollfd p{::fileno(file_->get()), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;  // nothing to read yet (a regular file is always readable)
 }
 
 bool TextSource::next(LineReader::Line* line) {
-  if (reader_) return reader_->next(line);
+  if (file_ && format_ == Format::Nul) {
+    if (!next_record(line)) return false;
+    bytes_read_ += line->bytes + 1;
+    return true;
+  }
+  if (reader_) {
+    if (!reader_->next(line)) return false;
+    bytes_read_ += line->bytes + 1;
+    if (format_ != Format::Jsonl || !line->problem.empty()) return true;
+    if (line->bytes > line->text.size()) {
+      line->problem = "is " + std::to_string(line->bytes) + " bytes, more than a JSON line of a text of at most " +
+                      std::to_string(keep_) + " bytes may have";
+      return true;
+    }
+    const nlohmann::json j = nlohmann::json::parse(line->text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string()) {
+      line->problem =
+          "is not a JSON object with a \"text\" string (--input-format jsonl), e.g. {\"text\": \"the cat\"}";
+      return true;
+    }
+    std::string text = j["text"].get<std::string>();
+    line->bytes = text.size();
+    if (text.size() > keep_ + 4) text.resize(keep_ + 4);  // as LineReader keeps a long line
+    if (line->problem.empty() && text.find('\0') != std::string::npos)
+      line->problem = "holds a NUL byte (\\u0000) in its text";
+    line->text = std::move(text);
+    return true;
+  }
   if (next_arg_ == args_.size()) return false;
   line->text = std::move(args_[next_arg_++]);
   line->bytes = line->text.size();

@@ -47,8 +47,17 @@ class InputFile {
   std::FILE* f_ = nullptr;
 };
 
+// --input-format lines|jsonl|nul, for a command with --input: how the input holds its texts.
+//   lines  one text per line (the default)
+//   jsonl  one JSON object per line, its text under "text" ({"text": "two\nlines"}), as Python's lists
+//          and the server's JSON can hold texts with newlines
+//   nul    texts ended by a NUL byte (find -print0, xargs -0), newlines and all
+void add_input_format_option(cxxopts::Options& options);
+
 // Where a command's texts come from: its arguments, or the lines of --input FILE (- or no --input:
-// stdin), read one at a time by LineReader, so input of any length is read in bounded memory.
+// stdin), read one at a time by LineReader, so input of any length is read in bounded memory (or,
+// with --input-format, its JSON lines or NUL-ended records; a record that is not a text is named
+// by line->problem, "<file>: line N" or "<file>: record N").
 class TextSource {
  public:
   TextSource(const cxxopts::ParseResult& args, size_t keep);
@@ -57,12 +66,24 @@ class TextSource {
   // longer than `keep` bytes is an InputError naming it.
   bool next_text(LineReader::Line* line);
   // What names the input in a summary: the file, or "arguments".
-  std::string name() const { return reader_ ? reader_->name() : "arguments"; }
+  std::string name() const { return file_ ? file_->name() : "arguments"; }
+  // True when the next text has not arrived yet (a pipe or a terminal whose writer has not written
+  // it): a command answers the texts it has before it waits, so a line comes out per line in.
+  bool would_wait() const;
+  // The input's size in bytes when it is a regular file (for progress), else 0; and the bytes read
+  // so far, newlines included.
+  uint64_t total_bytes() const { return total_bytes_; }
+  uint64_t bytes_read() const { return bytes_read_; }
 
  private:
+  enum class Format { Lines, Jsonl, Nul };
+  bool next_record(LineReader::Line* line);  // --input-format nul
   std::vector<std::string> args_;
   size_t next_arg_ = 0;
   size_t keep_;
+  Format format_ = Format::Lines;
+  uint64_t records_ = 0;
+  uint64_t total_bytes_ = 0, bytes_read_ = 0;
   std::unique_ptr<InputFile> file_;
   std::unique_ptr<LineReader> reader_;
 };
@@ -72,6 +93,10 @@ class TextSource {
 // each text's "argument N" or "<file>: line N".
 std::vector<std::string> read_texts(const cxxopts::ParseResult& args, size_t max_bytes,
                                     std::vector<std::string>* where = nullptr);
+
+// The length of the texts the model in `model_dir` was trained on, in pieces (training.json's
+// "max_len", written by tools/train/train_mlm.py); 0 when the directory does not record it.
+int training_length(const std::string& model_dir);
 
 // A message on one line: control characters (from a file name or a text) escaped as \xNN.
 std::string one_line(const std::string& message);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -189,6 +190,7 @@ int cmd_encode(int argc, char** argv) {
       "the vectors in memory (rows x d x 4 bytes); it goes to --output FILE (written whole or not at all) or to "
       "stdout when that is not a terminal.");
   add_model_options(o);
+  add_input_format_option(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "pooling",
       "mean | first | max | none (one vector per token); default: the model's own (a sentence-transformers "
@@ -203,7 +205,9 @@ int cmd_encode(int argc, char** argv) {
       "max-tokens", "longest text accepted, in tokens",
       cxxopts::value<int>()->default_value(std::to_string(kDefaultMaxTokens)))(
       "truncate", "cut texts longer than --max-tokens instead of failing")(
-      "skip-bad", "leave out lines that cannot be encoded (each named on stderr) instead of stopping at the first");
+      "skip-bad",
+      "leave out lines that cannot be encoded (each named on stderr; in npy a row of NaN keeps its place) instead of "
+      "stopping at the first");
   cxxopts::ParseResult args;
   if (!parse_with_texts(o, argc, argv, args)) return 0;
 
@@ -273,7 +277,12 @@ int cmd_encode(int argc, char** argv) {
 
   TextSource source(args, pipeline.byte_limit(limits));
   const bool progress = ::isatty(STDERR_FILENO);
+  const auto started = std::chrono::steady_clock::now();
   uint64_t lines = 0, encoded = 0;
+  // Texts longer than the model was trained on (training.json): encoded, and counted in one note.
+  const int trained = training_length(pipeline.model().dir);
+  std::vector<std::string> long_texts;  // where the first few are
+  uint64_t long_count = 0;
   std::vector<std::string> skipped;  // the first few, for the summary
   uint64_t skipped_count = 0;
   bool shown = false;  // a progress line is on the terminal
@@ -302,14 +311,31 @@ int cmd_encode(int argc, char** argv) {
     empty_count = 0;
   };
 
+  auto note_long = [&] {
+    if (long_count == 0) return;
+    end_progress();
+    std::string list;
+    for (const std::string& w : long_texts) {
+      const size_t at = w.rfind(": line ");
+      list += (list.empty() ? "" : ", ") + (at == std::string::npos ? w : w.substr(at + 2));
+    }
+    if (long_count > long_texts.size()) list += ", ...";
+    std::cerr << "note: " << one_line(source.name()) << ": " << count(long_count, "text is", "texts are")
+              << " longer than the " << trained << " pieces the model was trained on (" << one_line(list)
+              << "): encoded all the same, at positions it never saw (ordo info; docs/model.md)\n";
+    long_count = 0;
+  };
+
   bool more = true;
   for (size_t window = kFirstWindowTexts; more; window = std::min(2 * window, kWindowTexts)) {
     std::vector<std::string> texts, wheres;
-    std::vector<bool> truncated;
+    std::vector<bool> truncated, bad;  // bad: a line skipped (--skip-bad), kept as a NaN row of npy
     std::vector<Tokenization> tokens;
     size_t window_tokens = 0, window_bytes = 0;
     std::exception_ptr stop;  // a bad line: everything before it is printed first
     while (texts.size() < window && window_tokens < kWindowTokens && window_bytes < kWindowBytes) {
+      // What has come in is answered before waiting for more (a pipe: a line out per line in).
+      if (!texts.empty() && source.would_wait()) break;
       LineReader::Line line;
       if (!source.next(&line)) {
         more = false;
@@ -323,7 +349,12 @@ int cmd_encode(int argc, char** argv) {
           if (empty.size() < 10) empty.push_back(line.where);
           ++empty_count;
         }
+        if (trained > 0 && t.ids.size() > size_t(trained)) {
+          if (long_texts.size() < 10) long_texts.push_back(line.where);
+          ++long_count;
+        }
         truncated.push_back(cut);
+        bad.push_back(false);
         window_tokens += t.ids.size();
         window_bytes += line.text.size();
         texts.push_back(std::move(line.text));
@@ -342,11 +373,21 @@ int cmd_encode(int argc, char** argv) {
           skipped.push_back(at == std::string::npos ? line.where : line.where.substr(at + 2));
         }
         ++skipped_count;
+        // Its place in the output: nothing in text, jsonl and tsv; a row of NaN in npy (as for an
+        // empty line), so that row i stays line i.
+        texts.emplace_back();
+        wheres.push_back(line.where);
+        truncated.push_back(false);
+        bad.push_back(true);
+        tokens.emplace_back();
       }
     }
     const std::vector<Encoded> out = encode_all(pipeline, std::move(tokens), pooling, normalize, options, wheres);
     std::string text_out;
+    size_t printed = 0;
     for (size_t i = 0; i < out.size(); ++i) {
+      if (bad[i] && !npy) continue;
+      printed += !bad[i];
       if (npy) {
         const bool none = out[i].tokens.ids.empty() && pooling != Pooling::None;
         if (none)
@@ -362,14 +403,36 @@ int cmd_encode(int argc, char** argv) {
       std::cout << text_out << std::flush;
       if (!std::cout) return 1;  // stdout is gone (a full disk): main names it
     }
-    encoded += out.size();
+    encoded += printed;
     if (progress && encoded >= 1000) {
-      std::cerr << "\rencoded " << encoded << " texts" << std::flush;
+      // encoded N texts, P% of FILE, R texts/s, about T s left (the share and the time from the
+      // bytes read, when the input is a regular file)
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::string line = "\rencoded " + std::to_string(encoded) + " texts";
+      char buf[160];
+      if (source.total_bytes() > 0) {
+        const double done = std::min(1.0, double(source.bytes_read()) / double(source.total_bytes()));
+        std::snprintf(buf, sizeof buf, ", %.0f%% of %s", 100 * done, one_line(source.name()).c_str());
+        line += buf;
+        if (seconds > 0) {
+          std::snprintf(buf, sizeof buf, ", %.0f texts/s", encoded / seconds);
+          line += buf;
+        }
+        if (done > 0 && seconds > 1) {
+          std::snprintf(buf, sizeof buf, ", about %.0f s left", seconds * (1 - done) / done);
+          line += buf;
+        }
+      } else if (seconds > 0) {
+        std::snprintf(buf, sizeof buf, ", %.0f texts/s", encoded / seconds);
+        line += buf;
+      }
+      std::cerr << line << "\x1b[K" << std::flush;  // and clear what a longer line left
       shown = true;
     }
     if (stop) {
       end_progress();
       note_empty();
+      note_long();
       // The texts before the bad line, as the other formats print them, when the array goes to stdout;
       // --output FILE is written whole or not at all: a previous FILE stays as it was.
       if (output_file.empty()) write_npy();
@@ -378,6 +441,7 @@ int cmd_encode(int argc, char** argv) {
   }
   end_progress();
   note_empty();
+  note_long();
   write_npy();
   if (!std::cout) return 1;
   if (skipped_count > 0) {

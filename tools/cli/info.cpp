@@ -1,7 +1,10 @@
 // ordo info: a model's config, parameter count, bytes and tokenizer.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
@@ -10,6 +13,16 @@
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {
+
+// The length of the texts the model was trained on, in pieces: training.json's "max_len"
+// (tools/train/train_mlm.py writes it); 0 when the directory does not say.
+int training_length(const std::string& model_dir) {
+  std::ifstream in(model_dir + "/training.json");
+  if (!in) return 0;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("max_len") || !j["max_len"].is_number_integer()) return 0;
+  return std::max(0, j["max_len"].get<int>());
+}
 
 int cmd_info(int argc, char** argv) {
   cxxopts::Options o("ordo info", "Describe a model: its config, parameter count, bytes and tokenizer.");
@@ -39,6 +52,11 @@ int cmd_info(int argc, char** argv) {
     std::printf("head        none (ordo fill and ordo score need a masked-language-model head)\n");
   std::printf("parameters  %llu (%.2f MB as float32); file %lld bytes\n", (unsigned long long)m.parameter_count(),
               m.parameter_count() * 4.0 / 1e6, (long long)st.st_size);
+  if (const int n = training_length(m.dir))
+    std::printf("trained on  texts of at most %d pieces (training.json); longer ones run, at positions it never saw\n",
+                n);
+  else
+    std::printf("trained on  texts of a length not recorded (no training.json with max_len)\n");
   std::printf("tokenizer   %s: %d pieces%s%s\n", pipeline.tokenizer().path().c_str(), pipeline.tokenizer().size(),
               c.add_bos ? ", adds BOS" : "", c.add_eos ? ", adds EOS" : "");
   std::printf("cpu         %s\n", cpu_feature_names().c_str());

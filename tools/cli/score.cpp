@@ -1,4 +1,7 @@
 // ordo score: each text's pseudo-log-likelihood under the masked-language-model head.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -20,6 +23,7 @@ int cmd_score(int argc, char** argv) {
                      "the time grows with S^3: texts of more than 512 pieces (about a second; 1,000 take about "
                      "7 s) are refused unless --max-tokens raises the limit.");
   add_model_options(o);
+  add_input_format_option(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "no-pe",
       "skip the positional encoding: the model then sees no order, and every order of the same pieces "
@@ -40,18 +44,38 @@ int cmd_score(int argc, char** argv) {
   // input of any length runs in bounded memory; a bad line stops the run after the lines before it.
   const size_t max_bytes = max_text_bytes(pipeline.max_tokens());
   TextSource source(args, max_bytes);
-  const bool json = args.count("json");
+  const bool json = args.count("json"), progress = ::isatty(STDERR_FILENO);
   size_t scored = 0;
+  // A PLL ranks orders of the same pieces: whether every text has the first one's pieces (in any order).
+  std::vector<int32_t> first_pieces;
+  bool same_pieces = true;
   LineReader::Line in;
-  while (source.next_text(&in)) {
+  for (;;) {
+    // What has been printed goes out before waiting for the next text (a pipe: a line out per line in).
+    if (source.would_wait()) std::cout.flush(), std::fflush(stdout);
+    if (!source.next_text(&in)) break;
     Tokenization t = pipeline.tokenize(in.text, in.where);
     pipeline.check_scorable(t, in.where, max_pieces, "--max-tokens ");
+    // A long text takes a while (S passes of S pieces): a terminal is told what is being scored.
+    const bool show = progress && t.ids.size() >= 200;
+    if (show)
+      std::cerr << "scoring " << one_line(in.where) << ": " << t.ids.size() << " pieces, " << t.ids.size()
+                << " passes of " << t.ids.size() << " pieces (the time grows with the cube of the length) ..."
+                << std::flush;
     Scored s;
     try {
       s = std::move(pipeline.score({std::move(t)}, positions)[0]);
     } catch (const NonFiniteActivations& e) {  // named by its line, not as a sequence of the batch
+      if (show) std::cerr << "\n";
       throw InputError(e.file, in.where + ": " + e.message);
     }
+    if (show) std::cerr << "\r\x1b[K" << std::flush;
+    std::vector<int32_t> pieces = s.tokens.ids;
+    std::sort(pieces.begin(), pieces.end());
+    if (scored == 0)
+      first_pieces = std::move(pieces);
+    else if (pieces != first_pieces)
+      same_pieces = false;
     ++scored;
     if (json) {
       std::cout << score_json(in.text, s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
@@ -69,6 +93,12 @@ int cmd_score(int argc, char** argv) {
   if (!json && scored > 0)
     std::printf("(PLL: natural log, summed over the pieces; higher is more natural%s)\n",
                 positions ? "" : "; without positions, so any order of the same pieces scores the same");
+  // A PLL is a sum over the text's own pieces: a shorter text (the empty one scores 0) or other
+  // words are not "more natural" for scoring higher.
+  if (!json && scored > 1 && !same_pieces)
+    std::printf(
+        "(these texts are not all made of the same pieces, so their PLLs do not say which is more "
+        "natural: a PLL compares orders of the same pieces)\n");
   return 0;
 }
 

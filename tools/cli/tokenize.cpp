@@ -23,6 +23,7 @@ int cmd_tokenize(int argc, char** argv) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "json", "one JSON object per text, in input order: text, pieces, ids, offsets ([begin, end] per piece), unknown");
+  add_input_format_option(o);
   cxxopts::ParseResult args;
   if (!parse_with_texts(o, argc, argv, args)) return 0;
   const Pipeline pipeline(model_dir(args));
@@ -32,7 +33,10 @@ int cmd_tokenize(int argc, char** argv) {
   TextSource source(args, max_bytes);
   LineReader::Line in;
   std::vector<Span> spans;
-  while (source.next_text(&in)) {
+  for (;;) {
+    // What has been printed goes out before waiting for the next text (a pipe: a line out per line in).
+    if (source.would_wait()) std::cout.flush(), std::fflush(stdout);
+    if (!source.next_text(&in)) break;
     const Tokenization t = pipeline.tokenize(in.text, in.where, &spans);
     const int unknown = pipeline.unknown_pieces(t);
     if (json) {

@@ -1,37 +1,72 @@
 #!/usr/bin/env bash
 # Installs what ordo needs to build and test, from Debian 12's packages (and npm and PyPI, below).
+#   tools/dev/install-deps.sh          everything: the build, the tests, Python, training, the page's browser test
+#   tools/dev/install-deps.sh --cli    the command line, the library and `ordo serve` only (no tests, no
+#                                      Python module, no training tools): 241 packages, 185 MB to download
+#                                      and 767 MB installed, where everything is 1114, 837 MB and 4.1 GB
+#                                      (counted from an empty system by apt-get -s, Debian 12)
+#   ... --print                        print the package list and install nothing
 set -euo pipefail
+cli_only=0 print=0
+for arg in "$@"; do
+  case $arg in
+    --cli) cli_only=1 ;;
+    --print) print=1 ;;
+    -h | --help)
+      sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "error: tools/dev/install-deps.sh: unknown argument '$arg' (--cli, --print, --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+# The command line and the library (`cmake -B build` then needs nothing else; without GoogleTest it
+# builds no tests and says so).
 packages=(
   cmake g++ make pkg-config            # build
-  ccache                               # .ci/run's compiler cache (outside the clone)
   libopenblas-dev                      # matrix work (cblas_sgemm)
-  libsentencepiece-dev sentencepiece   # tokenizer (and spm_train, for tools/train/train_tokenizer.sh)
+  libsentencepiece-dev                 # tokenizer
   libdnnl-dev                          # oneDNN: --compute-type bf16 and int8 (optional: f32 runs without it)
   libcxxopts-dev nlohmann-json3-dev    # command line, JSON
   libcpp-httplib-dev                   # ordo serve's HTTP (cpp-httplib; its tests' client is Python's http.client)
-  libgtest-dev googletest              # tests
-  wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
-  r-cran-janeaustenr                   # Jane Austen's novels, the default model's other training text
-  python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests, export and training tools
-  python3-venv python3-pip                           # the reference environment below (tests/models)
-  pybind11-dev python3-pybind11 python3-dev          # the Python module, python/ (ORDO_BUILD_PYTHON)
-  python3-pytest                                     # its tests
-  python3-distributed                                # python/examples/dask_encode.py and its test
-  jupyter-nbconvert python3-nbconvert python3-ipykernel python3-matplotlib  # docs/ordo.ipynb, run by a test
   libpng-dev libcairo2-dev libpango1.0-dev  # pictures: ordo pe --png, ordo attention --png (PNG or SVG)
-  fonts-dejavu-core fonts-droid-fallback     # their labels: Latin, Greek, Cyrillic, "▁"; Chinese, Japanese, Korean
-  clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
-  clang-format                         # the formatting check of .ci/run (.clang-format)
-  chromium fonts-dejavu-core           # the page of ordo view in a headless browser (tests/teach/view)
-  emscripten                           # ordo compiled to WebAssembly: ordo view --standalone (tools/web)
+  fonts-dejavu-core                    # their labels: Latin, Greek, Cyrillic, "▁"
+  curl                                 # the README's request to `ordo serve`
 )
-# ... driven from node (Debian's, unless a node with npm is already installed).
-command -v npm >/dev/null || packages+=(nodejs npm)
+if [ "$cli_only" -eq 0 ]; then
+  packages+=(
+    ccache                               # .ci/run's compiler cache (outside the clone)
+    sentencepiece                        # spm_train, for tools/train/train_tokenizer.sh
+    libgtest-dev googletest              # tests
+    wordnet-base                         # the corpus of tools/train/ (tokenizer and models; tests retrain both)
+    r-cran-janeaustenr                   # Jane Austen's novels, the default model's other training text
+    python3-torch python3-numpy python3-sentencepiece  # PyTorch parity tests, export and training tools
+    pybind11-dev python3-pybind11 python3-dev          # the Python module, python/ (ORDO_BUILD_PYTHON)
+    python3-venv python3-pip                           # the reference environment below (tests/models), pip install .
+    python3-pytest                                     # its tests
+    python3-distributed                                # python/examples/dask_encode.py and its test
+    jupyter-nbconvert python3-nbconvert python3-ipykernel python3-matplotlib  # docs/ordo.ipynb, run by a test
+    fonts-droid-fallback                 # the pictures' Chinese, Japanese and Korean labels (their tests)
+    clang libclang-rt-14-dev             # libFuzzer and sanitizers (fuzz/, ORDO_FUZZ)
+    clang-format                         # the formatting check of .ci/run (.clang-format)
+    chromium                             # the page of ordo view in a headless browser (tests/teach/view)
+    emscripten                           # ordo compiled to WebAssembly: ordo view --standalone (tools/web)
+  )
+  # ... driven from node (Debian's, unless a node with npm is already installed).
+  command -v npm >/dev/null || packages+=(nodejs npm)
+fi
+if [ "$print" -eq 1 ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
+[ "$cli_only" -eq 1 ] && exit 0
 # puppeteer-core for the browser tests, at the versions package-lock.json pins (it drives the system
 # Chromium above and downloads no browser of its own). Test tooling only: where npm cannot reach its
 # registry, say so and go on, so the build and the demo still run; the browser test then fails saying

@@ -65,12 +65,20 @@ try {
   await page.waitForFunction(() => document.getElementById("live-status").textContent === "type a text in A", { timeout: 5000 })
     .then(() => check(true, "a cleared text box asks for a text and sends nothing"),
           () => check(false, "a cleared text box asks for a text and sends nothing"));
+  const cleared = await page.evaluate(() => ({ title: document.getElementById("title").textContent,
+    main: document.querySelector("main").hidden, controls: document.getElementById("controls").hidden }));
+  check(cleared.title === "ordo view" && cleared.main && cleared.controls,
+    `a cleared text box leaves no title or sections of the old text (${JSON.stringify(cleared)})`);
   const sentence = "the old man walked slowly along the river and then sat down under a tall tree near his house";
   await type("#text-a", sentence);
   await type("#text-b", "");
   const tokens = await post("/tokenize", { text: sentence });
   let data = await view();
   const L = data.model.n_layers, H = data.model.n_heads, S = tokens.pieces.length;
+  const back = await page.evaluate(() => ({ main: document.querySelector("main").hidden,
+    line: document.getElementById("model-line").textContent }));
+  check(!back.main && /^Model: [^:]+; \d+ layers? × \d+ heads?, /.test(back.line),
+    `typing again shows the sections, under "Model: <name>; ..." (${back.line})`);
   const chips = await page.$$eval('.chip[data-text="0"] b', (bs) => bs.map((b) => b.textContent));
   check(data.texts.length === 1 && chips.join() === tokens.pieces.join(), `typing a sentence: its ${S} pieces are shown (${chips.length})`);
   const served = await post("/view", { a: sentence });

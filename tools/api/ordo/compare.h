@@ -25,7 +25,7 @@ struct Comparison {
   // without positions, and which order the model prefers.
   bool scored = false;
   double pll_a_pe = 0, pll_b_pe = 0, pll_a_nope = 0, pll_b_nope = 0;
-  std::string prefers;   // "a", "b" or "neither", with positions
+  std::string prefers;   // "a", "b" or "neither", with positions ("neither" for texts of different pieces)
   std::string verdict;   // one plain sentence
   std::string unscored;  // why there is no score though the model has a head (texts too long), or ""
 };

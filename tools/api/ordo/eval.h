@@ -66,6 +66,14 @@ int rank_of(const float* logits, int n, int32_t truth);
 // pieces score the same values (in any order) get the same sum, bit for bit.
 double pll_sum(std::vector<double> log_probs);
 
+// Two pseudo-log-likelihoods closer than float32 rounding, |a − b| ≤ kTieRelative·(|a| + |b|), are a
+// tie: a pair equal in exact arithmetic (a reordering the model cannot tell from the natural order,
+// such as the reversal under symmetric ALiBi) would otherwise be decided by the last bits of the
+// sums, which differ from one CPU's kernels to another's.
+constexpr double kTieRelative = 1e-5;
+// 1: the natural order scored higher; 0: a tie, as above; −1: the reordering scored higher.
+int order_verdict(double natural, double reordered);
+
 // ---- The evaluation ---------------------------------------------------------------------------
 struct Options {
   bool positions = true;    // false: run without the positional encoding (the ablation)
@@ -79,7 +87,7 @@ struct Options {
 struct Order {
   int lines = 0;                  // lines tested
   int preferred = 0;              // natural scored strictly higher
-  int ties = 0;                   // equal scores
+  int ties = 0;                   // equal scores, within float32 rounding (order_verdict)
   int other = 0;                  // the reordered text scored higher
   int left_out = 0;               // lines of kOrderMin..kOrderMax pieces with no such reordering (all pieces the same)
   double max_abs_difference = 0;  // largest |PLL(natural) − PLL(reordered)|

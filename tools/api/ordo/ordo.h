@@ -29,12 +29,17 @@ namespace ordo {
 
 // The model used when none is named: $ORDO_MODEL; else models/default beside the running
 // binary (a build tree); else ../share/ordo/models/default from it (an installed `ordo`); else
-// `installed`, which a program built against an installed ordo gets from find_package(ordo) (with
-// pkg-config: -DORDO_INSTALLED_MODEL_DIR="\"$(pkg-config --variable=modeldir ordo)\""); else the
-// model directory of an installation at the prefix the library was configured with, if it exists;
-// else "".
+// `installed`, which a program built against an installed ordo gets from find_package(ordo) (the
+// installation's place, even if moved), or else from <ordo/installed.h>, which `cmake --install`
+// writes with the model directory of the prefix it installed to (pkg-config and plain -I builds);
+// else the model directory of an installation at the prefix the library was configured with, if it
+// exists; else "".
 #ifndef ORDO_INSTALLED_MODEL_DIR
+#if __has_include(<ordo/installed.h>)
+#include <ordo/installed.h>
+#else
 #define ORDO_INSTALLED_MODEL_DIR ""
+#endif
 #endif
 std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODEL_DIR);
 
@@ -70,9 +75,12 @@ class LineReader {
     std::string where;    // "<name>: line N"
     std::string problem;  // what makes the line unusable (a NUL byte), or empty
   };
-  // False at the end of the input.
+  // False at the end of the input. A read returns what has arrived (a pipe's line as soon as it is
+  // written), so a caller can answer each line before the next one comes.
   bool next(Line* line);
   const std::string& name() const { return name_; }
+  // Whether bytes already read wait in the buffer (next() may then not need to wait for input).
+  bool buffered() const { return pos_ < end_; }
 
  private:
   bool fill();
@@ -273,10 +281,14 @@ class Pipeline {
   // ("--max-tokens ", "max_tokens=").
   void check_scorable(const Tokenization& t, const std::string& where, int max_pieces, const std::string& option) const;
 
-  // Texts → vectors, run as one padded batch. An error in one text names it by its index: "texts[2]: ...".
+  // Texts → vectors. Many texts run as the command line runs them, in batches of similar lengths
+  // (encode_sorted, below: no short text padded to the longest one's length), each result in its
+  // text's place; with options.observe set, as one padded batch, so that the
+  // stages shown are those of the texts in the order given. An error in one text names it by its
+  // index: "texts[2]: ...".
   std::vector<Encoded> encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
-  // The same from tokenizations already made.
+  // The same from tokenizations already made, always as one padded batch.
   std::vector<Encoded> encode(std::vector<Tokenization> tokens, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
   // Many tokenized texts in batches of similar lengths: sorted by length (stably), each batch at most

@@ -653,7 +653,7 @@ function renderTitle() {
   document.title = `ordo view: ${texts.map((x) => x.text).join(" / ")}`;
   const m = model;
   const count = (n, what) => `${n} ${what}${n === 1 ? "" : "s"}`;
-  document.getElementById("model-line").textContent = `Model ${m.name}: ${count(m.n_layers, "layer")} × ${count(m.n_heads, "head")}, ` +
+  document.getElementById("model-line").textContent = `Model: ${m.name}; ${count(m.n_layers, "layer")} × ${count(m.n_heads, "head")}, ` +
     `d = ${m.d_model} (${m.head_dim} per head), feed-forward ${m.d_ff}, ${m.norm}, ${m.activation}; ` +
     `positions: ${m.positional_encoding}.`;
   document.getElementById("a-order-box").hidden = !bPos;
@@ -883,8 +883,11 @@ function startLive() {
   const status = document.getElementById("live-status");
   const send = async () => {
     const ask = ++live.asked, t0 = performance.now();
-    if (!a.value.trim()) { // nothing to show yet (a box just cleared): no question the server can only refuse
-      status.textContent = "type a text in A";
+    const shown = (on) => { for (const e of [document.querySelector("main"), document.getElementById("controls")]) e.hidden = !on; };
+    if (!a.value.trim()) { // nothing to show yet (a box just cleared): no question the server can only refuse,
+      status.textContent = "type a text in A"; // and no title or sections of the text that was there
+      document.getElementById("title").textContent = "ordo view";
+      shown(false);
       return;
     }
     try {
@@ -897,6 +900,7 @@ function startLive() {
       matchPieces();
       renderTitle();
       renderAll();
+      shown(true);
       status.textContent = "";
       requestAnimationFrame(() => requestAnimationFrame(() => {
         live.updateMs = performance.now() - t0;
