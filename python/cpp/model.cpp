@@ -395,7 +395,7 @@ came from; unknown counts the pieces the vocabulary cannot spell (<unk>).)")
           "encode", method(&Model::encode), py::arg("texts"), py::arg("pooling") = py::none(),
           py::arg("normalize") = py::none(), py::arg("positions") = true, py::arg("batch_size") = Pipeline::kBatchTexts,
           py::arg("max_tokens") = kDefaultMaxTokens, py::arg("truncate") = false,
-          R"(encode(texts, pooling=None, normalize=None, positions=True, batch_size=256, max_tokens=8192, truncate=False)
+          R"(encode(texts, pooling=None, normalize=None, positions=True, batch_size=64, max_tokens=8192, truncate=False)
 
 Texts -> vectors, as `ordo encode` computes them.
 texts: a str, or a sequence of str.

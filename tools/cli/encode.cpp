@@ -96,10 +96,11 @@ constexpr size_t kBatchTexts = Pipeline::kBatchTexts;
 // batches. The first window is small, so the first vectors print at once (and a reader that stops
 // after them, `| head -1`, ends the command one small window later); each next window is twice as
 // large up to kWindowTexts, so batches of similar lengths can be found. A window of short texts
-// splits into whole batches (from 256 texts on, window sizes are multiples of kBatchTexts), so no
-// batch of 8 tokens or fewer is made unless the input ends there.
+// splits into whole batches (window sizes are multiples of kBatchTexts), so no batch of 8 tokens or
+// fewer is made unless the input ends there.
 constexpr size_t kFirstWindowTexts = 64;
-constexpr size_t kWindowTexts = 16 * kBatchTexts;
+constexpr size_t kWindowTexts = 4096;
+static_assert(kFirstWindowTexts % kBatchTexts == 0 && kWindowTexts % kBatchTexts == 0, "windows of whole batches");
 constexpr size_t kWindowTokens = 1 << 16;          // a window ends once it holds this many tokens
 constexpr size_t kWindowBytes = size_t(16) << 20;  // ... or this many bytes of text
 

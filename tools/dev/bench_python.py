@@ -7,7 +7,7 @@ call:  Model.encode(["a short text"]) per call, against the library's own Pipeli
        text and Encoder::forward of its ids (build/bench_call, C++); median of 20,000 calls per process,
        both with --call-threads engine threads (default 1).
 lines: 50,000 short lines (fixed seed), embedded by `ordo encode --format npy` and by a Python process
-       that reads the file, calls Model.encode(lines, batch_size=256) and np.save()s the array: the wall
+       that reads the file, calls Model.encode(lines, batch_size=64) and np.save()s the array: the wall
        time of each whole process (start, model load, reading, encoding, writing).
 dask:  100,000 such lines through python/examples/dask_encode.py on a LocalCluster of 1 and of 2
        worker processes (1 thread each), wall time of the whole script (cluster start included); and
@@ -57,7 +57,7 @@ if len(sys.argv) > 4:
 m = ordo.Model(sys.argv[1])
 with open(sys.argv[2], encoding="utf-8") as f:
     lines = f.read().splitlines()
-np.save(sys.argv[3], m.encode(lines, batch_size=256))
+np.save(sys.argv[3], m.encode(lines, batch_size=64))
 """
 
 

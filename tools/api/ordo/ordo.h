@@ -295,9 +295,11 @@ class Pipeline {
   // `max_texts` texts and kBatchTokens padded tokens (or one text, however long). take(i, result)
   // gets text i's result, batch by batch. A text whose activations are not finite is an InputError
   // named by name(i): "<model>/model.safetensors: <name(i)>: <message>".
-  // The one batching policy of every client (each may pass its own max_texts).
+  // The one batching policy of every client (each may pass its own max_texts): 64 texts, measured
+  // against 32 .. 1024 on the default model and the paper's base encoder (docs/performance.md,
+  // "Texts per pass"), and 8192 padded tokens.
   static constexpr size_t kBatchTokens = 8192;
-  static constexpr size_t kBatchTexts = 256;
+  static constexpr size_t kBatchTexts = 64;
   void encode_sorted(std::vector<Tokenization> tokens, Pooling pooling, bool normalize, const EncodeOptions& options,
                      size_t max_texts, const std::function<std::string(size_t)>& name,
                      const std::function<void(size_t, Encoded&)>& take);
