@@ -113,7 +113,7 @@ void add_compute_type_option(cxxopts::Options& o);
 ComputeType compute_type_option(const cxxopts::ParseResult& args);
 
 // --mask-head L,H (repeatable; attention, trace, score, eval, fill): heads switched off, their A·v
-// zeros in the concatenation (Encoder::set_masked_heads). mask_heads() reads and checks the values
+// zeros in the concatenation (Pipeline::set_masked_heads). mask_heads() reads and checks the values
 // ("L,H", two integers) before the model loads; apply_mask_heads() sets them on a loaded model,
 // a head it does not have being a UsageError naming the model's layers and heads.
 void add_mask_head_option(cxxopts::Options& o);

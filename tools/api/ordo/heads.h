@@ -12,7 +12,7 @@
 //   n(b, o)           = the number of such rows, the same for every head
 // Bucket b holds the query positions [starts[b], starts[b + 1]), the last one to the end of the text:
 // {0, 32} separates the positions inside a training length of 32 from those past it. Each text runs
-// alone, with the encoder's masked heads (Encoder::set_masked_heads) and `positions` as given.
+// alone (Pipeline::observe), with the masked heads (Pipeline::set_masked_heads) and `positions` as given.
 #pragma once
 
 #include <cstdint>
