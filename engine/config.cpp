@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include <ordo/engine/config.h>
 #include <ordo/errors.h>
@@ -108,14 +109,17 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where,
                      "key \"layer_norm_eps\" is " + brief(j.at("layer_norm_eps")) + ", which rounds to 0 as a float");
 
+  // "alibi" is the name alibi-pairs had before, kept so that a model written then (models/position-alibi)
+  // loads with the meaning it was trained with; the paper's form for encoders is alibi-symmetric.
   const std::string pe =
-      r.choice("positional_encoding", {"sinusoidal", "learned", "none", "rope", "alibi", "alibi-symmetric"}, "", true);
-  c.positional_encoding = pe == "sinusoidal"        ? PositionalEncoding::Sinusoidal
-                          : pe == "learned"         ? PositionalEncoding::Learned
-                          : pe == "rope"            ? PositionalEncoding::Rope
-                          : pe == "alibi"           ? PositionalEncoding::Alibi
-                          : pe == "alibi-symmetric" ? PositionalEncoding::AlibiSymmetric
-                                                    : PositionalEncoding::None;
+      r.choice("positional_encoding",
+               {"sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"}, "", true);
+  c.positional_encoding = pe == "sinusoidal"                     ? PositionalEncoding::Sinusoidal
+                          : pe == "learned"                      ? PositionalEncoding::Learned
+                          : pe == "rope"                         ? PositionalEncoding::Rope
+                          : pe == "alibi-pairs" || pe == "alibi" ? PositionalEncoding::Alibi
+                          : pe == "alibi-symmetric"              ? PositionalEncoding::AlibiSymmetric
+                                                                 : PositionalEncoding::None;
   c.pe_layout = r.choice("pe_layout", {"interleaved", "split"}, "interleaved") == std::string("split")
                     ? PeLayout::Split
                     : PeLayout::Interleaved;
@@ -301,7 +305,7 @@ const char* to_string(PositionalEncoding p) {
   return p == PositionalEncoding::Sinusoidal       ? "sinusoidal"
          : p == PositionalEncoding::Learned        ? "learned"
          : p == PositionalEncoding::Rope           ? "rope"
-         : p == PositionalEncoding::Alibi          ? "alibi"
+         : p == PositionalEncoding::Alibi          ? "alibi-pairs"
          : p == PositionalEncoding::AlibiSymmetric ? "alibi-symmetric"
                                                    : "none";
 }
@@ -347,6 +351,18 @@ std::string config_to_json(const Config& c) {
     j["name"] = c.name;
   }
   return j.dump(2) + "\n";
+}
+
+std::vector<bool> head_mask(const Config& c, const std::vector<HeadIndex>& masked) {
+  std::vector<bool> flags(size_t(c.n_layers) * c.n_heads, false);
+  for (const HeadIndex& m : masked) {
+    if (m.layer < 0 || m.layer >= c.n_layers || m.head < 0 || m.head >= c.n_heads)
+      throw std::invalid_argument("head " + std::to_string(m.layer) + "," + std::to_string(m.head) +
+                                  ": this model has layers 0 .. " + std::to_string(c.n_layers - 1) +
+                                  " and heads 0 .. " + std::to_string(c.n_heads - 1));
+    flags[size_t(m.layer) * c.n_heads + m.head] = true;
+  }
+  return flags;
 }
 
 }  // namespace ordo

@@ -9,9 +9,11 @@ namespace ordo {
 
 // GELU is the exact erf form, GELUTanh the tanh approximation (ops.h has both equations).
 enum class Activation { ReLU, GELU, GELUTanh };
-// Sinusoidal and Learned add a vector to each token's before the first layer; Rope, Alibi (heads in
-// pairs, one looking back and one ahead) and AlibiSymmetric (one slope both ways) add nothing there and
-// act in every head's attention (engine/reference.h has their equations).
+// Sinusoidal and Learned add a vector to each token's before the first layer; Rope, Alibi (config name
+// "alibi-pairs": heads in pairs, one looking back and one ahead, ordo's own scheme; "alibi" is read as
+// it too, the name it had first) and AlibiSymmetric ("alibi-symmetric", one slope both ways, the form
+// Press et al. give for encoders) add nothing there and act in every head's attention
+// (engine/reference.h has their equations).
 enum class PositionalEncoding { Sinusoidal, Learned, None, Rope, Alibi, AlibiSymmetric };
 // Whether positions are added to the token vectors (sinusoidal, learned).
 inline bool added_to_input(PositionalEncoding p) {
@@ -66,6 +68,15 @@ struct Config {
 
   int head_dim() const { return d_model / n_heads; }
 };
+
+// One attention head: its layer and its index in the layer, both from 0 (ordo --mask-head L,H).
+struct HeadIndex {
+  int layer = 0, head = 0;
+};
+// Heads switched off: a masked head's output A·v is zeros in its slot of the concatenation, so it
+// adds nothing through W_o (b_o stays). Returns a flag per head, (n_layers · n_heads), true = masked;
+// throws std::invalid_argument ("head L,H: this model has ...") for a head the model does not have.
+std::vector<bool> head_mask(const Config& c, const std::vector<HeadIndex>& masked);
 
 // Parses config.json text; `where` (the file name) prefixes every error, which names the key.
 Config parse_config(const std::string& text, const std::string& where);

@@ -47,6 +47,17 @@ ComputeType Encoder::compute_type() const {
   return reduced_ ? reduced_->type : ComputeType::F32;
 }
 
+void Encoder::set_masked_heads(const std::vector<HeadIndex>& heads) {
+  head_mask(model_.config(), heads);  // throws for a head the model does not have
+  std::lock_guard<std::mutex> lock(states_mutex_);
+  masked_heads_ = heads;
+}
+
+std::vector<HeadIndex> Encoder::masked_heads() const {
+  std::lock_guard<std::mutex> lock(states_mutex_);
+  return masked_heads_;
+}
+
 double Encoder::conversion_ms() const {
   std::lock_guard<std::mutex> lock(states_mutex_);
   return conversion_ms_;
@@ -136,6 +147,7 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   {
     std::lock_guard<std::mutex> lock(states_mutex_);
     reduced = reduced_;
+    s.masked = head_mask(c, masked_heads_);
   }
   s.reduced = reduced.get();
   const size_t ff_rows = options.observe ? T : std::min<size_t>(T, kFeedForwardRows);
@@ -325,6 +337,8 @@ void Encoder::self_attention(RunState& s, const LayerWeights& w, const float* in
     const float before = static_cast<float>(m.before), after = static_cast<float>(m.after);
     if (b == 0 && options.observe) observe_head_inputs(options, layer, i, q, L, dh, 3 * d, before, after);
     attention_head(out, q, q + d, q + 2 * d, probs, L, dh, 3 * d, d, block, before, after);
+    if (s.masked[size_t(layer) * h + i])  // a masked head adds nothing: zeros in its slot of the concatenation
+      for (int t = 0; t < L; ++t) std::fill_n(out + size_t(t) * d, dh, 0.0f);
     if (b == 0) {
       observe(options, StageKind::AttentionWeights, layer, i, probs, L, L, L);
       observe(options, StageKind::HeadOutput, layer, i, out, L, dh, d);

@@ -49,6 +49,7 @@ struct RunState {
   std::vector<float> pe;                  // (S, d)   positional encodings, kept between calls
   int threads = 1;                        // the engine's thread count, fixed for the pass
   const ReducedModel* reduced = nullptr;  // the weight products at reduced precision, or null (f32)
+  std::vector<bool> masked;               // (n_layers · n_heads): the heads switched off for the pass
 };
 
 // Rows of the feed-forward layer computed at a time: its (rows, F) hidden layer is the largest
@@ -83,6 +84,12 @@ class Encoder {
   // Milliseconds the last conversion took (0 for f32 or a type converted before).
   double conversion_ms() const;
 
+  // Heads switched off from the next pass on (head_mask in config.h: a masked head's A·v is zeros in
+  // its slot of the concatenation; its weights are still computed and observed). {} switches every
+  // head on again. Throws std::invalid_argument for a head the model does not have.
+  void set_masked_heads(const std::vector<HeadIndex>& heads);
+  std::vector<HeadIndex> masked_heads() const;
+
  private:
   // x_t = E[id_t]·√d + PE(t)  into s.x (T, d)
   void embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options) const;
@@ -115,6 +122,7 @@ class Encoder {
   std::vector<std::shared_ptr<const ReducedModel>> converted_;
   std::shared_ptr<const ReducedModel> reduced_;
   double conversion_ms_ = 0;
+  std::vector<HeadIndex> masked_heads_;  // guarded by states_mutex_
 };
 
 // Threads for the matrix work, the caller included (OpenBLAS runs single-threaded inside each).

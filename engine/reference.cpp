@@ -135,7 +135,7 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,  head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ)
 void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h,
-                    PositionalEncoding positions, double base) {
+                    PositionalEncoding positions, double base, const std::vector<bool>& masked) {
   const int dh = d / h;
   std::vector<double> qkv(size_t(S) * 3 * d), concat(size_t(S) * d), probs(size_t(S) * S);
   linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * d);  // [q k v] = x·W_inᵀ + b_in
@@ -151,6 +151,9 @@ void self_attention(double* out, const double* x, const LayerWeights& w, int S, 
     const AlibiSlopes m = alibi_head_slopes(positions, h, i);
     attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d, m.before,
                    m.after);
+    if (!masked.empty() && masked[i])  // switched off: head_i = 0
+      for (int t = 0; t < S; ++t)
+        for (int e = 0; e < dh; ++e) concat[size_t(t) * d + size_t(i) * dh + e] = 0.0;
   }
   head_now = -1;
   see(StageKind::HeadsConcatenated, concat.data(), S, d, d);
@@ -216,11 +219,13 @@ void sublayer(double* x, int S, int d, bool norm_first, const float* gamma, cons
 }
 
 // x = sublayer(SelfAttention, x);  x = sublayer(FFN, x)
-void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, bool positions) {
+void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, bool positions,
+                   const std::vector<bool>& masked) {
   const int d = c.d_model;
   const PositionalEncoding inside = positions ? c.positional_encoding : PositionalEncoding::None;
-  sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps,
-           [&](double* out, const double* in) { self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base); });
+  sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps, [&](double* out, const double* in) {
+    self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base, masked);
+  });
   see(StageKind::AttentionResidual, x, S, d, d);
   sublayer(x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,
            [&](double* out, const double* in) { feed_forward(out, in, w, S, d, c.d_ff, c.activation); });
@@ -247,11 +252,13 @@ void embed_hf(double* x, const int32_t* ids, const Model& m, int S, bool positio
 }
 
 // x_t = E[id_t]·√d + PE(t), then the layers, then the optional final LayerNorm
-std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions) {
+std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions,
+                            const std::vector<HeadIndex>& masked) {
   const Config& c = m.config();
   const Weights& w = m.weights();
   const int S = int(ids.size()), d = c.d_model;
   check_ids(c, ids);
+  const std::vector<bool> off = head_mask(c, masked);  // (n_layers · n_heads)
   if (c.embedding_norm) {
     std::vector<double> x(size_t(S) * d);
     layer_now = head_now = -1;
@@ -259,7 +266,8 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
     see(StageKind::Input, x.data(), S, d, d);
     for (int l = 0; l < c.n_layers; ++l) {
       layer_now = l;
-      encoder_layer(x.data(), w.layers[l], c, S, positions);
+      encoder_layer(x.data(), w.layers[l], c, S, positions,
+                    std::vector<bool>(off.begin() + size_t(l) * c.n_heads, off.begin() + size_t(l + 1) * c.n_heads));
     }
     layer_now = -1;
     return x;
@@ -287,7 +295,8 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   see(StageKind::Input, x.data(), S, d, d);
   for (int l = 0; l < c.n_layers; ++l) {
     layer_now = l;
-    encoder_layer(x.data(), w.layers[l], c, S, positions);
+    encoder_layer(x.data(), w.layers[l], c, S, positions,
+                  std::vector<bool>(off.begin() + size_t(l) * c.n_heads, off.begin() + size_t(l + 1) * c.n_heads));
   }
   layer_now = -1;
   if (c.final_norm) {

@@ -90,8 +90,11 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 // head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ); the three projections are one Linear, in_proj.
 // positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi and
 // AlibiSymmetric bias the scores; anything else leaves attention as it is.
+// masked: empty, or h flags; head i with masked[i] true is switched off, head_i = 0 (its slot of the
+// concatenation stays zero, so W_o adds only b_o for it).
 void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h,
-                    PositionalEncoding positions = PositionalEncoding::None, double base = 10000.0);
+                    PositionalEncoding positions = PositionalEncoding::None, double base = 10000.0,
+                    const std::vector<bool>& masked = {});
 
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
 void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */,
@@ -121,8 +124,9 @@ void sublayer(double* x /* (S, d) */, int S, int d, bool norm_first, const float
               const Sublayer& f);
 
 // One nn.TransformerEncoderLayer: x = sublayer(SelfAttention), then x = sublayer(FFN), on x (S, d).
-// positions = false: without the model's rope or alibi (ordo's --no-pe).
-void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& c, int S, bool positions = true);
+// positions = false: without the model's rope or alibi (ordo's --no-pe). masked: as self_attention's.
+void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& c, int S, bool positions = true,
+                   const std::vector<bool>& masked = {});
 
 // Watching forward() work: `ordo trace --reference` prints each stage as it is computed here, in
 // the same order and with the same names as the fast encoder's observer (engine/trace.h). While a
@@ -148,9 +152,11 @@ class Watch {
 void embed_hf(double* x /* (S, d) */, const int32_t* ids /* (S) */, const Model& m, int S, bool positions);
 
 // The whole encoder: x_t = E[id_t]·√d + PE(t) (or embed_hf's), the layers, the optional final LayerNorm.
-// Returns the hidden states (S, d). positions = false skips the positional encoding.
+// Returns the hidden states (S, d). positions = false skips the positional encoding. masked: the
+// heads switched off (head_mask in config.h).
 // Throws InputError for an id outside the vocabulary or a sequence past a learned position table.
-std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions = true);
+std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions = true,
+                            const std::vector<HeadIndex>& masked = {});
 
 // The masked-language-model head ("head": "mlm"), on R rows of hidden states:
 //   logits_t[v] = Σ_k h_t[k] · E[v][k] + b[v]

@@ -15,6 +15,7 @@
 
 #include <ordo/compare.h>
 #include <ordo/errors.h>
+#include <ordo/heads.h>
 #include <ordo/ordo.h>
 
 #include "python/cpp/binding.h"
@@ -331,6 +332,63 @@ class Model {
     return as_array(std::move(A), {c.n_layers, c.n_heads, S, S});
   }
 
+  // `ordo attention --by-distance`: every head's mean weight by offset j − i over many texts.
+  py::dict heads_by_distance(const py::handle& texts_in, long long max_offset_in, std::optional<long long> split_in,
+                             bool positions) {
+    bool single = false;
+    const std::vector<std::string> texts = texts_of(texts_in, &single);
+    const int max_offset = checked("max_offset", max_offset_in, 0, 1024);
+    std::vector<int> starts = {0};
+    if (split_in && *split_in != 0) starts.push_back(checked("split", *split_in, 1, 1 << 24));
+    HeadsByDistance r;
+    {
+      py::gil_scoped_release unlocked;
+      std::vector<Tokenization> tokens;
+      for (size_t i = 0; i < texts.size(); ++i) {
+        Tokenization t = pipeline_->tokenize(texts[i], "texts[" + std::to_string(i) + "]");
+        if (int(t.ids.size()) > pipeline_->max_tokens())
+          throw InputError(
+              "texts[" + std::to_string(i) + "]",
+              "text has " + std::to_string(t.ids.size()) + " tokens, more than " + pipeline_->max_tokens_reason());
+        tokens.push_back(std::move(t));
+      }
+      r = ordo::heads_by_distance(*pipeline_, tokens, max_offset, starts, positions);
+    }
+    const int B = r.buckets(), O = r.offsets();
+    std::vector<double> mean(r.weight.size()), most(r.weight.size());
+    for (int l = 0; l < r.layers; ++l)
+      for (int h = 0; h < r.heads; ++h)
+        for (int b = 0; b < B; ++b)
+          for (int o = -max_offset; o <= max_offset; ++o)
+            mean[r.at(l, h, b, o)] = r.mean(l, h, b, o), most[r.at(l, h, b, o)] = r.most(l, h, b, o);
+    std::vector<int64_t> rows(r.rows.begin(), r.rows.end()), offsets;
+    for (int o = -max_offset; o <= max_offset; ++o) offsets.push_back(o);
+    py::dict out;
+    out["mean"] = as_array(std::move(mean), {r.layers, r.heads, B, O});
+    out["most"] = as_array(std::move(most), {r.layers, r.heads, B, O});
+    out["rows"] = as_array(std::move(rows), {B, O});
+    out["offsets"] = as_array(std::move(offsets), {O});
+    out["starts"] = py::cast(r.starts);
+    out["texts"] = r.texts;
+    return out;
+  }
+
+  // Heads switched off for every later call (--mask-head): a list of (layer, head).
+  std::vector<std::pair<int, int>> masked_heads() const {
+    std::vector<std::pair<int, int>> out;
+    for (const HeadIndex& h : pipeline_->masked_heads()) out.emplace_back(h.layer, h.head);
+    return out;
+  }
+  void set_masked_heads(const std::vector<std::pair<int, int>>& heads) {
+    std::vector<HeadIndex> list;
+    for (const auto& [l, h] : heads) list.push_back({l, h});
+    try {
+      pipeline_->set_masked_heads(list);
+    } catch (const std::invalid_argument& e) {
+      throw ArgumentError(std::string("masked_heads: ") + e.what());
+    }
+  }
+
  private:
   const Config& cfg() const { return pipeline_->model().config(); }
 
@@ -443,6 +501,22 @@ the scores) is there too: "layer 0, head 1: head query", ... Keys in the order t
 
 Every head's attention weights (`ordo attention`): A[l, h, i, j] is how much query piece i attends
 to key piece j in layer l, head h; each row sums to 1.)")
+      .def("heads_by_distance", &Model::heads_by_distance, py::arg("texts"), py::arg("max_offset") = 4,
+           py::arg("split") = py::none(), py::arg("positions") = true,
+           R"(heads_by_distance(texts, max_offset=4, split=None, positions=True) -> dict
+
+Every head's attention by offset o = j - i (key minus query; -1 = the piece before) over many
+texts (`ordo attention --by-distance`). Query positions fall in buckets: [0, split) and
+[split, ...) with a split (e.g. the training length, 32), one bucket without.
+"mean"[l, h, b, o]: the mean weight head (l, h) puts on the key at offset offsets[o], over the
+  query rows of bucket b that have such a key (NaN where none has);
+"most"[l, h, b, o]: the share of those rows whose largest weight is on that key;
+"rows"[b, o]: how many rows that is; "offsets", "starts" (each bucket's first position), "texts".)")
+      .def_property("masked_heads", &Model::masked_heads, &Model::set_masked_heads,
+                    R"(Heads switched off for every later call, as a list of (layer, head) (`--mask-head L,H`):
+a masked head's output A v is zeros in its slot of the concatenation, so it adds nothing through
+the output projection; its weights are still computed (attention() still shows them). [] switches
+every head on again. A head the model does not have raises InputError.)")
       .def("__repr__",
            [](const py::handle& self) {
              const Model* m = initialised(self);

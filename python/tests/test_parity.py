@@ -175,3 +175,35 @@ def test_config_and_path(model, model_dir):
     assert c["d_model"] == 64 and c["positional_encoding"] == "sinusoidal" and c["head"] == "mlm"
     assert os.path.isfile(os.path.join(model_dir, "config.json"))
     assert ordo.Model(model_dir).path == model_dir
+
+
+def test_heads_by_distance_is_the_commands(model, tmp_path):
+    lines = ["the cat sat on the mat", "a dog ran to the house by the river", "she said so"]
+    path = tmp_path / "lines.txt"
+    path.write_text("\n".join(lines) + "\n")
+    expected = json.loads(run_ordo("attention", "--by-distance", "--input", str(path), "--max-offset", "2",
+                                   "--split", "4", "--json"))
+    got = model.heads_by_distance(lines, max_offset=2, split=4)
+    assert got["mean"].shape == (2, 4, 2, 5)
+    assert list(got["offsets"]) == [-2, -1, 0, 1, 2]
+    assert got["texts"] == expected["texts"] == 3
+    for b, bucket in enumerate(expected["buckets"]):
+        assert list(got["rows"][b]) == bucket["rows"]
+    for head in expected["heads"]:
+        mean = np.array([[np.nan if v is None else v for v in row] for row in head["mean"]])
+        assert np.allclose(got["mean"][head["layer"], head["head"]], mean, atol=1e-9, equal_nan=True)
+
+
+def test_masked_heads_is_mask_head(model):
+    text = "the cat sat on the mat"
+    expected = run_ordo("trace", "--json", "--mask-head", "1,2", text, json_lines=True)[0]
+    try:
+        model.masked_heads = [(1, 2)]
+        assert model.masked_heads == [(1, 2)]
+        assert max_diff(model.trace(text)["hidden"], expected["hidden"]) <= 1e-6
+        with pytest.raises(ordo.InputError, match="head 2,0"):
+            model.masked_heads = [(2, 0)]
+        assert model.masked_heads == [(1, 2)]
+    finally:
+        model.masked_heads = []
+    assert max_diff(model.trace(text)["hidden"], expected["hidden"]) > 1e-4

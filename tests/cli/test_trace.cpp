@@ -270,3 +270,106 @@ TEST(AttentionCommand, AnUnwritablePictureStopsBeforePrinting) {
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+// `ordo attention --by-distance` against the one-text tables of `ordo attention`, averaged here:
+// for head (1, 1) and offsets -2 .. 2, the mean over the rows of each bucket that have the key.
+TEST(AttentionCommand, ByDistanceAveragesTheOneTextTables) {
+  const std::vector<std::string> lines = {"the cat sat on the mat", "a dog ran",
+                                          "she walked to the house by the river"};
+  std::string file;
+  for (const auto& l : lines) file += l + "\n";
+  const auto r = test::run_ordo("attention --by-distance --input - --max-offset 2 --split 3 --json", file);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["texts"], 3);
+  ASSERT_EQ(j["buckets"].size(), 2u);
+  double sum[2][5] = {}, rows[2][5] = {};
+  for (const auto& text : lines) {
+    const auto a = test::run_ordo("attention --layer 1 --head 1 " + test::quote(text));
+    ASSERT_EQ(a.status, 0) << a.err;
+    std::istringstream in(a.out.substr(a.out.find("\n", a.out.find("row = query")) + 1));
+    std::string line;
+    std::getline(in, line);  // the keys
+    std::vector<std::vector<double>> A;
+    while (std::getline(in, line) && !line.empty()) {
+      std::istringstream words(line);
+      std::vector<std::string> w;
+      for (std::string x; words >> x;) w.push_back(x);
+      std::vector<double> v;
+      for (size_t k = 2; k < w.size(); ++k) v.push_back(std::stod(w[k]));
+      A.push_back(v);
+    }
+    const int S = int(A.size());
+    for (int i = 0; i < S; ++i)
+      for (int o = -2; o <= 2; ++o)
+        if (i + o >= 0 && i + o < S) sum[i >= 3][o + 2] += A[i][i + o], rows[i >= 3][o + 2] += 1;
+  }
+  const nlohmann::json& head = j["heads"][1 * 4 + 1];
+  ASSERT_EQ(head["layer"], 1);
+  ASSERT_EQ(head["head"], 1);
+  for (int b = 0; b < 2; ++b)
+    for (int o = 0; o < 5; ++o) {
+      EXPECT_EQ(j["buckets"][b]["rows"][o].get<double>(), rows[b][o]) << b << " " << o;
+      EXPECT_NEAR(head["mean"][b][o].get<double>(), sum[b][o] / rows[b][o], 1e-4)
+          << b << " " << o;  // tables: 4 decimals
+    }
+  // The table form prints the same numbers.
+  const auto t = test::run_ordo("attention --by-distance --input - --max-offset 2 --split 3", file);
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("query positions 0-2 are inside the training length of 3, 3+ past it"), std::string::npos)
+      << t.out;
+}
+
+TEST(AttentionCommand, ByDistanceMistakesAreUsageErrors) {
+  for (const char* args : {"--by-distance --max-offset -1 --input -", "--by-distance --split -2 --input -",
+                           "--by-distance --parts --input -", "--input - --json"}) {
+    const auto r = test::run_ordo(std::string("attention ") + args, "the cat\n");
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+  const auto none = test::run_ordo("attention --by-distance --input - --min-pieces 50", "the cat\n");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("no text to average over"), std::string::npos) << none.err;
+}
+
+// --mask-head: the trace shows the masked head's slot of the concatenation as zeros, the fast and
+// the plain encoder agree with it off, and a head the model lacks is one usage line.
+TEST(MaskHead, TheHeadsSlotIsZeroAndBothEncodersAgree) {
+  const std::string text = "the cat sat on the mat";
+  const auto fast = test::run_ordo("trace --json --mask-head 0,2 " + test::quote(text));
+  const auto plain = test::run_ordo("trace --json --reference --mask-head 0,2 " + test::quote(text));
+  ASSERT_EQ(fast.status + plain.status, 0) << fast.err << plain.err;
+  const nlohmann::json f = nlohmann::json::parse(fast.out), p = nlohmann::json::parse(plain.out);
+  const auto concat = [](const nlohmann::json& j) {
+    for (const auto& s : j["stages"])
+      if (s["name"] == "heads concatenated" && s["layer"] == 0) return s["values"];
+    return nlohmann::json();
+  };
+  const nlohmann::json c = concat(f);
+  ASSERT_EQ(c.size(), 6u) << fast.out.substr(0, 400);
+  for (const auto& row : c)
+    for (int e = 32; e < 48; ++e) EXPECT_EQ(row[e].get<double>(), 0.0) << e;  // head 2's slot, dh = 16
+  double worst = 0;
+  const auto& hf = f["hidden"];
+  const auto& hp = p["hidden"];
+  ASSERT_EQ(hf.size(), hp.size());
+  for (size_t t = 0; t < hf.size(); ++t)
+    for (size_t e = 0; e < hf[t].size(); ++e)
+      worst = std::max(worst, std::fabs(hf[t][e].get<double>() - hp[t][e].get<double>()));
+  EXPECT_LT(worst, 1e-4);
+  const auto unmasked = test::run_ordo("trace --json " + test::quote(text));
+  EXPECT_NE(nlohmann::json::parse(unmasked.out)["hidden"], hf);
+  for (const char* bad : {"2,0", "0,4", "1", "a,b", "1,1,1"}) {
+    const auto r = test::run_ordo(std::string("score --mask-head ") + bad + " " + test::quote(text));
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("--mask-head"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ordo

@@ -81,3 +81,26 @@ TEST(Config, ErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace ordo
+
+namespace ordo {
+namespace {
+
+// ALiBi's names: "alibi-pairs" is ordo's pairs of one-sided heads, "alibi" (its first name, in
+// models/position-alibi's config.json) is read as the same scheme, and a config written now says
+// "alibi-pairs"; "alibi-symmetric" is the one slope both ways.
+TEST(Config, AlibiNames) {
+  auto with = [](const std::string& name) {
+    return parse_config(R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, )"
+                        R"("positional_encoding": ")" +
+                            name + "\"}",
+                        "config.json");
+  };
+  EXPECT_EQ(with("alibi").positional_encoding, PositionalEncoding::Alibi);
+  EXPECT_EQ(with("alibi-pairs").positional_encoding, PositionalEncoding::Alibi);
+  EXPECT_EQ(with("alibi-symmetric").positional_encoding, PositionalEncoding::AlibiSymmetric);
+  EXPECT_STREQ(to_string(PositionalEncoding::Alibi), "alibi-pairs");
+  EXPECT_NE(config_to_json(with("alibi")).find("\"alibi-pairs\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ordo

@@ -155,7 +155,7 @@ def main():
     p.add_argument("--ordo", required=True)
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--train", action="store_true")
-    p.add_argument("--random", action="append", default=[], choices=("sinusoidal", "learned", "none", "rope", "alibi", "alibi-symmetric"))
+    p.add_argument("--random", action="append", default=[], choices=("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"))
     a = p.parse_args()
     torch.set_num_threads(1)
     checked = 0

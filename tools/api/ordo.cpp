@@ -342,7 +342,7 @@ std::vector<float> Pipeline::observe(const std::vector<int32_t>& ids, const Enco
           const StageText& st = stage_text(kind, c, sees_order(options.positions));
           options.observe({kind, st.name, st.equation, layer, head, rows.data(), n, cols, cols});
         });
-    const std::vector<double> h = reference::forward(model_, ids, options.positions);
+    const std::vector<double> h = reference::forward(model_, ids, options.positions, encoder_.masked_heads());
     return std::vector<float>(h.begin(), h.end());
   }
   const Hidden h = encoder_.forward({ids}, options);

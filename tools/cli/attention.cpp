@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
+#include <ordo/heads.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
@@ -84,6 +86,180 @@ void print_parts(Pipeline& pipeline, const Tokenization& tok, int layer, int hea
   }
 }
 
+std::string bucket_name(const HeadsByDistance& r, int b) {
+  const int first = r.starts[b];
+  return b + 1 < r.buckets() ? std::to_string(first) + "-" + std::to_string(r.starts[b + 1] - 1)
+                             : std::to_string(first) + "+";
+}
+
+std::string offset_name(int o) {
+  return o > 0 ? "+" + std::to_string(o) : std::to_string(o);
+}
+
+// One table of the report: a row per head and bucket, a column per offset; `value` is mean or most.
+void print_by_distance(const HeadsByDistance& r, double (HeadsByDistance::*value)(int, int, int, int) const,
+                       double times, int precision) {
+  std::printf("  %5s %4s %9s", "layer", "head", "positions");
+  for (int o = -r.max_offset; o <= r.max_offset; ++o) std::printf(" %7s", offset_name(o).c_str());
+  std::printf("\n");
+  for (int l = 0; l < r.layers; ++l)
+    for (int h = 0; h < r.heads; ++h)
+      for (int b = 0; b < r.buckets(); ++b) {
+        std::printf("  %5d %4d %9s", l, h, bucket_name(r, b).c_str());
+        for (int o = -r.max_offset; o <= r.max_offset; ++o) {
+          const double v = (r.*value)(l, h, b, o);
+          if (std::isnan(v))
+            std::printf(" %7s", "-");
+          else
+            std::printf(" %7.*f", precision, v * times);
+        }
+        std::printf("\n");
+      }
+}
+
+// ordo attention --by-distance: every head's mean weight by offset j − i over the lines of a file.
+int by_distance(const cxxopts::ParseResult& args) {
+  if (args.count("text")) throw UsageError("--by-distance reads the lines of --input FILE, not a text argument");
+  if (args.count("parts")) throw UsageError("--parts splits one text's scores; --by-distance averages weights");
+  const int max_offset = int_option(args, "max-offset", 0, 1024);
+  const int min_pieces = int_option(args, "min-pieces", 0, kMaxCount);
+  const int first = int_option(args, "first", 0, kMaxCount);
+  const int cut = int_option(args, "cut", 0, kMaxCount, " (0: whole texts)");
+  const bool json = args.count("json") > 0;
+  std::string png;
+  if (args.count("png")) png = args["png"].as<std::string>(), teach::picture_format(png);
+  double vmin = 0, vmax = 1;
+  scale(args, &vmin, &vmax);
+  const ComputeType compute_type = compute_type_option(args);
+  const std::vector<HeadIndex> masked = mask_heads(args);
+  const std::string dir = model_dir(args);
+  Pipeline pipeline(dir);
+  pipeline.set_compute_type(compute_type);
+  apply_mask_heads(pipeline, masked);
+  const bool positions = !args.count("no-pe");
+  // The buckets: inside and past the training length (--split N, else the model's training.json).
+  int split = args.count("split") ? int_option(args, "split", 0, kMaxCount) : training_length({dir});
+  std::vector<int> starts = {0};
+  if (split > 0) starts.push_back(split);
+
+  std::vector<std::string> where;
+  const std::vector<std::string> lines = read_texts(args, max_text_bytes(pipeline.max_tokens()), &where);
+  std::vector<Tokenization> texts;
+  int shorter = 0, longer = 0, read = 0;
+  for (size_t n = 0; n < lines.size() && (first == 0 || int(texts.size()) < first); ++n) {
+    ++read;
+    Tokenization t = pipeline.tokenize(lines[n], where[n]);
+    const int S = int(t.ids.size());
+    if (cut > 0 && S > cut) pipeline.truncate(t, cut);
+    if (S == 0 || S < min_pieces)
+      ++shorter;
+    else if (int(t.ids.size()) > pipeline.max_tokens())
+      ++longer;
+    else
+      texts.push_back(std::move(t));
+  }
+  if (texts.empty())
+    throw UsageError(
+        "no text to average over: every line was left out (empty, shorter than --min-pieces or longer than the model "
+        "runs)");
+  const HeadsByDistance r = heads_by_distance(pipeline, texts, max_offset, starts, positions);
+  const std::string input = args.count("input") ? args["input"].as<std::string>() : "stdin";
+
+  if (json) {
+    nlohmann::ordered_json j;
+    j["model"] = dir;
+    j["cut"] = cut;
+    j["input"] = input;
+    j["texts"] = r.texts;
+    j["lines_read"] = read;
+    j["left_out_short"] = shorter;
+    j["left_out_long"] = longer;
+    j["positions"] = positions;
+    j["masked_heads"] = nlohmann::ordered_json::array();
+    for (const HeadIndex& h : masked) j["masked_heads"].push_back({h.layer, h.head});
+    j["training_length"] = split;
+    j["offsets"] = nlohmann::ordered_json::array();
+    for (int o = -max_offset; o <= max_offset; ++o) j["offsets"].push_back(o);
+    j["buckets"] = nlohmann::ordered_json::array();
+    for (int b = 0; b < r.buckets(); ++b) {
+      nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+      for (int o = -max_offset; o <= max_offset; ++o) rows.push_back(r.n(b, o));
+      j["buckets"].push_back({{"name", bucket_name(r, b)}, {"first", r.starts[b]}, {"rows", rows}});
+    }
+    j["heads"] = nlohmann::ordered_json::array();
+    for (int l = 0; l < r.layers; ++l)
+      for (int h = 0; h < r.heads; ++h) {
+        nlohmann::ordered_json mean = nlohmann::ordered_json::array(), most = nlohmann::ordered_json::array();
+        for (int b = 0; b < r.buckets(); ++b) {
+          nlohmann::ordered_json m1 = nlohmann::ordered_json::array(), m2 = nlohmann::ordered_json::array();
+          for (int o = -max_offset; o <= max_offset; ++o) {
+            const double a = r.mean(l, h, b, o), c = r.most(l, h, b, o);
+            m1.push_back(std::isnan(a) ? nlohmann::ordered_json() : nlohmann::ordered_json(a));
+            m2.push_back(std::isnan(c) ? nlohmann::ordered_json() : nlohmann::ordered_json(c));
+          }
+          mean.push_back(m1), most.push_back(m2);
+        }
+        j["heads"].push_back({{"layer", l}, {"head", h}, {"mean", mean}, {"most", most}});
+      }
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+
+  std::string picture;
+  if (!png.empty()) {
+    teach::Heatmap hm;
+    hm.rows = r.layers * r.heads * r.buckets(), hm.cols = r.offsets(), hm.vmin = vmin, hm.vmax = vmax;
+    hm.value_name = "mean attention weight";
+    for (int l = 0; l < r.layers; ++l)
+      for (int h = 0; h < r.heads; ++h)
+        for (int b = 0; b < r.buckets(); ++b) {
+          hm.row_labels.push_back("L" + std::to_string(l) + " H" + std::to_string(h) + " " + bucket_name(r, b));
+          for (int o = -max_offset; o <= max_offset; ++o) hm.values.push_back(r.mean(l, h, b, o));
+        }
+    for (int o = -max_offset; o <= max_offset; ++o) hm.col_labels.push_back(offset_name(o));
+    teach::choose_cells(hm.rows, hm.cols, false, &hm.cell_w, &hm.cell_h, 480);
+    hm.show_values = hm.cell_w >= 40 && hm.cell_h >= 24;
+    const std::string model_name = args.count("model") ? args["model"].as<std::string>() : "the default model";
+    const teach::Figure f{"Mean attention weight by offset j - i, " + model_name + ", " + std::to_string(r.texts) +
+                              " texts" + (masked.empty() ? "" : ", masked: " + masked_heads_text(masked)),
+                          "offset j - i (key minus query; -1 = the piece before)", "L layer, H head, query positions"};
+    const auto drawn = teach::draw(png, f, hm);
+    picture = "\n" + teach::describe(png, f, hm, drawn, "each head's rows, one per bucket of query positions",
+                                     "offsets " + offset_name(-max_offset) + " .. " + offset_name(max_offset));
+  }
+  if (json) return 0;
+
+  const std::string model_name = args.count("model") ? dir : "the default model";
+  std::string left_out;
+  if (shorter > 0)
+    left_out += "; " + count(shorter, "line", "lines") + " left out: empty" +
+                (min_pieces > 0 ? " or shorter than " + std::to_string(min_pieces) + " pieces" : "");
+  if (longer > 0) left_out += "; " + count(longer, "line", "lines") + " left out: longer than the model runs";
+  std::printf("attention by distance, %s: %s of %s (%s read%s)%s%s%s\n", model_name.c_str(),
+              count(r.texts, "text", "texts").c_str(), input.c_str(), count(read, "line", "lines").c_str(),
+              left_out.c_str(), cut > 0 ? (", each cut to its first " + std::to_string(cut) + " pieces").c_str() : "",
+              positions ? "" : ", without positions",
+              masked.empty() ? "" : (", masked: " + masked_heads_text(masked)).c_str());
+  if (split > 0)
+    std::printf("query positions %s are inside the training length of %d, %s past it\n", bucket_name(r, 0).c_str(),
+                split, bucket_name(r, 1).c_str());
+  std::printf(
+      "\nmean weight on the key at offset j - i (key minus query; -1 = the piece before), over the rows "
+      "that have that key\n");
+  print_by_distance(r, &HeadsByDistance::mean, 1.0, 3);
+  std::printf("\n%% of rows whose largest weight is on that key\n");
+  print_by_distance(r, &HeadsByDistance::most, 100.0, 1);
+  std::printf("\nrows (query pieces) with a key at each offset\n  %5s %4s %9s", "", "", "positions");
+  for (int o = -max_offset; o <= max_offset; ++o) std::printf(" %7s", offset_name(o).c_str());
+  std::printf("\n");
+  for (int b = 0; b < r.buckets(); ++b) {
+    std::printf("  %5s %4s %9s", "", "", bucket_name(r, b).c_str());
+    for (int o = -max_offset; o <= max_offset; ++o) std::printf(" %7llu", (unsigned long long)r.n(b, o));
+    std::printf("\n");
+  }
+  std::printf("%s", picture.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_attention(int argc, char** argv) {
@@ -96,17 +272,37 @@ int cmd_attention(int argc, char** argv) {
       "png", "draw the table as a heatmap: FILE.png or FILE.svg (scale 0 .. 1)", cxxopts::value<std::string>())(
       "parts",
       "split the head's scaled scores into content.content, content.position, position.content and "
-      "position.position (what positions add to q and k at this layer), with their mean per distance");
+      "position.position (what positions add to q and k at this layer), with their mean per distance")(
+      "by-distance",
+      "over the lines of --input FILE: every head's mean weight by offset j - i, for query positions inside and "
+      "past the training length")("input", "with --by-distance: a text file, one text per line (- for stdin)",
+                                  cxxopts::value<std::string>())("max-offset", "with --by-distance: offsets -N .. N",
+                                                                 cxxopts::value<int>()->default_value("4"))(
+      "split",
+      "with --by-distance: the first query position of the second bucket (default: the model's training length, "
+      "from its training.json; 0: one bucket)",
+      cxxopts::value<int>())("min-pieces", "with --by-distance: leave out lines of fewer pieces",
+                             cxxopts::value<int>()->default_value("0"))(
+      "cut", "with --by-distance: cut each text to its first N pieces (after --min-pieces chose it; 0: whole)",
+      cxxopts::value<int>()->default_value("0"))(
+      "first", "with --by-distance: average over the first N lines kept (0: all)",
+      cxxopts::value<int>()->default_value("0"))("json", "with --by-distance: print the report as JSON");
   add_scale_options(o);
+  add_mask_head_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
+  if (args.count("by-distance")) return by_distance(args);
+  for (const char* only : {"input", "split", "json"})
+    if (args.count(only)) throw UsageError(std::string("--") + only + " goes with --by-distance");
   const std::string text = the_text(args, "attention");
   if (args.count("png")) teach::picture_format(args["png"].as<std::string>());
   double vmin = 0, vmax = 1;  // every picture on the same scale, so two of them compare at a glance
   scale(args, &vmin, &vmax);
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
+  const std::vector<HeadIndex> masked = mask_heads(args);
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
+  apply_mask_heads(pipeline, masked);
   const Config& c = pipeline.model().config();
   const int layer = args["layer"].as<int>(), head = args["head"].as<int>();
   if (layer < 0 || layer >= c.n_layers)
@@ -161,8 +357,9 @@ int cmd_attention(int argc, char** argv) {
     }
     picture = "\n" + teach::describe(path, f, hm, drawn, "query tokens " + order, "key tokens, same order");
   }
-  std::printf("attention weights, layer %d, head %d%s: A = softmax(q k^T / sqrt(dh)), (S, S) = (%d, %d)\n", layer, head,
-              options.positions ? "" : " (no positional encoding)", S, S);
+  std::printf("attention weights, layer %d, head %d%s%s: A = softmax(q k^T / sqrt(dh)), (S, S) = (%d, %d)\n", layer,
+              head, options.positions ? "" : " (no positional encoding)",
+              masked.empty() ? "" : (", masked: " + masked_heads_text(masked)).c_str(), S, S);
   std::printf("row = query token, column = key token; each row sums to 1\n");
   print_attention(A.data(), S, S, tok.pieces);
   if (args.count("parts")) print_parts(pipeline, tok, layer, head);

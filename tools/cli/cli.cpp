@@ -10,12 +10,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string_view>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
+
+#include "common/regular_file.h"
 
 namespace ordo::cli {
 
@@ -346,6 +350,58 @@ void add_model_options(cxxopts::Options& o) {
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "threads", "threads for the matrix work (0: one per core)", cxxopts::value<int>()->default_value("0"));
   add_compute_type_option(o);
+}
+
+void add_mask_head_option(cxxopts::Options& o) {
+  o.add_options()("mask-head",
+                  "switch head H of layer L off: L,H, from 0 (repeat for several); its output A v becomes zeros "
+                  "before the output projection",
+                  cxxopts::value<std::vector<std::string>>());
+}
+
+std::vector<HeadIndex> mask_heads(const cxxopts::ParseResult& args) {
+  std::vector<HeadIndex> heads;
+  if (!args.count("mask-head")) return heads;
+  for (const std::string& v : args["mask-head"].as<std::vector<std::string>>()) {
+    HeadIndex h;
+    char end = 0;
+    if (std::sscanf(v.c_str(), "%d,%d%c", &h.layer, &h.head, &end) != 2 || h.layer < 0 || h.head < 0 ||
+        v.find_first_not_of("0123456789,") != std::string::npos)
+      throw UsageError("--mask-head takes LAYER,HEAD (two numbers from 0, e.g. 1,1), got \"" + one_line(v) + "\"");
+    heads.push_back(h);
+  }
+  return heads;
+}
+
+void apply_mask_heads(Pipeline& pipeline, const std::vector<HeadIndex>& heads) {
+  try {
+    pipeline.set_masked_heads(heads);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--mask-head ") + e.what());
+  }
+}
+
+std::string masked_heads_text(const std::vector<HeadIndex>& heads) {
+  std::string s;
+  for (const HeadIndex& h : heads)
+    s += (s.empty() ? "" : ", ") + std::string("layer ") + std::to_string(h.layer) + " head " + std::to_string(h.head);
+  return s;
+}
+
+int training_length(const std::vector<std::string>& dirs) {
+  int n = 0;
+  for (const std::string& dir : dirs) {
+    // Optional, but opened as the model's own files are: a FIFO or a device there is named, not waited on.
+    const std::string path = dir + "/training.json";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    const nlohmann::json j = nlohmann::json::parse(read_regular_file(path, 16 << 20, "training.json"), nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("max_len") || !j["max_len"].is_number_integer()) continue;
+    const int m = j["max_len"].get<int>();
+    if (n != 0 && m != n) return 0;
+    n = m;
+  }
+  return n;
 }
 
 void add_compute_type_option(cxxopts::Options& o) {

@@ -137,6 +137,20 @@ int threads_option(const cxxopts::ParseResult& args);
 void add_compute_type_option(cxxopts::Options& o);
 ComputeType compute_type_option(const cxxopts::ParseResult& args);
 
+// --mask-head L,H (repeatable; attention, trace, score, eval, fill): heads switched off, their A·v
+// zeros in the concatenation (Pipeline::set_masked_heads). mask_heads() reads and checks the values
+// ("L,H", two integers) before the model loads; apply_mask_heads() sets them on a loaded model,
+// a head it does not have being a UsageError naming the model's layers and heads.
+void add_mask_head_option(cxxopts::Options& o);
+std::vector<HeadIndex> mask_heads(const cxxopts::ParseResult& args);
+void apply_mask_heads(Pipeline& pipeline, const std::vector<HeadIndex>& heads);
+// "layer 1 head 1, layer 0 head 3" for a report's first line; "" for none.
+std::string masked_heads_text(const std::vector<HeadIndex>& heads);
+
+// The length the models were trained at, as their training.json says ("max_len", written by
+// tools/train/train_mlm.py); 0 when none says or they disagree.
+int training_length(const std::vector<std::string>& dirs);
+
 // The options of `ordo <command>` for a command of one text (trace, attention, fill): --model,
 // --no-pe, --compute-type and the positional TEXT come first, the command adds its own after them;
 // the_text() reads the text.

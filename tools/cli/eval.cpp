@@ -83,13 +83,14 @@ nlohmann::json report_json(const Result& m) {
 
 // pieces: each line's number of pieces, sorted.
 void print_tables(const std::string& input, int lines, bool positions, int offset, const std::vector<Result>& results,
-                  const std::vector<int>& pieces) {
+                  const std::vector<int>& pieces, const std::vector<HeadIndex>& masked) {
   int name_width = 5;
   for (const Result& m : results) name_width = std::max(name_width, columns(m.dir));
   const std::string name = pad_right("model", name_width);
   std::printf("ordo eval: %d lines of %s%s; masking seed %llu + line number\n", lines, input.c_str(),
               positions ? "" : ", run WITHOUT positions (--no-pe)", (unsigned long long)eval::kSeed);
   if (offset > 0) std::printf("every line starts at position %d (--offset)\n", offset);
+  if (!masked.empty()) std::printf("heads switched off (--mask-head): %s\n", masked_heads_text(masked).c_str());
   if (!pieces.empty())
     std::printf("pieces per line (%s's tokenizer): median %d, from %d to %d\n", results[0].dir.c_str(),
                 pieces[pieces.size() / 2], pieces.front(), pieces.back());
@@ -184,24 +185,6 @@ void print_tables(const std::string& input, int lines, bool positions, int offse
   }
 }
 
-// The length the models were trained at, as their training.json says ("max_len", written by
-// tools/train/train_mlm.py); 0 when none says or they disagree. Only the chart's marker uses it.
-int training_length(const std::vector<std::string>& dirs) {
-  int n = 0;
-  for (const std::string& dir : dirs) {
-    // Optional, but opened as the model's own files are: a FIFO or a device there is named, not waited on.
-    const std::string path = dir + "/training.json";
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) continue;
-    const nlohmann::json j = nlohmann::json::parse(read_regular_file(path, 16 << 20, "training.json"), nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("max_len") || !j["max_len"].is_number_integer()) continue;
-    const int m = j["max_len"].get<int>();
-    if (n != 0 && m != n) return 0;
-    n = m;
-  }
-  return n;
-}
-
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
@@ -224,6 +207,7 @@ int cmd_eval(int argc, char** argv) {
       cxxopts::value<std::string>())("threads", "threads for the matrix work (0: one per core)",
                                      cxxopts::value<int>()->default_value("0"));
   add_compute_type_option(o);
+  add_mask_head_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   if (!args.unmatched().empty()) throw UsageError("unexpected argument \"" + args.unmatched()[0] + "\"");
@@ -235,6 +219,7 @@ int cmd_eval(int argc, char** argv) {
     dirs.push_back(model_dir(args));
   set_num_threads(threads_option(args));
   const ComputeType compute_type = compute_type_option(args);
+  const std::vector<HeadIndex> masked = mask_heads(args);
   const std::string input = args["input"].as<std::string>();
   const std::vector<std::string> texts = read_texts(args, max_text_bytes(1 << 16));
   const bool positions = !args.count("no-pe");
@@ -250,6 +235,7 @@ int cmd_eval(int argc, char** argv) {
   for (const std::string& dir : dirs) {
     Pipeline pipeline(dir);
     pipeline.set_compute_type(compute_type);
+    apply_mask_heads(pipeline, masked);
     pipeline.require_head(true);  // before the file is tokenized: the model is the first thing to be wrong
     std::vector<std::vector<int32_t>> lines;
     lines.reserve(texts.size());
@@ -326,14 +312,20 @@ int cmd_eval(int argc, char** argv) {
   if (args.count("json")) {
     nlohmann::json models = nlohmann::json::array();
     for (const Result& m : results) models.push_back(report_json(m));
-    const nlohmann::json j = {{"input", input},          {"lines", texts.size()},
-                              {"positions", positions},  {"seed", eval::kSeed},
-                              {"bucket", eval::kBucket}, {"order_pieces", {eval::kOrderMin, eval::kOrderMax}},
+    nlohmann::json off = nlohmann::json::array();
+    for (const HeadIndex& h : masked) off.push_back({h.layer, h.head});
+    const nlohmann::json j = {{"masked_heads", off},
+                              {"input", input},
+                              {"lines", texts.size()},
+                              {"positions", positions},
+                              {"seed", eval::kSeed},
+                              {"bucket", eval::kBucket},
+                              {"order_pieces", {eval::kOrderMin, eval::kOrderMax}},
                               {"models", models}};
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  print_tables(input, int(texts.size()), positions, positions ? options.offset : 0, results, pieces);
+  print_tables(input, int(texts.size()), positions, positions ? options.offset : 0, results, pieces, masked);
   if (args.count("png")) {
     const std::string marked = train_length > 0 ? ", training length " + std::to_string(train_length) + " marked" : "";
     std::printf(

@@ -27,15 +27,18 @@ int cmd_fill(int argc, char** argv) {
       "words",
       "only pieces that start a word (\u2581...): whole-word guesses, each with its probability over all "
       "pieces");
+  add_mask_head_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "fill");
   const int top = int_option(args, "top", 1, kMaxCount);
   const bool positions = !args.count("no-pe");
   set_num_threads(threads_option(args));
-  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
+  const ComputeType compute_type = compute_type_option(args);
+  const std::vector<HeadIndex> masked = mask_heads(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
+  apply_mask_heads(pipeline, masked);
   pipeline.require_head();
   const int k = std::min(top, pipeline.model().config().vocab_size);
 

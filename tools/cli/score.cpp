@@ -30,14 +30,17 @@ int cmd_score(int argc, char** argv) {
       "scores the same")("json", "one JSON object per text, in input order: text, pieces, ids, pll, log_probs")(
       "max-tokens", "longest text scored, in pieces (the cost grows with its cube)",
       cxxopts::value<int>()->default_value(std::to_string(kScoreMaxPieces)));
+  add_mask_head_option(o);
   cxxopts::ParseResult args;
   if (!parse_with_texts(o, argc, argv, args)) return 0;
   const bool positions = !args.count("no-pe");
   const int max_pieces = int_option(args, "max-tokens", 1, kMaxCount);
   set_num_threads(threads_option(args));
-  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
+  const ComputeType compute_type = compute_type_option(args);
+  const std::vector<HeadIndex> masked = mask_heads(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
+  apply_mask_heads(pipeline, masked);
   pipeline.require_head();
 
   // Texts are read, scored and printed one at a time (each is one batch of its masked copies), so

@@ -63,14 +63,17 @@ int cmd_trace(int argc, char** argv) {
                     "run the plain encoder of engine/reference.cpp (double precision, one loop per equation) "
                     "instead of the fast one: the code a reader reads is the code that prints these numbers")(
       "top", "masked-LM guesses shown per piece (models with a head)", cxxopts::value<int>()->default_value("3"));
+  add_mask_head_option(o);
   cxxopts::ParseResult args;
   if (!parse(o, argc, argv, args)) return 0;
   const std::string text = the_text(args, "trace");
   const int K = int_option(args, "dims", 1, kMaxCount);
   const int top = int_option(args, "top", 0, 1000);
-  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
+  const ComputeType compute_type = compute_type_option(args);
+  const std::vector<HeadIndex> masked = mask_heads(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
+  apply_mask_heads(pipeline, masked);
   const Config& c = pipeline.model().config();
   int inside_layer = -1, inside_head = -1;
   if (args.count("inside")) {

@@ -48,7 +48,7 @@ class ExportError(Exception):
 
 CONFIG_CHOICES = {
     "activation": ("relu", "gelu"),
-    "positional_encoding": ("sinusoidal", "learned", "none", "rope", "alibi", "alibi-symmetric"),
+    "positional_encoding": ("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"),
     "pe_layout": ("interleaved", "split"),
 }
 
@@ -145,8 +145,9 @@ def _from_module(encoder, settings):
         where = f"encoder.layers.{i}"
         # relative_positions.PositionalLayer: the same layer with rope or alibi(-symmetric) inside its
         # attention, exported as such when the config says so.
-        relative = getattr(layer, "positions", None) in ("rope", "alibi", "alibi-symmetric")
-        if relative and layer.positions != settings.get("positional_encoding"):
+        relative = getattr(layer, "positions", None) in ("rope", "alibi-pairs", "alibi-symmetric", "alibi")
+        named = settings.get("positional_encoding")
+        if relative and layer.positions != ("alibi-pairs" if named == "alibi" else named):
             raise ExportError(f"{where} applies {layer.positions} positions but positional_encoding is "
                               f"\"{settings.get('positional_encoding')}\"")
         if type(layer).forward is not nn.TransformerEncoderLayer.forward and not relative:

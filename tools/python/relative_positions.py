@@ -45,7 +45,7 @@ def alibi_slopes(n_heads):
     return power_of_two(lower) + power_of_two(2 * lower)[0::2][:n_heads - lower]
 
 
-def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32, kind="alibi"):
+def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32, kind="alibi-pairs"):
     """(n_heads, S, S): alibi's pairs of heads, each seeing one side (−inf on the other), or
     −m_h·|i − j| for alibi-symmetric. Only i − j enters: a shift of every position changes nothing."""
     pos = torch.arange(S, dtype=torch.float64) + first_position
@@ -78,11 +78,12 @@ def rope(x, base=10000.0, first_position=0):
     return out
 
 
-POSITIONS = ("rope", "alibi", "alibi-symmetric")  # the schemes that act inside the attention
+# The schemes that act inside the attention; "alibi" is alibi-pairs' first name, read as it.
+POSITIONS = ("rope", "alibi-pairs", "alibi-symmetric", "alibi")
 
 
 class PositionalLayer(nn.TransformerEncoderLayer):
-    """A post-LN encoder layer whose attention applies `positions` ("rope", "alibi" or "alibi-symmetric")."""
+    """A post-LN encoder layer whose attention applies `positions` ("rope", "alibi-pairs" or "alibi-symmetric")."""
 
     def __init__(self, *args, positions="rope", base=10000.0, **kwargs):
         super().__init__(*args, **kwargs)
@@ -90,7 +91,7 @@ class PositionalLayer(nn.TransformerEncoderLayer):
             raise ValueError(f"positions {positions!r}: expected one of {', '.join(POSITIONS)}")
         if self.norm_first:
             raise ValueError("PositionalLayer is post-LN (norm_first=False)")
-        self.positions, self.base = positions, base
+        self.positions, self.base = "alibi-pairs" if positions == "alibi" else positions, base
         self.use_positions = True  # False: the layer without its rotation or bias (ordo's --no-pe)
 
     def attention(self, x, key_padding_mask):
@@ -107,7 +108,7 @@ class PositionalLayer(nn.TransformerEncoderLayer):
             scores = scores + alibi_bias(S, h, dtype=scores.dtype, kind=self.positions)
         if key_padding_mask is not None:  # keys past a sequence's end get no weight
             mask = key_padding_mask[:, None, None, :]
-            if self.positions == "alibi":  # a padded query that looks ahead sees only padding: it keeps
+            if self.positions == "alibi-pairs":  # a padded query that looks ahead sees only padding: it keeps
                 mask = mask & ~torch.eye(S, dtype=torch.bool)  # itself (its output is never read)
             scores = scores.masked_fill(mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)

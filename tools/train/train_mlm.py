@@ -7,7 +7,7 @@ texts' licences, train.log, training.json) through tools/export_pytorch.py.
     tools/train/train_mlm.py --positions learned    --out models/position-learned
     tools/train/train_mlm.py --positions none       --out models/position-none
     tools/train/train_mlm.py --positions rope       --out models/position-rope
-    tools/train/train_mlm.py --positions alibi      --out models/position-alibi
+    tools/train/train_mlm.py --positions alibi-pairs --out models/position-alibi   (trained as "alibi", its first name)
     tools/train/train_mlm.py --positions alibi-symmetric --out models/position-alibi-symmetric
 
 The six differ only in positions: same data, packing, sizes, steps and seed.
@@ -54,7 +54,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description="Train an ordo masked language model on WordNet and Jane Austen.")
-    p.add_argument("--positions", choices=("sinusoidal", "learned", "none", "rope", "alibi", "alibi-symmetric"), default="sinusoidal")
+    p.add_argument("--positions", choices=("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"), default="sinusoidal")
     p.add_argument("--corpus", choices=("wordnet", "wordnet+austen"), default="wordnet+austen",
                    help="training text: WordNet alone, or with Jane Austen's novels (r-cran-janeaustenr)")
     p.add_argument("--head", choices=("tied", "bert"), default="tied",

@@ -379,6 +379,11 @@ class Pipeline {
   // The precision of the layers' weight products (compute_type_from_name checks a name first).
   void set_compute_type(ComputeType type) { encoder_.set_compute_type(type); }
   ComputeType compute_type() const { return encoder_.compute_type(); }
+  // Heads switched off from the next pass on (--mask-head L,H): a masked head's A·v is zeros in its
+  // slot of the concatenation, in every entry above, observe() and its plain encoder included.
+  // {} switches every head on. Throws std::invalid_argument for a head the model does not have.
+  void set_masked_heads(const std::vector<HeadIndex>& heads) { encoder_.set_masked_heads(heads); }
+  std::vector<HeadIndex> masked_heads() const { return encoder_.masked_heads(); }
 
  private:
   // InputError(where) when the tokenizer would make more bytes of `text` than this model and machine
