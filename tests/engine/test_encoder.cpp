@@ -146,421 +146,424 @@ TEST(Encoder, HuggingFaceEncoderMatchesThePlainEncoder) {
     // the table's last usable row: max_positions − offset tokens run, one more does not
     EXPECT_NO_THROW(enc.forward({std::vector<int32_t>(size_t(24 - c.position_offset), 5)}));
     EXPECT_THROW(enc.forward({std::vector<int32_t>(size_t(25 - c.position_offset), 5)}), InputError);
-    // Head masking (--mask-head L,H): the fast encoder against the plain one with the same heads off,
-    // for every scheme of positions; and by hand, a masked head's slot of the concatenation is zeros
-    // while the other heads' slots of that layer are what they were, and its weights are still there.
-    TEST(Encoder, MaskedHeadsMatchThePlainEncoderAndAddNothing) {
-      for (PositionalEncoding p : {PositionalEncoding::Sinusoidal, PositionalEncoding::Rope, PositionalEncoding::Alibi,
-                                   PositionalEncoding::AlibiSymmetric}) {
-        RandomEncoder r(p);
-        const Config& c = r.model.config();
-        const int d = c.d_model, dh = c.head_dim();
-        const std::vector<std::vector<int32_t>> ids = {{1, 4, 9, 16, 25, 36, 49}, {2, 8}};
-        const std::vector<std::vector<HeadIndex>> masks = {{{0, 1}}, {{1, 0}, {1, 2}}, {{0, 0}, {0, 1}, {0, 2}}};
-        for (const auto& mask : masks) {
-          r.enc.set_masked_heads(mask);
-          const Hidden h = r.enc.forward(ids);
-          for (int b = 0; b < 2; ++b) {
-            const double diff = diff_to_reference(h, b, reference::forward(r.model, ids[b], true, mask));
-            EXPECT_LT(diff, 2e-5) << to_string(p) << ", " << mask.size() << " heads off, sequence " << b;
-          }
-          // and the plain encoder with heads off differs from the plain encoder with all heads on
-          EXPECT_GT(diff_to_reference(h, 0, reference::forward(r.model, ids[0])), 1e-3) << to_string(p);
-        }
-        // By hand, in layer 0: head 1 off leaves zeros in columns [dh, 2 dh) of the concatenation, the
-        // other columns as with every head on, and head 1's weights unchanged.
-        auto concat0 = [&](std::vector<float>* concat, std::vector<float>* weights) {
-          EncodeOptions o;
-          o.observe = [&](const Stage& s) {
-            if (s.layer != 0) return;
-            std::vector<float>* to = s.kind == StageKind::HeadsConcatenated                 ? concat
-                                     : s.kind == StageKind::AttentionWeights && s.head == 1 ? weights
-                                                                                            : nullptr;
-            if (!to) return;
-            for (int t = 0; t < s.rows; ++t)
-              to->insert(to->end(), s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
-          };
-          r.enc.forward({ids[0]}, o);
-        };
-        std::vector<float> on, off, w_on, w_off;
-        r.enc.set_masked_heads({});
-        concat0(&on, &w_on);
-        r.enc.set_masked_heads({{0, 1}});
-        concat0(&off, &w_off);
-        r.enc.set_masked_heads({});
-        ASSERT_EQ(on.size(), ids[0].size() * d);
-        for (size_t t = 0; t < ids[0].size(); ++t)
-          for (int e = 0; e < d; ++e) {
-            const float v = off[t * d + e];
-            if (e >= dh && e < 2 * dh)
-              EXPECT_EQ(v, 0.0f) << to_string(p) << ": row " << t << ", column " << e;
-            else
-              EXPECT_EQ(v, on[t * d + e]) << to_string(p) << ": row " << t << ", column " << e;
-          }
-        EXPECT_EQ(w_on, w_off) << to_string(p);
+  }
+}
+
+// Head masking (--mask-head L,H): the fast encoder against the plain one with the same heads off,
+// for every scheme of positions; and by hand, a masked head's slot of the concatenation is zeros
+// while the other heads' slots of that layer are what they were, and its weights are still there.
+TEST(Encoder, MaskedHeadsMatchThePlainEncoderAndAddNothing) {
+  for (PositionalEncoding p : {PositionalEncoding::Sinusoidal, PositionalEncoding::Rope, PositionalEncoding::Alibi,
+                               PositionalEncoding::AlibiSymmetric}) {
+    RandomEncoder r(p);
+    const Config& c = r.model.config();
+    const int d = c.d_model, dh = c.head_dim();
+    const std::vector<std::vector<int32_t>> ids = {{1, 4, 9, 16, 25, 36, 49}, {2, 8}};
+    const std::vector<std::vector<HeadIndex>> masks = {{{0, 1}}, {{1, 0}, {1, 2}}, {{0, 0}, {0, 1}, {0, 2}}};
+    for (const auto& mask : masks) {
+      r.enc.set_masked_heads(mask);
+      const Hidden h = r.enc.forward(ids);
+      for (int b = 0; b < 2; ++b) {
+        const double diff = diff_to_reference(h, b, reference::forward(r.model, ids[b], true, mask));
+        EXPECT_LT(diff, 2e-5) << to_string(p) << ", " << mask.size() << " heads off, sequence " << b;
       }
+      // and the plain encoder with heads off differs from the plain encoder with all heads on
+      EXPECT_GT(diff_to_reference(h, 0, reference::forward(r.model, ids[0])), 1e-3) << to_string(p);
     }
-
-    TEST(Encoder, MaskingAHeadTheModelDoesNotHaveIsRefused) {
-      RandomEncoder r(PositionalEncoding::Sinusoidal);  // 2 layers of 3 heads
-      EXPECT_THROW(r.enc.set_masked_heads({{2, 0}}), std::invalid_argument);
-      EXPECT_THROW(r.enc.set_masked_heads({{0, 3}}), std::invalid_argument);
-      EXPECT_THROW(r.enc.set_masked_heads({{-1, 0}}), std::invalid_argument);
-      EXPECT_TRUE(r.enc.masked_heads().empty());  // a refused mask changes nothing
-      try {
-        r.enc.set_masked_heads({{0, 3}});
-      } catch (const std::invalid_argument& e) {
-        EXPECT_STREQ(e.what(), "head 0,3: this model has layers 0 .. 1 and heads 0 .. 2");
-      }
-    }
-
-    // max |h(b0, t) − h(b1, to[t])|: how far each token's output moved when it went from place t of
-    // sequence b0 to place to[t] of sequence b1.
-    double largest_move(const Hidden& h, int b0, int b1, const std::vector<int>& to) {
-      double moved = 0;
-      for (size_t t = 0; t < to.size(); ++t)
-        for (int j = 0; j < h.d; ++j)
-          moved = std::max(moved, double(std::fabs(h.row(b0, int(t))[j] - h.row(b1, to[t])[j])));
-      return moved;
-    }
-
-    // With rope or alibi switched off the encoder sees no order, as a model without positions: a
-    // permutation of the tokens permutes the outputs, and with them on it does not.
-    TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
-      for (PositionalEncoding p :
-           {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
-        RandomEncoder r(p);
-        Encoder& enc = r.enc;
-        const std::vector<int32_t> a = {5, 9, 2, 7}, b = {9, 5, 2, 7};  // b: a's first two swapped
-        const std::vector<int> to_b = {1, 0, 2, 3};                     // a's token t stands at to_b[t] in b
-        EncodeOptions off;
-        off.positions = false;
-        EXPECT_LT(largest_move(enc.forward({a, b}, off), 0, 1, to_b), 1e-5) << to_string(p);
-        EXPECT_GT(largest_move(enc.forward({a, b}), 0, 1, to_b), 1e-2) << to_string(p);
-      }
-    }
-
-    // Symmetric ALiBi sees distances |i − j| only, and reading a text backwards keeps every distance:
-    // an alibi-symmetric encoder gives a reversed text the same outputs, reversed. ALiBi's pairs of heads
-    // tell the two apart (each head sees one side), and so does RoPE (its rotation has a direction).
-    TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
-      for (PositionalEncoding p :
-           {PositionalEncoding::AlibiSymmetric, PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
-        RandomEncoder re(p);
-        Encoder& enc = re.enc;
-        const std::vector<int32_t> a = {5, 9, 2, 7, 11}, r = {11, 7, 2, 9, 5};
-        const double moved = largest_move(enc.forward({a, r}), 0, 1, {4, 3, 2, 1, 0});
-        if (p == PositionalEncoding::AlibiSymmetric)
-          EXPECT_LT(moved, 1e-5) << to_string(p);
-        else
-          EXPECT_GT(moved, 1e-2) << to_string(p);
-      }
-    }
-
-    TEST(Encoder, WithoutPositionsPermutingTokensPermutesOutputs) {
-      test::TempDir dir;
-      const Model m = random_model(small_config(), dir.path);
-      Encoder enc(m);
-      const std::vector<int32_t> a = {3, 10, 20, 30, 3, 40};  // "the cat sat on the mat"
-      const std::vector<int32_t> b = {3, 40, 20, 30, 3, 10};  // "the mat sat on the cat"
-      const int perm[] = {0, 5, 2, 3, 4, 1};                  // b[i] = a[perm[i]]
-      EncodeOptions no_pe;
-      no_pe.positions = false;
-      const Hidden h = enc.forward({a, b}, no_pe);
-      for (int i = 0; i < 6; ++i) EXPECT_LT(max_abs_diff(h.row(1, i), h.row(0, perm[i]), h.d), 1e-5) << "token " << i;
-
-      // With positions the same pair differs: the rows of the moved tokens are not the same.
-      const Hidden hp = enc.forward({a, b});
-      EXPECT_GT(max_abs_diff(hp.row(1, 1), hp.row(0, 5), hp.d), 1e-2) << "\"mat\" at 1 in b, at 5 in a";
-    }
-
-    TEST(Encoder, BatchEqualsEachTextAlone) {
-      for (bool norm_first : {false, true}) {
-        Config c = small_config();
-        c.norm_first = norm_first;
-        test::TempDir dir;
-        const Model m = random_model(c, dir.path);
-        Encoder enc(m);
-        const std::vector<std::vector<int32_t>> ids = {{5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15, 16}, {1}};
-        const Hidden batch = enc.forward(ids);
-        for (int b = 0; b < 3; ++b) {
-          const Hidden alone = enc.forward({ids[b]});
-          EXPECT_LT(max_abs_diff(batch.row(b, 0), alone.row(0, 0), size_t(alone.lengths[0]) * alone.d), 1e-5) << b;
-          for (int t = batch.lengths[b]; t < batch.S; ++t)
-            for (int j = 0; j < batch.d; ++j) ASSERT_EQ(batch.row(b, t)[j], 0.0f) << "padding row " << t;
-        }
-      }
-    }
-
-    // Attention goes kQueryBlock query rows at a time and the feed-forward layer kFeedForwardRows rows at
-    // a time; a padded batch longer than both, with sequences ending inside, on and just past a block,
-    // must still equal the plain encoder sequence by sequence.
-    TEST(Encoder, LongPaddedBatchInBlocksMatchesThePlainEncoder) {
-      Config c = small_config();
-      c.d_model = 16, c.n_heads = 2, c.d_ff = 24;
-      test::TempDir dir;
-      const Model m = random_model(c, dir.path);
-      Encoder enc(m);
-      const int S = 2 * kQueryBlock + 58;
-      std::vector<std::vector<int32_t>> ids;
-      for (int L : {S, kQueryBlock + 34, kQueryBlock, kQueryBlock + 1, 1, S, 2 * kQueryBlock, 17, S - 1}) {
-        ids.emplace_back(L);
-        for (int t = 0; t < L; ++t) ids.back()[t] = (t * 7 + L) % c.vocab_size;
-      }
-      ASSERT_GT(int(ids.size()) * S, kFeedForwardRows) << "the batch must span two feed-forward blocks";
-      const Hidden h = enc.forward(ids);
-      for (size_t b = 0; b < ids.size(); ++b) {
-        const double diff = diff_to_reference(h, int(b), reference::forward(m, ids[b]));
-        EXPECT_LT(diff, 2e-5) << "sequence " << b << " of " << ids[b].size()
-                              << " tokens: max |ordo - reference| = " << diff;
-        for (int t = h.lengths[b]; t < h.S; ++t)
-          for (int j = 0; j < h.d; ++j) ASSERT_EQ(h.row(int(b), t)[j], 0.0f) << "padding row " << t;
-      }
-    }
-
-    // The thread contract (encoder.h): one Encoder shared by many threads, while another thread keeps
-    // changing the thread count, gives every caller what one thread alone gives. Run under
-    // ThreadSanitizer in CI (ORDO_TSAN).
-    TEST(Encoder, SharedByThreadsWhileTheThreadCountChanges) {
-      test::ThreadsGuard guard;
-      Config c = small_config();
-      c.d_model = 32, c.n_heads = 4, c.d_ff = 48;
-      test::TempDir dir;
-      const Model m = random_model(c, dir.path);
-      Encoder enc(m);
-      // Batches of different shapes: small-M, stream and GEMM products, attention over several blocks.
-      std::vector<std::vector<std::vector<int32_t>>> batches;
-      for (int B : {1, 3, 2})
-        for (int L : {5, 40, kQueryBlock + 30}) {
-          batches.emplace_back();
-          for (int b = 0; b < B; ++b) {
-            batches.back().emplace_back(L - 2 * b);
-            for (int t = 0; t < L - 2 * b; ++t) batches.back().back()[t] = (t * 13 + 7 * b + B) % c.vocab_size;
-          }
-        }
-      set_num_threads(1);
-      std::vector<Hidden> alone;
-      for (const auto& ids : batches) alone.push_back(enc.forward(ids));
-
-      std::atomic<int> passes{0}, mismatches{0};
-      std::atomic<bool> done{false};
-      std::vector<std::thread> threads;
-      for (int i = 0; i < 6; ++i)
-        threads.emplace_back([&, i] {
-          for (int r = 0; r < 6; ++r) {
-            const size_t k = (size_t(i) * 5 + r) % batches.size();
-            const Hidden h = enc.forward(batches[k]);
-            if (h.data != alone[k].data) ++mismatches;  // the same arithmetic at any thread count: bit for bit
-            ++passes;
-          }
-        });
-      threads.emplace_back([&] {  // the thread count changes all along, until the encoding is over
-        for (int r = 0; !done; ++r) set_num_threads(1 + r % 4);
-      });
-      for (int i = 0; i < 6; ++i) threads[i].join();
-      done = true;
-      threads.back().join();
-      EXPECT_EQ(passes, 36);
-      EXPECT_EQ(mismatches, 0) << "passes whose result differs from the same batch on one thread";
-    }
-
-    TEST(Encoder, SetNumThreadsFromAnObserverIsRefused) {
-      test::ThreadsGuard guard;
-      test::TempDir dir;
-      const Model m = random_model(small_config(), dir.path);
-      Encoder enc(m);
-      EncodeOptions options;
-      int refused = 0;
-      options.observe = [&](const Stage&) {
-        try {
-          set_num_threads(2);
-        } catch (const std::logic_error&) {
-          ++refused;
-        }
-      };
-      enc.forward({{1, 2, 3}}, options);
-      EXPECT_GT(refused, 0);
-      set_num_threads(2);  // and outside a pass it works
-      EXPECT_EQ(kernel_threads(), 2);
-    }
-
-    // One head's inside, as an observer sees it: the scores are q·kᵀ of the head's columns of the
-    // q | k | v stage (float64 here), their softmax after ÷√dh is the attention weights the fast path
-    // computed, and the head's output is A·v and the head's columns of the heads concatenated.
-    TEST(Encoder, ObservedHeadInsideIsConsistent) {
-      test::TempDir dir;
-      const Config c = small_config();
-      const Model m = random_model(c, dir.path);
-      Encoder enc(m);
-      const int d = c.d_model, dh = c.head_dim();
-      std::map<std::pair<int, int>, std::vector<std::vector<float>>> seen;  // (kind, layer·h + head) -> rows
-      std::vector<float> qkv, concat;
-      EncodeOptions options;
-      options.observe = [&](const Stage& s) {
-        std::vector<std::vector<float>> rows;
+    // By hand, in layer 0: head 1 off leaves zeros in columns [dh, 2 dh) of the concatenation, the
+    // other columns as with every head on, and head 1's weights unchanged.
+    auto concat0 = [&](std::vector<float>* concat, std::vector<float>* weights) {
+      EncodeOptions o;
+      o.observe = [&](const Stage& s) {
+        if (s.layer != 0) return;
+        std::vector<float>* to = s.kind == StageKind::HeadsConcatenated                 ? concat
+                                 : s.kind == StageKind::AttentionWeights && s.head == 1 ? weights
+                                                                                        : nullptr;
+        if (!to) return;
         for (int t = 0; t < s.rows; ++t)
-          rows.emplace_back(s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
-        seen[{int(s.kind), s.layer * c.n_heads + std::max(s.head, 0)}] = rows;
+          to->insert(to->end(), s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
       };
-      const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9, 2};
-      const int L = int(ids.size());
-      enc.forward({ids}, options);
-      for (int l = 0; l < c.n_layers; ++l) {
-        const auto& x = seen.at({int(StageKind::Qkv), l * c.n_heads});
-        const auto& heads = seen.at({int(StageKind::HeadsConcatenated), l * c.n_heads});
-        for (int h = 0; h < c.n_heads; ++h) {
-          const int key = l * c.n_heads + h;
-          const auto& q = seen.at({int(StageKind::HeadQuery), key});
-          const auto& k = seen.at({int(StageKind::HeadKey), key});
-          const auto& v = seen.at({int(StageKind::HeadValue), key});
-          const auto& scores = seen.at({int(StageKind::AttentionScores), key});
-          const auto& scaled = seen.at({int(StageKind::ScaledScores), key});
-          const auto& A = seen.at({int(StageKind::AttentionWeights), key});
-          const auto& out = seen.at({int(StageKind::HeadOutput), key});
-          ASSERT_EQ(q.size(), size_t(L));
-          for (int i = 0; i < L; ++i) {
-            for (int e = 0; e < dh; ++e) {
-              EXPECT_EQ(q[i][e], x[i][h * dh + e]);
-              EXPECT_EQ(k[i][e], x[i][d + h * dh + e]);
-              EXPECT_EQ(v[i][e], x[i][2 * d + h * dh + e]);
-              EXPECT_EQ(out[i][e], heads[i][h * dh + e]);
+      r.enc.forward({ids[0]}, o);
+    };
+    std::vector<float> on, off, w_on, w_off;
+    r.enc.set_masked_heads({});
+    concat0(&on, &w_on);
+    r.enc.set_masked_heads({{0, 1}});
+    concat0(&off, &w_off);
+    r.enc.set_masked_heads({});
+    ASSERT_EQ(on.size(), ids[0].size() * d);
+    for (size_t t = 0; t < ids[0].size(); ++t)
+      for (int e = 0; e < d; ++e) {
+        const float v = off[t * d + e];
+        if (e >= dh && e < 2 * dh)
+          EXPECT_EQ(v, 0.0f) << to_string(p) << ": row " << t << ", column " << e;
+        else
+          EXPECT_EQ(v, on[t * d + e]) << to_string(p) << ": row " << t << ", column " << e;
+      }
+    EXPECT_EQ(w_on, w_off) << to_string(p);
+  }
+}
+
+TEST(Encoder, MaskingAHeadTheModelDoesNotHaveIsRefused) {
+  RandomEncoder r(PositionalEncoding::Sinusoidal);  // 2 layers of 3 heads
+  EXPECT_THROW(r.enc.set_masked_heads({{2, 0}}), std::invalid_argument);
+  EXPECT_THROW(r.enc.set_masked_heads({{0, 3}}), std::invalid_argument);
+  EXPECT_THROW(r.enc.set_masked_heads({{-1, 0}}), std::invalid_argument);
+  EXPECT_TRUE(r.enc.masked_heads().empty());  // a refused mask changes nothing
+  try {
+    r.enc.set_masked_heads({{0, 3}});
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "head 0,3: this model has layers 0 .. 1 and heads 0 .. 2");
+  }
+}
+
+// max |h(b0, t) − h(b1, to[t])|: how far each token's output moved when it went from place t of
+// sequence b0 to place to[t] of sequence b1.
+double largest_move(const Hidden& h, int b0, int b1, const std::vector<int>& to) {
+  double moved = 0;
+  for (size_t t = 0; t < to.size(); ++t)
+    for (int j = 0; j < h.d; ++j)
+      moved = std::max(moved, double(std::fabs(h.row(b0, int(t))[j] - h.row(b1, to[t])[j])));
+  return moved;
+}
+
+// With rope or alibi switched off the encoder sees no order, as a model without positions: a
+// permutation of the tokens permutes the outputs, and with them on it does not.
+TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
+  for (PositionalEncoding p :
+       {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
+    RandomEncoder r(p);
+    Encoder& enc = r.enc;
+    const std::vector<int32_t> a = {5, 9, 2, 7}, b = {9, 5, 2, 7};  // b: a's first two swapped
+    const std::vector<int> to_b = {1, 0, 2, 3};                     // a's token t stands at to_b[t] in b
+    EncodeOptions off;
+    off.positions = false;
+    EXPECT_LT(largest_move(enc.forward({a, b}, off), 0, 1, to_b), 1e-5) << to_string(p);
+    EXPECT_GT(largest_move(enc.forward({a, b}), 0, 1, to_b), 1e-2) << to_string(p);
+  }
+}
+
+// Symmetric ALiBi sees distances |i − j| only, and reading a text backwards keeps every distance:
+// an alibi-symmetric encoder gives a reversed text the same outputs, reversed. ALiBi's pairs of heads
+// tell the two apart (each head sees one side), and so does RoPE (its rotation has a direction).
+TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
+  for (PositionalEncoding p :
+       {PositionalEncoding::AlibiSymmetric, PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
+    RandomEncoder re(p);
+    Encoder& enc = re.enc;
+    const std::vector<int32_t> a = {5, 9, 2, 7, 11}, r = {11, 7, 2, 9, 5};
+    const double moved = largest_move(enc.forward({a, r}), 0, 1, {4, 3, 2, 1, 0});
+    if (p == PositionalEncoding::AlibiSymmetric)
+      EXPECT_LT(moved, 1e-5) << to_string(p);
+    else
+      EXPECT_GT(moved, 1e-2) << to_string(p);
+  }
+}
+
+TEST(Encoder, WithoutPositionsPermutingTokensPermutesOutputs) {
+  test::TempDir dir;
+  const Model m = random_model(small_config(), dir.path);
+  Encoder enc(m);
+  const std::vector<int32_t> a = {3, 10, 20, 30, 3, 40};  // "the cat sat on the mat"
+  const std::vector<int32_t> b = {3, 40, 20, 30, 3, 10};  // "the mat sat on the cat"
+  const int perm[] = {0, 5, 2, 3, 4, 1};                  // b[i] = a[perm[i]]
+  EncodeOptions no_pe;
+  no_pe.positions = false;
+  const Hidden h = enc.forward({a, b}, no_pe);
+  for (int i = 0; i < 6; ++i) EXPECT_LT(max_abs_diff(h.row(1, i), h.row(0, perm[i]), h.d), 1e-5) << "token " << i;
+
+  // With positions the same pair differs: the rows of the moved tokens are not the same.
+  const Hidden hp = enc.forward({a, b});
+  EXPECT_GT(max_abs_diff(hp.row(1, 1), hp.row(0, 5), hp.d), 1e-2) << "\"mat\" at 1 in b, at 5 in a";
+}
+
+TEST(Encoder, BatchEqualsEachTextAlone) {
+  for (bool norm_first : {false, true}) {
+    Config c = small_config();
+    c.norm_first = norm_first;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    const std::vector<std::vector<int32_t>> ids = {{5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15, 16}, {1}};
+    const Hidden batch = enc.forward(ids);
+    for (int b = 0; b < 3; ++b) {
+      const Hidden alone = enc.forward({ids[b]});
+      EXPECT_LT(max_abs_diff(batch.row(b, 0), alone.row(0, 0), size_t(alone.lengths[0]) * alone.d), 1e-5) << b;
+      for (int t = batch.lengths[b]; t < batch.S; ++t)
+        for (int j = 0; j < batch.d; ++j) ASSERT_EQ(batch.row(b, t)[j], 0.0f) << "padding row " << t;
+    }
+  }
+}
+
+// Attention goes kQueryBlock query rows at a time and the feed-forward layer kFeedForwardRows rows at
+// a time; a padded batch longer than both, with sequences ending inside, on and just past a block,
+// must still equal the plain encoder sequence by sequence.
+TEST(Encoder, LongPaddedBatchInBlocksMatchesThePlainEncoder) {
+  Config c = small_config();
+  c.d_model = 16, c.n_heads = 2, c.d_ff = 24;
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  const int S = 2 * kQueryBlock + 58;
+  std::vector<std::vector<int32_t>> ids;
+  for (int L : {S, kQueryBlock + 34, kQueryBlock, kQueryBlock + 1, 1, S, 2 * kQueryBlock, 17, S - 1}) {
+    ids.emplace_back(L);
+    for (int t = 0; t < L; ++t) ids.back()[t] = (t * 7 + L) % c.vocab_size;
+  }
+  ASSERT_GT(int(ids.size()) * S, kFeedForwardRows) << "the batch must span two feed-forward blocks";
+  const Hidden h = enc.forward(ids);
+  for (size_t b = 0; b < ids.size(); ++b) {
+    const double diff = diff_to_reference(h, int(b), reference::forward(m, ids[b]));
+    EXPECT_LT(diff, 2e-5) << "sequence " << b << " of " << ids[b].size()
+                          << " tokens: max |ordo - reference| = " << diff;
+    for (int t = h.lengths[b]; t < h.S; ++t)
+      for (int j = 0; j < h.d; ++j) ASSERT_EQ(h.row(int(b), t)[j], 0.0f) << "padding row " << t;
+  }
+}
+
+// The thread contract (encoder.h): one Encoder shared by many threads, while another thread keeps
+// changing the thread count, gives every caller what one thread alone gives. Run under
+// ThreadSanitizer in CI (ORDO_TSAN).
+TEST(Encoder, SharedByThreadsWhileTheThreadCountChanges) {
+  test::ThreadsGuard guard;
+  Config c = small_config();
+  c.d_model = 32, c.n_heads = 4, c.d_ff = 48;
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  // Batches of different shapes: small-M, stream and GEMM products, attention over several blocks.
+  std::vector<std::vector<std::vector<int32_t>>> batches;
+  for (int B : {1, 3, 2})
+    for (int L : {5, 40, kQueryBlock + 30}) {
+      batches.emplace_back();
+      for (int b = 0; b < B; ++b) {
+        batches.back().emplace_back(L - 2 * b);
+        for (int t = 0; t < L - 2 * b; ++t) batches.back().back()[t] = (t * 13 + 7 * b + B) % c.vocab_size;
+      }
+    }
+  set_num_threads(1);
+  std::vector<Hidden> alone;
+  for (const auto& ids : batches) alone.push_back(enc.forward(ids));
+
+  std::atomic<int> passes{0}, mismatches{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&, i] {
+      for (int r = 0; r < 6; ++r) {
+        const size_t k = (size_t(i) * 5 + r) % batches.size();
+        const Hidden h = enc.forward(batches[k]);
+        if (h.data != alone[k].data) ++mismatches;  // the same arithmetic at any thread count: bit for bit
+        ++passes;
+      }
+    });
+  threads.emplace_back([&] {  // the thread count changes all along, until the encoding is over
+    for (int r = 0; !done; ++r) set_num_threads(1 + r % 4);
+  });
+  for (int i = 0; i < 6; ++i) threads[i].join();
+  done = true;
+  threads.back().join();
+  EXPECT_EQ(passes, 36);
+  EXPECT_EQ(mismatches, 0) << "passes whose result differs from the same batch on one thread";
+}
+
+TEST(Encoder, SetNumThreadsFromAnObserverIsRefused) {
+  test::ThreadsGuard guard;
+  test::TempDir dir;
+  const Model m = random_model(small_config(), dir.path);
+  Encoder enc(m);
+  EncodeOptions options;
+  int refused = 0;
+  options.observe = [&](const Stage&) {
+    try {
+      set_num_threads(2);
+    } catch (const std::logic_error&) {
+      ++refused;
+    }
+  };
+  enc.forward({{1, 2, 3}}, options);
+  EXPECT_GT(refused, 0);
+  set_num_threads(2);  // and outside a pass it works
+  EXPECT_EQ(kernel_threads(), 2);
+}
+
+// One head's inside, as an observer sees it: the scores are q·kᵀ of the head's columns of the
+// q | k | v stage (float64 here), their softmax after ÷√dh is the attention weights the fast path
+// computed, and the head's output is A·v and the head's columns of the heads concatenated.
+TEST(Encoder, ObservedHeadInsideIsConsistent) {
+  test::TempDir dir;
+  const Config c = small_config();
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  const int d = c.d_model, dh = c.head_dim();
+  std::map<std::pair<int, int>, std::vector<std::vector<float>>> seen;  // (kind, layer·h + head) -> rows
+  std::vector<float> qkv, concat;
+  EncodeOptions options;
+  options.observe = [&](const Stage& s) {
+    std::vector<std::vector<float>> rows;
+    for (int t = 0; t < s.rows; ++t)
+      rows.emplace_back(s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
+    seen[{int(s.kind), s.layer * c.n_heads + std::max(s.head, 0)}] = rows;
+  };
+  const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9, 2};
+  const int L = int(ids.size());
+  enc.forward({ids}, options);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const auto& x = seen.at({int(StageKind::Qkv), l * c.n_heads});
+    const auto& heads = seen.at({int(StageKind::HeadsConcatenated), l * c.n_heads});
+    for (int h = 0; h < c.n_heads; ++h) {
+      const int key = l * c.n_heads + h;
+      const auto& q = seen.at({int(StageKind::HeadQuery), key});
+      const auto& k = seen.at({int(StageKind::HeadKey), key});
+      const auto& v = seen.at({int(StageKind::HeadValue), key});
+      const auto& scores = seen.at({int(StageKind::AttentionScores), key});
+      const auto& scaled = seen.at({int(StageKind::ScaledScores), key});
+      const auto& A = seen.at({int(StageKind::AttentionWeights), key});
+      const auto& out = seen.at({int(StageKind::HeadOutput), key});
+      ASSERT_EQ(q.size(), size_t(L));
+      for (int i = 0; i < L; ++i) {
+        for (int e = 0; e < dh; ++e) {
+          EXPECT_EQ(q[i][e], x[i][h * dh + e]);
+          EXPECT_EQ(k[i][e], x[i][d + h * dh + e]);
+          EXPECT_EQ(v[i][e], x[i][2 * d + h * dh + e]);
+          EXPECT_EQ(out[i][e], heads[i][h * dh + e]);
+        }
+        double zmax = -1e300, zsum = 0;
+        for (int j = 0; j < L; ++j) {
+          double dot = 0;
+          for (int e = 0; e < dh; ++e) dot += double(q[i][e]) * k[j][e];
+          EXPECT_NEAR(scores[i][j], dot, 1e-5 * std::max(1.0, std::fabs(dot)));
+          EXPECT_NEAR(scaled[i][j], dot / std::sqrt(double(dh)), 1e-5 * std::max(1.0, std::fabs(dot)));
+          zmax = std::max(zmax, double(scaled[i][j]));
+        }
+        for (int j = 0; j < L; ++j) zsum += std::exp(scaled[i][j] - zmax);
+        for (int e = 0; e < dh; ++e) {
+          double av = 0;
+          for (int j = 0; j < L; ++j) {
+            const double p = std::exp(scaled[i][j] - zmax) / zsum;
+            if (e == 0) {
+              EXPECT_NEAR(A[i][j], p, 1e-6);
             }
-            double zmax = -1e300, zsum = 0;
-            for (int j = 0; j < L; ++j) {
-              double dot = 0;
-              for (int e = 0; e < dh; ++e) dot += double(q[i][e]) * k[j][e];
-              EXPECT_NEAR(scores[i][j], dot, 1e-5 * std::max(1.0, std::fabs(dot)));
-              EXPECT_NEAR(scaled[i][j], dot / std::sqrt(double(dh)), 1e-5 * std::max(1.0, std::fabs(dot)));
-              zmax = std::max(zmax, double(scaled[i][j]));
-            }
-            for (int j = 0; j < L; ++j) zsum += std::exp(scaled[i][j] - zmax);
-            for (int e = 0; e < dh; ++e) {
-              double av = 0;
-              for (int j = 0; j < L; ++j) {
-                const double p = std::exp(scaled[i][j] - zmax) / zsum;
-                if (e == 0) {
-                  EXPECT_NEAR(A[i][j], p, 1e-6);
-                }
-                av += p * v[j][e];
-              }
-              EXPECT_NEAR(out[i][e], av, 1e-5 * std::max(1.0, std::fabs(av)));
-            }
+            av += p * v[j][e];
           }
+          EXPECT_NEAR(out[i][e], av, 1e-5 * std::max(1.0, std::fabs(av)));
         }
       }
     }
+  }
+}
 
-    // No texts, or only empty ones: a library caller gets an empty result, not a crash.
-    TEST(Encoder, EmptyBatchesGiveEmptyResults) {
-      test::TempDir dir;
-      const Model m = random_model(small_config(), dir.path);
-      Encoder enc(m);
-      const Hidden none = enc.forward({});
-      EXPECT_EQ(none.B, 0);
-      EXPECT_TRUE(none.data.empty());
-      const Hidden empty = enc.forward({{}, {}});
-      EXPECT_EQ(empty.B, 2);
-      EXPECT_EQ(empty.S, 0);
-      EXPECT_EQ(empty.lengths, (std::vector<int>{0, 0}));
-      EXPECT_TRUE(empty.data.empty());
-      const Hidden after = enc.forward({{1, 2}});  // and the encoder still works afterwards
-      EXPECT_EQ(after.S, 2);
+// No texts, or only empty ones: a library caller gets an empty result, not a crash.
+TEST(Encoder, EmptyBatchesGiveEmptyResults) {
+  test::TempDir dir;
+  const Model m = random_model(small_config(), dir.path);
+  Encoder enc(m);
+  const Hidden none = enc.forward({});
+  EXPECT_EQ(none.B, 0);
+  EXPECT_TRUE(none.data.empty());
+  const Hidden empty = enc.forward({{}, {}});
+  EXPECT_EQ(empty.B, 2);
+  EXPECT_EQ(empty.S, 0);
+  EXPECT_EQ(empty.lengths, (std::vector<int>{0, 0}));
+  EXPECT_TRUE(empty.data.empty());
+  const Hidden after = enc.forward({{1, 2}});  // and the encoder still works afterwards
+  EXPECT_EQ(after.S, 2);
+}
+
+TEST(Encoder, RejectsBadIdsAndTooLongForLearnedPositions) {
+  Config c = small_config();
+  c.positional_encoding = PositionalEncoding::Learned;
+  c.max_positions = 4;
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  EXPECT_THROW(enc.forward({{1, 50}}), InputError);
+  EXPECT_THROW(enc.forward({{-1}}), InputError);
+  EXPECT_THROW(enc.forward({{1, 2, 3, 4, 5}}), InputError);
+  EXPECT_NO_THROW(enc.forward({{1, 2, 3, 4}}));
+}
+
+TEST(Init, SameSeedSameBytesAndNaturalScales) {
+  Config c = small_config();
+  c.vocab_size = 2000;
+  c.d_model = 64;
+  c.n_heads = 4;
+  const auto a = random_weights(c, 42), b = random_weights(c, 42), other = random_weights(c, 43);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].bytes, b[i].bytes) << a[i].name;
+  EXPECT_NE(a[0].bytes, other[0].bytes);
+
+  // embedding ~ N(0, 1/d): sample standard deviation within 3% of 1/8
+  const float* e = reinterpret_cast<const float*>(a[0].bytes.data());
+  const size_t n = a[0].bytes.size() / 4;
+  double sq = 0;
+  for (size_t i = 0; i < n; ++i) sq += double(e[i]) * e[i];
+  EXPECT_NEAR(std::sqrt(sq / n), 1.0 / 8.0, 0.03 / 8.0);
+  // in_proj ~ U(−a, a), a = √(6 / (3d + d))
+  const float* w = reinterpret_cast<const float*>(a[1].bytes.data());
+  const double bound = std::sqrt(6.0 / (4.0 * 64));
+  double maxabs = 0;
+  for (size_t i = 0; i < a[1].bytes.size() / 4; ++i) maxabs = std::max(maxabs, double(std::fabs(w[i])));
+  EXPECT_LE(maxabs, bound);
+  EXPECT_GT(maxabs, 0.99 * bound);
+}
+
+TEST(Init, RngStreamIsFixed) {
+  // SplitMix64 from seed 0: the published first outputs.
+  Rng rng(0);
+  EXPECT_EQ(rng.next(), 0xe220a8397b1dcdafull);
+  EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
+}
+
+// first_position: rope and alibi see only offsets i − j, so starting every sequence at another
+// position changes nothing but rounding; the sinusoids' input is E·√d + PE(first + t) by the
+// formula; a learned table must hold the shifted positions.
+TEST(Encoder, FirstPositionMovesOnlyAbsolutePositions) {
+  const std::vector<std::vector<int32_t>> ids = {{3, 1, 4, 1, 5, 9, 2}, {6, 5}};
+  for (PositionalEncoding p :
+       {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
+    Config c = small_config();
+    c.positional_encoding = p;
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path);
+    Encoder enc(m);
+    EncodeOptions shifted;
+    shifted.first_position = 1000;
+    const Hidden a = enc.forward(ids), b = enc.forward(ids, shifted);
+    double worst = 0;
+    for (size_t n = 0; n < a.data.size(); ++n) worst = std::max(worst, double(std::fabs(a.data[n] - b.data[n])));
+    EXPECT_LT(worst, 2e-4) << to_string(p);  // float angles of large t·θ: rounding, not a preference
+  }
+  Config c = small_config();
+  test::TempDir dir;
+  const Model m = random_model(c, dir.path);
+  Encoder enc(m);
+  EncodeOptions options;
+  options.first_position = 37;
+  std::vector<float> input;
+  options.observe = [&](const Stage& s) {
+    if (s.kind == StageKind::Input) input.assign(s.data, s.data + size_t(s.rows) * s.stride);
+  };
+  enc.forward(ids, options);
+  std::vector<double> pe(size_t(7) * c.d_model);
+  reference::sinusoidal_positions(pe.data(), 7, c.d_model, c.pe_layout, c.pe_base, 37);
+  for (int t = 0; t < 7; ++t)
+    for (int j = 0; j < c.d_model; ++j) {
+      const double want = m.weights().embedding[size_t(ids[0][t]) * c.d_model + j] * std::sqrt(double(c.d_model)) +
+                          pe[size_t(t) * c.d_model + j];
+      EXPECT_NEAR(input[size_t(t) * c.d_model + j], want, 1e-5) << t << "," << j;
     }
+  Config l = small_config();
+  l.positional_encoding = PositionalEncoding::Learned, l.max_positions = 10;
+  test::TempDir dir2;
+  const Model ml = random_model(l, dir2.path);
+  Encoder el(ml);
+  EncodeOptions past;
+  past.first_position = 4;  // 7 tokens from 4 need rows up to 10: one past the table
+  EXPECT_THROW(el.forward(ids, past), InputError);
+  past.first_position = 3;
+  EXPECT_NO_THROW(el.forward(ids, past));
+}
 
-    TEST(Encoder, RejectsBadIdsAndTooLongForLearnedPositions) {
-      Config c = small_config();
-      c.positional_encoding = PositionalEncoding::Learned;
-      c.max_positions = 4;
-      test::TempDir dir;
-      const Model m = random_model(c, dir.path);
-      Encoder enc(m);
-      EXPECT_THROW(enc.forward({{1, 50}}), InputError);
-      EXPECT_THROW(enc.forward({{-1}}), InputError);
-      EXPECT_THROW(enc.forward({{1, 2, 3, 4, 5}}), InputError);
-      EXPECT_NO_THROW(enc.forward({{1, 2, 3, 4}}));
-    }
-
-    TEST(Init, SameSeedSameBytesAndNaturalScales) {
-      Config c = small_config();
-      c.vocab_size = 2000;
-      c.d_model = 64;
-      c.n_heads = 4;
-      const auto a = random_weights(c, 42), b = random_weights(c, 42), other = random_weights(c, 43);
-      ASSERT_EQ(a.size(), b.size());
-      for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].bytes, b[i].bytes) << a[i].name;
-      EXPECT_NE(a[0].bytes, other[0].bytes);
-
-      // embedding ~ N(0, 1/d): sample standard deviation within 3% of 1/8
-      const float* e = reinterpret_cast<const float*>(a[0].bytes.data());
-      const size_t n = a[0].bytes.size() / 4;
-      double sq = 0;
-      for (size_t i = 0; i < n; ++i) sq += double(e[i]) * e[i];
-      EXPECT_NEAR(std::sqrt(sq / n), 1.0 / 8.0, 0.03 / 8.0);
-      // in_proj ~ U(−a, a), a = √(6 / (3d + d))
-      const float* w = reinterpret_cast<const float*>(a[1].bytes.data());
-      const double bound = std::sqrt(6.0 / (4.0 * 64));
-      double maxabs = 0;
-      for (size_t i = 0; i < a[1].bytes.size() / 4; ++i) maxabs = std::max(maxabs, double(std::fabs(w[i])));
-      EXPECT_LE(maxabs, bound);
-      EXPECT_GT(maxabs, 0.99 * bound);
-    }
-
-    TEST(Init, RngStreamIsFixed) {
-      // SplitMix64 from seed 0: the published first outputs.
-      Rng rng(0);
-      EXPECT_EQ(rng.next(), 0xe220a8397b1dcdafull);
-      EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
-    }
-
-    // first_position: rope and alibi see only offsets i − j, so starting every sequence at another
-    // position changes nothing but rounding; the sinusoids' input is E·√d + PE(first + t) by the
-    // formula; a learned table must hold the shifted positions.
-    TEST(Encoder, FirstPositionMovesOnlyAbsolutePositions) {
-      const std::vector<std::vector<int32_t>> ids = {{3, 1, 4, 1, 5, 9, 2}, {6, 5}};
-      for (PositionalEncoding p :
-           {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
-        Config c = small_config();
-        c.positional_encoding = p;
-        test::TempDir dir;
-        const Model m = random_model(c, dir.path);
-        Encoder enc(m);
-        EncodeOptions shifted;
-        shifted.first_position = 1000;
-        const Hidden a = enc.forward(ids), b = enc.forward(ids, shifted);
-        double worst = 0;
-        for (size_t n = 0; n < a.data.size(); ++n) worst = std::max(worst, double(std::fabs(a.data[n] - b.data[n])));
-        EXPECT_LT(worst, 2e-4) << to_string(p);  // float angles of large t·θ: rounding, not a preference
-      }
-      Config c = small_config();
-      test::TempDir dir;
-      const Model m = random_model(c, dir.path);
-      Encoder enc(m);
-      EncodeOptions options;
-      options.first_position = 37;
-      std::vector<float> input;
-      options.observe = [&](const Stage& s) {
-        if (s.kind == StageKind::Input) input.assign(s.data, s.data + size_t(s.rows) * s.stride);
-      };
-      enc.forward(ids, options);
-      std::vector<double> pe(size_t(7) * c.d_model);
-      reference::sinusoidal_positions(pe.data(), 7, c.d_model, c.pe_layout, c.pe_base, 37);
-      for (int t = 0; t < 7; ++t)
-        for (int j = 0; j < c.d_model; ++j) {
-          const double want = m.weights().embedding[size_t(ids[0][t]) * c.d_model + j] * std::sqrt(double(c.d_model)) +
-                              pe[size_t(t) * c.d_model + j];
-          EXPECT_NEAR(input[size_t(t) * c.d_model + j], want, 1e-5) << t << "," << j;
-        }
-      Config l = small_config();
-      l.positional_encoding = PositionalEncoding::Learned, l.max_positions = 10;
-      test::TempDir dir2;
-      const Model ml = random_model(l, dir2.path);
-      Encoder el(ml);
-      EncodeOptions past;
-      past.first_position = 4;  // 7 tokens from 4 need rows up to 10: one past the table
-      EXPECT_THROW(el.forward(ids, past), InputError);
-      past.first_position = 3;
-      EXPECT_NO_THROW(el.forward(ids, past));
-    }
-
-  }  // namespace
+}  // namespace
 }  // namespace ordo
