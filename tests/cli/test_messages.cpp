@@ -60,7 +60,7 @@ TEST(Messages, EveryNumericOptionNamesItselfWhenItsValueIsNotANumber) {
     const std::string help = run_ordo(std::string(cmd) + " --help").out;
     for (const std::string& name : numeric) {
       if (help.find("--" + name + " ") == std::string::npos) continue;
-      for (const std::string form : {"--" + name + " abc", "--" + name + "=abc"}) {
+      for (const std::string& form : {"--" + name + " abc", "--" + name + "=abc"}) {
         const test::Run r = run_ordo(std::string(cmd) + " " + form + " hi");
         EXPECT_EQ(r.status, 2) << cmd << " " << form << ": " << r.err;
         EXPECT_EQ(r.err, "error: ordo " + std::string(cmd) + ": --" + name +
