@@ -608,6 +608,7 @@ TEST(SpecialFiles, AFifoAsTrainingJsonIsRefused) {
   test::TempDir dir;
   const std::string m = dir.path + "/m";
   copy_default_model(m);
+  ::unlink((m + "/training.json").c_str());  // the default model has one: a FIFO takes its place
   ASSERT_EQ(::mkfifo((m + "/training.json").c_str(), 0644), 0);
   std::ofstream(dir.path + "/t.txt") << "the cat sat on the mat\n";
   const auto r = run_shell("timeout 30 " + std::string(ORDO_BINARY) + " eval --model " + m + " --input " + dir.path +
