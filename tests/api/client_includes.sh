@@ -17,6 +17,10 @@ allowed=(
   'tools/cli/init.cpp:engine/init.h'               # ordo init writes random models
   'tools/cli/pe.cpp:ordo/engine/reference.h'       # ordo pe prints the reference's positional encodings
   'tools/teach/pe_report.cpp:engine/ops.h'         # the encodings' report computes them as the engine does
+  'tools/cli/main.cpp:engine/kernels/cpu.h'        # a bad ORDO_ISA is one line and exit 2, before any work
+  'tools/cli/info.cpp:engine/kernels/cpu.h'        # ordo info names the CPU's features and the kernels chosen
+  'tools/cli/bench.cpp:engine/kernels/cpu.h'       # ... and so does ordo bench, beside its figures
+  'tools/serve/connection.cpp:engine/kernels/parallel.h'  # the HTTP threads' start failure, ThreadStartError
 )
 
 status=0

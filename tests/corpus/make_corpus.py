@@ -308,7 +308,7 @@ def config_cases():
     bad("cfg_size_huge", cfg(d_ff=1 << 40), 'key "d_ff" is 1099511627776, above the limit')
     bad("cfg_size_u64_max", cfg(vocab_size=(1 << 64) - 1), 'key "vocab_size" is 18446744073709551615')
     bad("cfg_heads_do_not_divide", cfg(n_heads=3), 'key "d_model" (8) must be divisible by "n_heads" (3)')
-    bad("cfg_activation_unknown", cfg(activation="swish"), 'key "activation" must be "relu" | "gelu", got "swish"')
+    bad("cfg_activation_unknown", cfg(activation="swish"), 'key "activation" must be "relu" | "gelu" | "gelu-tanh", got "swish"')
     bad("cfg_activation_case", cfg(activation="ReLU"), 'key "activation"', '"ReLU"')
     bad("cfg_norm_first_int", cfg(norm_first=1), 'key "norm_first" must be true or false, got 1')
     bad("cfg_final_norm_string", cfg(final_norm="false"), 'key "final_norm" must be true or false, got "false"')
