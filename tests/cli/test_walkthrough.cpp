@@ -79,7 +79,7 @@ bool number(std::string token, double* v) {
 // Two numbers within float-rounding slack (the last printed digit, and noise below 2e-4).
 bool same_number(const std::string& x, const std::string& y) {
   double u, v;
-  return number(x, &u) && number(y, &v) && std::fabs(u - v) <= 2e-4 + 1e-3 * std::fabs(u);
+  return number(x, &u) && number(y, &v) && (u == v || std::fabs(u - v) <= 2e-4 + 1e-3 * std::fabs(u));  // ±inf too
 }
 
 // Same words; numbers within float-rounding slack. A doc word "A|B" (two numbers) takes either: a
