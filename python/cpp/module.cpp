@@ -1,5 +1,5 @@
 // `import ordo`: the module's functions and its exception. The Model class is in model.cpp.
-// A thin client of the library (tools/api/ordo/ordo.h), like the command line: arguments are
+// A thin client of the library (lib/ordo/ordo.h), like the command line: arguments are
 // converted, the GIL is released around the engine's work, and errors keep the CLI's words.
 #include <Python.h>
 

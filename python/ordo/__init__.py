@@ -5,7 +5,7 @@
     v = model.encode(["the cat sat on the mat"])  # float32 (1, d)
     model.fill("the cat sat on the <mask>.")  # [[(piece, id, prob), ...]]
 
-The module is a thin client of the C++ library (tools/api/ordo/ordo.h), like the `ordo` command:
+The module is a thin client of the C++ library (lib/ordo/ordo.h), like the `ordo` command:
 the same numbers, the same error messages (ordo.InputError). docs/python.md has the details.
 """
 import os as _os

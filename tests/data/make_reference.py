@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "pytorch"))
 from export_pytorch import export, write_safetensors  # noqa: E402
 from torch_encoder import TorchModel  # noqa: E402
 

@@ -373,7 +373,7 @@ TEST(Reduced, FirstInProjectionStaysInFloat) {
 }
 
 // Without positions, a text and its permutation tie bit for bit at every compute type:
-// tests/api/test_head.cpp (HeadApi.WithoutPositionsReorderingsTieAtEveryComputeType).
+// tests/lib/test_head.cpp (HeadApi.WithoutPositionsReorderingsTieAtEveryComputeType).
 
 TEST(Reduced, ComputeTypeNames) {
   for (ComputeType t : {ComputeType::F32, ComputeType::BF16, ComputeType::Int8})

@@ -4,7 +4,7 @@
 Each run draws a new seed (printed; --seed replays it) and from it a set of configurations: sizes,
 head counts (head sizes that are not powers of two included), ReLU/GELU, pre/post-LN, final norm,
 interleaved/split, sinusoidal/learned/no positions, √d scaling on/off, LayerNorm eps, BOS/EOS. Each
-model is exported with tools/python/export_pytorch.py (as a module, or through its command line from a
+model is exported with tools/pytorch/export_pytorch.py (as a module, or through its command line from a
 torch.save'd state_dict), then `ordo encode --pooling none --json` runs all texts in one call (one
 padded batch). Every text is compared with PyTorch run on the same ids, one text at a time, both in
 eval mode under torch.no_grad() (its fast path) and with gradients enabled (its plain path):
@@ -95,7 +95,7 @@ def export_model(model, c, out_dir, tokenizer, via_cli):
     path = out_dir + ".pt"
     torch.save(state, path)
     flag = lambda b: "true" if b else "false"  # noqa: E731
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "python", "export_pytorch.py"), path, "--out", out_dir,
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "pytorch", "export_pytorch.py"), path, "--out", out_dir,
            "--tokenizer", tokenizer, "--n-heads", str(c["n_heads"]), "--prefix", "encoder.",
            "--embedding", "tok.weight", "--position-embedding", "pos.weight",
            "--activation", c["activation"], "--norm-first", flag(c["norm_first"]),
@@ -123,7 +123,7 @@ def main():
     except ImportError as e:
         print(f"skipped: {e} (install python3-torch, python3-numpy, python3-sentencepiece)")
         return SKIP
-    sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pytorch"))
     from torch_encoder import TorchModel
 
     warnings.filterwarnings("ignore", message=".*nested tensors is in prototype")

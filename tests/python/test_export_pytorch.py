@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/python/export_pytorch.py: what it writes, and what it refuses (with one line, exit 2, nothing written).
+"""tools/pytorch/export_pytorch.py: what it writes, and what it refuses (with one line, exit 2, nothing written).
 
 Exit 77 (skipped) where PyTorch is not installed."""
 
@@ -14,7 +14,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-TOOL = os.path.join(ROOT, "tools", "python", "export_pytorch.py")
+TOOL = os.path.join(ROOT, "tools", "pytorch", "export_pytorch.py")
 TOKENIZER = os.path.join(ROOT, "models", "default", "tokenizer.model")  # 8000 pieces
 
 try:
@@ -26,7 +26,7 @@ except ImportError as e:
     print(f"skipped: {e}")
     sys.exit(77)
 
-sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "pytorch"))
 from export_pytorch import ExportError, export  # noqa: E402
 
 V, d, h, FF = 8000, 16, 4, 24

@@ -134,7 +134,7 @@ def train_small(tmp):
 
 def random_model(tmp, positions, n_heads, seed):
     """A MaskedLM with every parameter drawn, exported to tmp/<positions>-<n_heads>."""
-    sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pytorch"))
     from export_pytorch import export
     torch.manual_seed(seed)
     tokenizer = os.path.join(ROOT, "models", "default", "tokenizer.model")

@@ -4,7 +4,7 @@ same module rebuilt from an exported ordo model directory (config.json + model.s
     x_t    = E[id_t]·√d + P(t)                 E: the token embedding (one row per piece)
                                                P: sinusoidal (ordo's float64 formula), learned, or none;
                                                rope and alibi(-symmetric) add nothing here and act in each layer's
-                                               attention (tools/python/relative_positions.py)
+                                               attention (tools/pytorch/relative_positions.py)
     h      = nn.TransformerEncoder(x)          post-LN layers, ReLU, then a final LayerNorm (norm.*)
     logits = h·Eᵀ + b                          the head: the input embedding tied as the output matrix,
                                                plus one bias per piece (head.bias)
@@ -25,9 +25,9 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pytorch"))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from torch_encoder import sinusoidal  # noqa: E402  (tools/torch_encoder.py or tools/python/)
+from torch_encoder import sinusoidal  # noqa: E402  (tools/pytorch/)
 from relative_positions import POSITIONS as RELATIVE, PositionalLayer  # noqa: E402  (rope and alibi)
 
 
@@ -65,7 +65,7 @@ class MaskedLM(nn.Module):
                              f"{', '.join(RELATIVE)}")
         sizes = dict(dim_feedforward=d_ff, dropout=dropout, activation="relu", layer_norm_eps=layer_norm_eps,
                      batch_first=True, norm_first=False)
-        if positions in RELATIVE:  # inside the attention: tools/python/relative_positions.py
+        if positions in RELATIVE:  # inside the attention: tools/pytorch/relative_positions.py
             layer = PositionalLayer(d_model, n_heads, positions=positions, **sizes)
         else:
             layer = nn.TransformerEncoderLayer(d_model, n_heads, **sizes)

@@ -85,7 +85,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "pytorch"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import corpus  # noqa: E402
 import evaluate  # noqa: E402

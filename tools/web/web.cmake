@@ -9,7 +9,7 @@ if(ORDO_EMCMAKE)
     ${PROJECT_SOURCE_DIR}/common/*.cpp ${PROJECT_SOURCE_DIR}/common/*.h
     ${PROJECT_SOURCE_DIR}/engine/*.cpp ${PROJECT_SOURCE_DIR}/engine/*.h
     ${PROJECT_SOURCE_DIR}/tokenizer/*.cpp ${PROJECT_SOURCE_DIR}/tokenizer/*.h
-    ${PROJECT_SOURCE_DIR}/tools/api/*.cpp ${PROJECT_SOURCE_DIR}/tools/api/*.h
+    ${PROJECT_SOURCE_DIR}/lib/*.cpp ${PROJECT_SOURCE_DIR}/lib/*.h
     ${PROJECT_SOURCE_DIR}/tools/cli/*.cpp ${PROJECT_SOURCE_DIR}/tools/cli/*.h
     ${PROJECT_SOURCE_DIR}/tools/serve/*.cpp ${PROJECT_SOURCE_DIR}/tools/serve/*.h
     ${PROJECT_SOURCE_DIR}/tools/teach/*.cpp ${PROJECT_SOURCE_DIR}/tools/teach/*.h ${PROJECT_SOURCE_DIR}/tools/teach/view/*

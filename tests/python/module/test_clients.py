@@ -1,6 +1,6 @@
 """One text, three clients: the command line (`ordo encode`), the server (`ordo serve`, POST
 /v1/embeddings) and Python (`ordo.Model.encode`) meet a text through the library's one set of
-rules (Pipeline::prepare in tools/api/ordo.cpp). The same over-long, empty and invalid texts
+rules (Pipeline::prepare in lib/ordo.cpp). The same over-long, empty and invalid texts
 go through all three; each must give the same answer and the same message, apart from how it
 names the text ("argument 1", "\"input\"[0]", "texts[0]") and spells its own options
 ("--max-tokens 64" / "max_tokens=64", "add --truncate" / "set \"truncate\": true" /
@@ -155,7 +155,7 @@ def test_invalid_utf8_alike(model, server):
 
 def test_version_from_one_place(server):
     # The CMake project's VERSION, said alike by the command, the module and the server.
-    cmake = open(os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")).read()
+    cmake = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "CMakeLists.txt")).read()
     version = re.search(r"project\(ordo VERSION (\S+)", cmake).group(1)
     assert subprocess.run([ORDO, "--version"], capture_output=True, text=True, check=True).stdout == f"ordo {version}\n"
     assert ordo.__version__ == version

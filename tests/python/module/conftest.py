@@ -10,7 +10,7 @@ import pytest
 
 import ordo
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ORDO = os.environ.get("ORDO_BINARY", "")
 
 

@@ -13,7 +13,7 @@ As a module:
 
 From the command line, with a state_dict saved by torch.save:
 
-    tools/python/export_pytorch.py state.pt --n-heads 4 --tokenizer spm.model --out my_model
+    tools/pytorch/export_pytorch.py state.pt --n-heads 4 --tokenizer spm.model --out my_model
 
 What ordo cannot run (another activation, layers without biases, separate key/value sizes, ...)
 is refused with one line `error: ...` (exit 2) and nothing is written. After writing, every setting

@@ -1,4 +1,4 @@
-"""A PyTorch encoder exported with tools/python/export_pytorch.py: ordo.Model gives PyTorch's rows (1e-5)."""
+"""A PyTorch encoder exported with tools/pytorch/export_pytorch.py: ordo.Model gives PyTorch's rows (1e-5)."""
 import math
 import os
 import sys
@@ -10,7 +10,7 @@ from torch import nn
 import ordo
 from conftest import ROOT, max_diff
 
-sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "pytorch"))
 from export_pytorch import export  # noqa: E402
 from torch_encoder import sinusoidal  # noqa: E402
 

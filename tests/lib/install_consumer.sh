@@ -6,7 +6,7 @@ build_dir=$1 source_dir=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
-cmake -S "$source_dir/tests/api/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake -S "$source_dir/tests/lib/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 out=$("$work/consumer/embed" "the cat sat on the mat" "hello")
 echo "$out"
@@ -20,7 +20,7 @@ export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 model_dir=$(pkg-config --variable=modeldir ordo)
 [ -f "$model_dir/model.safetensors" ]
 # shellcheck disable=SC2046  # pkg-config's output is meant to be split into words
-c++ -std=c++17 -O1 -I"$source_dir/tests/api/consumer" "$source_dir/tests/api/consumer/embed.cpp" \
+c++ -std=c++17 -O1 -I"$source_dir/tests/lib/consumer" "$source_dir/tests/lib/consumer/embed.cpp" \
   $(pkg-config --cflags --libs ordo) -o "$work/embed_pc"
 out=$(cd / && env -u ORDO_MODEL "$work/embed_pc" "the cat sat on the mat" "hello")
 echo "$out"
