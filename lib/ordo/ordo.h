@@ -208,6 +208,20 @@ bool under_memory_limit();
 //   OPENBLAS_NUM_THREADS=1 itself under such a limit before the library loads (python/ordo/__init__.py).
 void start_without_openblas_workers(char** argv);
 
+// The thread counts the libraries below ordo read as they load: OpenMP's (OMP_NUM_THREADS,
+// OMP_THREAD_LIMIT; oneDNN runs on libgomp) and OpenBLAS's (OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS).
+// A value that is not a whole number from 1 (OMP_NUM_THREADS: a list of them, "4,2"; OpenBLAS's may
+// also be empty, which it reads as unset) is a mistake that libgomp answers with its own warning
+// and OpenBLAS ignores in silence; ordo answers it with one line and exit 2. The check runs before
+// any library is initialized (`ordo`: a preinit function, tools/cli/preinit.cpp; `import ordo`: the
+// same rule in python/ordo/__init__.py, held to this one by tests/python/module/test_behaviour.py),
+// so it allocates nothing and reads `envp` (main's third argument). Returns the first bad
+// "NAME=value" entry of envp, or null when all are good or unset.
+const char* bad_thread_variable(char* const* envp);
+//   and the line for it, "error: NAME=value: must be a whole number from 1 (or unset it)", as for
+//   ORDO_ISA, into buf (at most n bytes, always terminated): the words `ordo` and `import ordo` say.
+void thread_variable_message(const char* entry, char* buf, unsigned long n);
+
 // Threads. A Pipeline (and an Encoder) may be shared by any number of threads: encode() and
 // tokenize() may run at the same time from several threads on one Pipeline, and each call gets
 // exactly what it would get alone. Every forward pass has its own working memory (kept in a small

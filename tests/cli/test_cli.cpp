@@ -278,5 +278,50 @@ TEST(Cli, InfoNamesTheKernelsAndOrdoIsaForcesALevel) {
     ::unsetenv("ORDO_ISA");
 }
 
+// A junk thread count for the libraries below ordo is ordo's one line and exit 2, before libgomp
+// (loaded with oneDNN) can print its own warning; good values, lists for OMP_NUM_THREADS and an
+// empty OpenBLAS variable (read as unset) run (<ordo/ordo.h>, bad_thread_variable).
+TEST(Cli, JunkThreadCountsAreOneLineBeforeAnyLibrary) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* error;  // or null: the command runs
+  };
+  const Case cases[] = {
+      {"OMP_NUM_THREADS", "abc",
+       "error: OMP_NUM_THREADS=abc: must be a whole number from 1, or a list of them such as 4,2 (or unset it)"},
+      {"OMP_NUM_THREADS", "0",
+       "error: OMP_NUM_THREADS=0: must be a whole number from 1, or a list of them such as 4,2 (or unset it)"},
+      {"OMP_NUM_THREADS", "2,x",
+       "error: OMP_NUM_THREADS=2,x: must be a whole number from 1, or a list of them such as 4,2 (or unset it)"},
+      {"OMP_NUM_THREADS", "",
+       "error: OMP_NUM_THREADS=: must be a whole number from 1, or a list of them such as 4,2 (or unset it)"},
+      {"OMP_THREAD_LIMIT", "-1", "error: OMP_THREAD_LIMIT=-1: must be a whole number from 1 (or unset it)"},
+      {"OPENBLAS_NUM_THREADS", "two", "error: OPENBLAS_NUM_THREADS=two: must be a whole number from 1 (or unset it)"},
+      {"GOTO_NUM_THREADS", "4,2", "error: GOTO_NUM_THREADS=4,2: must be a whole number from 1 (or unset it)"},
+      {"OMP_NUM_THREADS", "2,1", nullptr},
+      {"OMP_NUM_THREADS", " +3 ", nullptr},
+      {"OPENBLAS_NUM_THREADS", "", nullptr},
+      {"OPENBLAS_NUM_THREADS", "1", nullptr},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + "=" + c.value);
+    const char* before = std::getenv(c.name);
+    const std::string saved = before ? before : "";
+    ::setenv(c.name, c.value, 1);
+    const auto r = run_ordo("encode" + kModel + "cat");
+    if (before)
+      ::setenv(c.name, saved.c_str(), 1);
+    else
+      ::unsetenv(c.name);
+    EXPECT_EQ(r.err.find("libgomp"), std::string::npos) << r.err;
+    if (c.error) {
+      expect_one_error(r, c.error);
+    } else {
+      EXPECT_EQ(r.status, 0) << r.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ordo

@@ -1,6 +1,8 @@
 """ordo.Model beyond single calls: errors, threads, pickling, memory."""
 import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -328,3 +330,22 @@ def test_text_that_normalizes_past_the_limit_is_refused_first(model):
                                               r"more than max_tokens=8192 allows"):
         model.encode("\ufdfa" * 690000)
     assert model.encode("\ufdfa" * 10).shape == (64,)
+
+
+@pytest.mark.parametrize("name,value", [("OMP_NUM_THREADS", "abc"), ("OMP_NUM_THREADS", "2,x"), ("OMP_NUM_THREADS", ""),
+                                        ("OMP_THREAD_LIMIT", "0"), ("OPENBLAS_NUM_THREADS", "two"),
+                                        ("GOTO_NUM_THREADS", "4,2"), ("OMP_NUM_THREADS", "2,1"),
+                                        ("OMP_NUM_THREADS", " +3 "), ("OPENBLAS_NUM_THREADS", "")])
+def test_junk_thread_counts_have_the_cli_words(name, value):
+    # import ordo refuses a junk thread count before the library loads (libgomp would warn first),
+    # with the words of `ordo`, whose copy of the rule is the library's (<ordo/ordo.h>); good values import.
+    from conftest import ORDO
+    env = dict(os.environ, **{name: value})
+    cli = subprocess.run([ORDO, "--version"], env=env, capture_output=True, text=True)
+    py = subprocess.run([sys.executable, "-c", "import ordo"], env=env, capture_output=True, text=True)
+    assert "libgomp" not in py.stderr + cli.stderr
+    if cli.returncode == 0:
+        assert py.returncode == 0, py.stderr
+    else:
+        assert cli.returncode == 2 and cli.stderr.startswith("error: "), cli.stderr
+        assert py.returncode != 0 and py.stderr.strip().endswith("ImportError: " + cli.stderr.strip()[len("error: "):])
