@@ -370,6 +370,9 @@ def test_request_deadline(ordo, model):
             pass
     check(answer.startswith(b"HTTP/1.1 408 ") and b"request_timeout" in answer and b"Connection: close" in answer,
           f"a body still arriving at the deadline: 408 and the connection closed (got {answer[:200]!r})")
+    head = answer.split(b"\r\n\r\n")[0].lower().split(b"\r\n")
+    check(head.count(b"connection: close") == 1 and not any(h.startswith(b"keep-alive:") for h in head),
+          f"... one Connection: close and no Keep-Alive header beside it (got {head})")
     # A SIGTERM while such a client is sending: the server ends within its deadline.
     ended.clear()
     t = threading.Thread(target=dribble, args=(s.port, ended, stop))

@@ -125,8 +125,14 @@ bool Server::request_timed_out() {
   return t_timed_out;
 }
 
-void Server::close_after_answer() {
+void Server::close_after_answer(const httplib::Request& req) {
   t_close = true;
+  // httplib's response writer says "Connection: close" (and no "Keep-Alive: timeout=…") when the
+  // request's Connection header is "close"; the request is httplib's own (non-const) object,
+  // handed to handlers as const.
+  auto& headers = const_cast<httplib::Request&>(req).headers;
+  headers.erase("Connection");
+  headers.emplace("Connection", "close");
 }
 
 // httplib's own loop (process_server_socket in httplib.h 0.11), with the stream above: serve the

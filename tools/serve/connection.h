@@ -37,8 +37,9 @@ class Server : public httplib::Server {
   // For a handler: did this thread's request pass its deadline (a read that failed for it)?
   static bool request_timed_out();
   // For a handler: close the connection after this answer (a body left unread would otherwise be
-  // read as the next request).
-  static void close_after_answer();
+  // read as the next request), and say so in it: "Connection: close" and no "Keep-Alive" header
+  // (httplib adds one unless the request itself asked to close, so the request is marked so).
+  static void close_after_answer(const httplib::Request& req);
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -227,10 +227,7 @@ int cmd_serve(int argc, char** argv) {
                                return true;
                              });
     too_large = too_large || res.status == 413;  // httplib's own check of a Content-Length past --max-body
-    if (!whole || too_large) {
-      res.set_header("Connection", "close");
-      serve::Server::close_after_answer();
-    }
+    if (!whole || too_large) serve::Server::close_after_answer(req);
     if (serve::Server::request_timed_out())
       return send_error(res, {408, "request_timeout",
                               "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
@@ -264,7 +261,7 @@ int cmd_serve(int argc, char** argv) {
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;             // an endpoint's own error
     if (serve::Server::request_timed_out()) {  // the request line or headers were still arriving
-      res.set_header("Connection", "close");
+      serve::Server::close_after_answer(req);
       return send_error(res, {408, "request_timeout",
                               "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
     }
