@@ -416,6 +416,19 @@ def report(peers, workloads, results, cos, args, load_start):
         row += f" | {c['st']:.6f}" if "st" in c else " | –"
         row += f" | {c['f32']:.6f}" if "f32" in c else " | –"
         print(row + " |")
+    for w in workloads:  # how far apart the fresh processes were
+        spread = []
+        for p in peers:
+            if w <= 32 and not p.startswith("ordo-cli"):
+                xs = [med(r["calls_ms"][1:]) for r in results[(p, w)] if len(r["calls_ms"]) > 1]
+            else:
+                xs = [r["calls_ms"][0] for r in results[(p, w)]]
+            if len(xs) > 1:
+                spread.append(f"{p} {max(xs) / min(xs):.2f}")
+        if spread:
+            what = "1 text" if w == 1 else f"{w:,} lines"
+            kind = "the warm call's median (ordo-cli: the command)" if w <= 32 else "the call (ordo-cli: the command)"
+            print(f"# slowest / fastest process, {what}, {kind}: " + ", ".join(spread))
     goals(peers, workloads, summary)
     print(json.dumps({f"{p} {w}": v for (p, w), v in summary.items()}), file=sys.stderr)
 
@@ -508,6 +521,7 @@ def main():
             f.write("".join(t + "\n" for t in texts[w]))
 
     load_start = os.getloadavg()[0]
+    started = time.monotonic()
     results = {(p, w): [] for p in peers for w in workloads}
     for r in range(args.rounds):
         for w in workloads:
@@ -515,7 +529,7 @@ def main():
                 p = peers[(i + r) % len(peers)]
                 save = os.path.join(vec_dir, f"{p}-{w}.npy") if check and r == 0 else ""
                 results[(p, w)].append(run_once(p, args, files[w], w, save))
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+        print(f"round {r + 1}/{args.rounds} done, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
     cos = {}
     if check:

@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """ordo against ONNX Runtime and PyTorch on the paper's base encoder, side by side.
 
+The forward pass alone, on random ids; a real model end to end (texts in, tokenization included) is
+tools/dev/bench_minilm.py's.
+
 Builds one set of weights (d=512, h=8, F=2048, 6 layers, post-LN, ReLU), writes it as an ordo model
 directory and as an ONNX graph, starts one long-lived timing process per peer, and asks them in turn,
 shape by shape and round by round (the order rotating), for the median of REPEAT forward passes on the
