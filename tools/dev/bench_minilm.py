@@ -332,6 +332,21 @@ def workload_texts(python, model_dir, scratch):
     return texts
 
 
+MODULES = {"ordo": "ordo", "ordo-int8": "ordo", "st": "sentence_transformers", "ort": "onnxruntime",
+           "ort-int8": "onnxruntime", "ct2": "ctranslate2", "ct2-int8": "ctranslate2", "llama": "llama_cpp",
+           "llama-q8": "llama_cpp"}
+
+
+def missing_packages(peers, args):
+    """The peers' Python packages that the bench environment cannot import (checked before any timing)."""
+    modules = sorted({MODULES[p] for p in peers if p in MODULES} | {"tokenizers"})
+    code = ("import importlib.util, json, sys; "
+            "print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))")
+    env = peer_env(PYTHONPATH=os.path.join(os.path.abspath(args.build), "python"))
+    res = subprocess.run([args.python, "-c", code] + modules, capture_output=True, text=True, env=env)
+    return json.loads(res.stdout) if res.returncode == 0 else modules
+
+
 def peer_env(**extra):
     """The caller's environment without OpenBLAS's CPU overrides, plus extra: what a user's shell gives."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
@@ -473,6 +488,7 @@ def main():
     ap.add_argument("--warm", type=int, default=10, help="calls after the first, for 1 text and 32 lines")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-check", action="store_true", help="skip the vectors' comparison")
+    ap.add_argument("--prepare", action="store_true", help="make the conversions and the texts, time nothing")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
     ap.add_argument("--texts", default="", help=argparse.SUPPRESS)
     ap.add_argument("--save", default="", help=argparse.SUPPRESS)
@@ -507,8 +523,15 @@ def main():
     if check and "st" not in peers:
         peers = peers + ["st"]  # the reference every peer is compared with
 
+    missing = [] if args.prepare else missing_packages(peers, args)
+    if missing:
+        sys.exit(f"error: {args.python}: cannot import {', '.join(missing)}; install the peers with "
+                 "tools/dev/install-deps.sh --bench, or leave those peers out (--peers)")
     prepare(peers, args.model, args.scratch, args.python)
     texts = workload_texts(args.python, args.model, args.scratch)
+    if args.prepare:
+        print(f"the conversions and texts are in {args.scratch}", file=sys.stderr)
+        return
     for w in workloads:
         if w > 32:  # the first w of the 10,000 lines (a smaller count for a quick look)
             texts[w] = texts[10000][:w]
