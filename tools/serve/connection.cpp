@@ -140,7 +140,7 @@ void Server::close_after_answer(const httplib::Request& req) {
 // idle wait of at most keep_alive_timeout.
 bool Server::process_and_close_socket(socket_t sock) {
   DeadlineStream stream(sock, timeout_);
-  const auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
+  const auto stopping = [this] { return !alone_ && svr_sock_ == INVALID_SOCKET; };
   bool ok = false;
   for (size_t count = keep_alive_max_count_; count > 0 && !stopping(); --count) {
     stream.begin_request();

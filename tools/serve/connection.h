@@ -41,9 +41,18 @@ class Server : public httplib::Server {
   // (httplib adds one unless the request itself asked to close, so the request is marked so).
   static void close_after_answer(const httplib::Request& req);
 
+  // Serves one connected socket as a listening server serves an accepted one (its requests, kept
+  // alive, each within the deadline), then closes it; for fuzz/fuzz_serve.cpp, which feeds whole
+  // byte streams through a socket pair to a server that never listens.
+  bool serve_socket(socket_t sock) {
+    alone_ = true;
+    return process_and_close_socket(sock);
+  }
+
  private:
   bool process_and_close_socket(socket_t sock) override;
   std::chrono::milliseconds timeout_{10000};
+  bool alone_ = false;  // serving one socket without listening: never "stopping"
 };
 
 // httplib's TaskQueue as a fixed pool of threads, all started by the constructor: one that cannot

@@ -38,6 +38,7 @@
 #include "tools/cli/results_json.h"
 #include "tools/serve/batcher.h"
 #include "tools/serve/connection.h"
+#include "tools/serve/routes.h"
 #include "tools/serve/service.h"
 #include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
@@ -122,6 +123,95 @@ std::string log_path(const std::string& path) {
 }
 
 }  // namespace
+
+void install_routes(Server& server, Service& service, const Settings& settings, const std::string& page,
+                    long max_body) {
+  // Each endpoint reads its body itself (a content reader): httplib, left to read it, parses a body sent
+  // as application/x-www-form-urlencoded (what `curl -d` says) into form fields and refuses one past
+  // 8 KiB with 413, a limit compiled into Debian's library; the body is JSON whatever the header says.
+  auto endpoint = [&service, max_body](const httplib::Request& req, httplib::Response& res,
+                                       const httplib::ContentReader& read) {
+    // The body is read whole even when the request is refused: a body left unread would be taken for
+    // the next request on the connection. One that is not read to its end closes the connection.
+    const bool multipart = req.is_multipart_form_data();
+    std::string body;
+    bool too_large = false;
+    const bool whole = multipart
+                           ? read([](const httplib::MultipartFormData&) { return true; },  // parts read and dropped
+                                  [](const char*, size_t) { return true; })
+                           : read([&](const char* data, size_t n) {
+                               if (body.size() + n > size_t(max_body)) return !(too_large = true);
+                               body.append(data, n);
+                               return true;
+                             });
+    too_large = too_large || res.status == 413;  // httplib's own check of a Content-Length past --max-body
+    if (!whole || too_large) serve::Server::close_after_answer(req);
+    if (serve::Server::request_timed_out())
+      return send_error(res, {408, "request_timeout",
+                              "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
+    if (multipart && !too_large)
+      return send_error(res, {415, "invalid_request_error", "the body is JSON, not multipart/form-data"});
+    if (!whole && !too_large)
+      return send_error(res, {400, "invalid_request_error",
+                              "the body could not be read whole (it ended early, or its chunks were malformed)"});
+    if (too_large) {
+      return send_error(res,
+                        {413, "request_too_large", "the body is larger than the server takes (ordo serve --max-body)"});
+    }
+    const Answer a = answer(service, req.path, body);
+    res.status = a.status;
+    res.set_content(a.json, kJson);
+  };
+  for (const char* path :
+       {"/v1/embeddings", "/tokenize", "/fill", "/score", "/compare", "/trace", "/attention", "/view"})
+    server.Post(path, endpoint);
+  server.Get("/health", [&settings](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              ojson{{"status", "ok"},
+                    {"version", ordo::version()},
+                    {"model", settings.model_name},
+                    {"batching", settings.batching}});
+  });
+  server.Get("/", [&page](const httplib::Request&, httplib::Response& res) {
+    res.set_content(page, "text/html; charset=utf-8");
+  });
+  // What httplib answers itself (no route, a body past --max-body, a request it cannot read) gets
+  // the same JSON error as the endpoints; a known path asked with another method is 405.
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;             // an endpoint's own error
+    if (serve::Server::request_timed_out()) {  // the request line or headers were still arriving
+      serve::Server::close_after_answer(req);
+      return send_error(res, {408, "request_timeout",
+                              "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
+    }
+    const auto route = kRoutes.find(req.path);
+    if (res.status == 404 && route != kRoutes.end() && req.method != route->second) {
+      res.status = 405;
+      res.set_header("Allow", route->second);
+      send_error(res, {405, "method_not_allowed", req.path + " takes " + route->second + ", not " + req.method});
+    } else if (res.status == 404) {
+      send_error(res, {404, "not_found", "no endpoint " + req.path + " (see docs/serve.md)"});
+    } else if (res.status == 413) {
+      send_error(res, {413, "request_too_large", "the body is larger than the server takes (ordo serve --max-body)"});
+    } else {
+      send_error(res, {res.status, "invalid_request_error", "the request could not be read as HTTP/1.1"});
+    }
+  });
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+    std::string what = "unknown";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    send_error(res, {500, "server_error", "internal failure: " + what});
+  });
+  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    t_request_start = Clock::now();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+}
 
 int cmd_serve(int argc, char** argv) {
   cxxopts::Options o("ordo serve",
@@ -208,90 +298,7 @@ int cmd_serve(int argc, char** argv) {
   server.set_keep_alive_max_count(1000);
   server.set_keep_alive_timeout(2);  // an idle connection holds a thread (and delays a stop) this long
 
-  // Each endpoint reads its body itself (a content reader): httplib, left to read it, parses a body sent
-  // as application/x-www-form-urlencoded (what `curl -d` says) into form fields and refuses one past
-  // 8 KiB with 413, a limit compiled into Debian's library; the body is JSON whatever the header says.
-  auto endpoint = [&service, max_body](const httplib::Request& req, httplib::Response& res,
-                                       const httplib::ContentReader& read) {
-    // The body is read whole even when the request is refused: a body left unread would be taken for
-    // the next request on the connection. One that is not read to its end closes the connection.
-    const bool multipart = req.is_multipart_form_data();
-    std::string body;
-    bool too_large = false;
-    const bool whole = multipart
-                           ? read([](const httplib::MultipartFormData&) { return true; },  // parts read and dropped
-                                  [](const char*, size_t) { return true; })
-                           : read([&](const char* data, size_t n) {
-                               if (body.size() + n > size_t(max_body)) return !(too_large = true);
-                               body.append(data, n);
-                               return true;
-                             });
-    too_large = too_large || res.status == 413;  // httplib's own check of a Content-Length past --max-body
-    if (!whole || too_large) serve::Server::close_after_answer(req);
-    if (serve::Server::request_timed_out())
-      return send_error(res, {408, "request_timeout",
-                              "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
-    if (multipart && !too_large)
-      return send_error(res, {415, "invalid_request_error", "the body is JSON, not multipart/form-data"});
-    if (!whole && !too_large)
-      return send_error(res, {400, "invalid_request_error",
-                              "the body could not be read whole (it ended early, or its chunks were malformed)"});
-    if (too_large) {
-      return send_error(res,
-                        {413, "request_too_large", "the body is larger than the server takes (ordo serve --max-body)"});
-    }
-    const Answer a = answer(service, req.path, body);
-    res.status = a.status;
-    res.set_content(a.json, kJson);
-  };
-  for (const char* path :
-       {"/v1/embeddings", "/tokenize", "/fill", "/score", "/compare", "/trace", "/attention", "/view"})
-    server.Post(path, endpoint);
-  server.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200,
-              ojson{{"status", "ok"},
-                    {"version", ordo::version()},
-                    {"model", settings.model_name},
-                    {"batching", settings.batching}});
-  });
-  server.Get(
-      "/", [&](const httplib::Request&, httplib::Response& res) { res.set_content(page, "text/html; charset=utf-8"); });
-  // What httplib answers itself (no route, a body past --max-body, a request it cannot read) gets
-  // the same JSON error as the endpoints; a known path asked with another method is 405.
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;             // an endpoint's own error
-    if (serve::Server::request_timed_out()) {  // the request line or headers were still arriving
-      serve::Server::close_after_answer(req);
-      return send_error(res, {408, "request_timeout",
-                              "the request did not arrive whole within the server's deadline (ordo serve --timeout)"});
-    }
-    const auto route = kRoutes.find(req.path);
-    if (res.status == 404 && route != kRoutes.end() && req.method != route->second) {
-      res.status = 405;
-      res.set_header("Allow", route->second);
-      send_error(res, {405, "method_not_allowed", req.path + " takes " + route->second + ", not " + req.method});
-    } else if (res.status == 404) {
-      send_error(res, {404, "not_found", "no endpoint " + req.path + " (see docs/serve.md)"});
-    } else if (res.status == 413) {
-      send_error(res, {413, "request_too_large", "the body is larger than the server takes (ordo serve --max-body)"});
-    } else {
-      send_error(res, {res.status, "invalid_request_error", "the request could not be read as HTTP/1.1"});
-    }
-  });
-  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
-    std::string what = "unknown";
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      what = x.what();
-    } catch (...) {
-    }
-    send_error(res, {500, "server_error", "internal failure: " + what});
-  });
-  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-    t_request_start = Clock::now();
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  install_routes(server, service, settings, page, max_body);
   std::atomic<long> answered{0};
   // The time from routing to the answer written. A request httplib refuses before routing (one it
   // cannot parse) has no start: "- ms".
