@@ -36,3 +36,6 @@ else()
     COMMAND ${CMAKE_COMMAND} -E echo "error: ordo_web: emscripten is not installed (apt-get install emscripten, then cmake again)"
     COMMAND ${CMAKE_COMMAND} -E false)
 endif()
+# Installed where `ordo view --standalone` looks beside an installed binary (share/ordo/web), when it
+# was built (cmake --build build --target ordo_web): optional, as the target is.
+install(FILES ${web_dir}/ordo_web.wasm ${web_dir}/ordo_web.js DESTINATION ${CMAKE_INSTALL_DATADIR}/ordo/web OPTIONAL)
