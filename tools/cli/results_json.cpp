@@ -81,6 +81,14 @@ void HeadInsides::observe(const Stage& s) {
     case StageKind::HeadKey:
       copy(&in.k);
       break;
+    case StageKind::HeadValue:
+      copy(&in.v);
+      in.v_equation = s.equation;
+      break;
+    case StageKind::HeadOutput:
+      copy(&in.output);
+      in.output_equation = s.equation;
+      break;
     case StageKind::AttentionScores:  // s = q·kᵀ; times 1/√dh (as the engine does next): the scores before any bias
       copy(&in.unbiased);
       for (float& v : in.unbiased.v) v *= 1.0f / std::sqrt(static_cast<float>(in.q.cols));
@@ -102,30 +110,44 @@ void HeadInsides::observe(const Stage& s) {
   }
 }
 
+namespace {
+
+// A matrix's rows as JSON, rounded to `decimals` (-1: as short as their float).
+template <class Matrix>
+ojson matrix_rows(const Matrix& m, int decimals) {
+  const double unit = decimals >= 0 ? std::pow(10.0, decimals) : 0;
+  ojson out = ojson::array();
+  for (int r = 0; r < m.rows; ++r) {
+    const float* row = m.v.data() + size_t(r) * m.cols;
+    if (decimals < 0) {
+      out.push_back(json_floats<ojson>(row, size_t(m.cols)));
+      continue;
+    }
+    ojson a = ojson::array();
+    for (int c = 0; c < m.cols; ++c) a.push_back(std::round(double(row[c]) * unit) / unit);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace
+
 ojson HeadInsides::json(int layer, int head, int decimals) const {
   const auto it = heads_.find({layer, head});
   if (it == heads_.end()) return nullptr;
   const Inside& in = it->second;
-  const double unit = decimals >= 0 ? std::pow(10.0, decimals) : 0;
-  auto rows = [&](const Matrix& m) {
-    ojson out = ojson::array();
-    for (int r = 0; r < m.rows; ++r) {
-      const float* row = m.v.data() + size_t(r) * m.cols;
-      if (decimals < 0) {
-        out.push_back(json_floats<ojson>(row, size_t(m.cols)));
-        continue;
-      }
-      ojson a = ojson::array();
-      for (int c = 0; c < m.cols; ++c) a.push_back(std::round(double(row[c]) * unit) / unit);
-      out.push_back(std::move(a));
-    }
-    return out;
-  };
+  auto rows = [&](const Matrix& m) { return matrix_rows(m, decimals); };
   ojson j = {{"q", rows(in.q)},
              {"k", rows(in.k)},
              {"scaled_scores", rows(in.scaled)},
              {"weights", rows(in.weights)},
-             {"equations", {{"scaled_scores", in.scaled_equation}, {"weights", in.weights_equation}}},
+             {"v", rows(in.v)},
+             {"output", rows(in.output)},
+             {"equations",
+              {{"scaled_scores", in.scaled_equation},
+               {"weights", in.weights_equation},
+               {"v", in.v_equation},
+               {"output", in.output_equation}}},
              {"rope", nullptr},
              {"alibi", nullptr}};
   if (!in.rotation.empty())
@@ -133,6 +155,32 @@ ojson HeadInsides::json(int layer, int head, int decimals) const {
   if (!in.bias_equation.empty())
     j["alibi"] = {{"equation", in.bias_equation}, {"bias", rows(in.bias)}, {"scores", rows(in.unbiased)}};
   return j;
+}
+
+ojson HeadInsides::parts_json(const Config& c, int layer, int head, const HeadInsides& with, const HeadInsides& content,
+                              int decimals) {
+  if (layer != 0 || c.norm_first || !added_to_input(c.positional_encoding)) return nullptr;
+  const auto a = with.heads_.find({layer, head}), b = content.heads_.find({layer, head});
+  if (a == with.heads_.end() || b == content.heads_.end()) return nullptr;
+  const Matrix &q = a->second.q, &k = a->second.k, &qc = b->second.q, &kc = b->second.k;
+  const int S = q.rows, dh = q.cols;
+  const double scale = 1.0 / std::sqrt(double(dh));
+  Matrix part[4];
+  for (Matrix& p : part) p.rows = p.cols = S, p.v.assign(size_t(S) * S, 0.0f);
+  for (int i = 0; i < S; ++i)
+    for (int j = 0; j < S; ++j) {
+      double sum[4] = {0, 0, 0, 0};
+      for (int e = 0; e < dh; ++e) {
+        const double x = qc.v[size_t(i) * dh + e], xp = q.v[size_t(i) * dh + e] - x;
+        const double y = kc.v[size_t(j) * dh + e], yp = k.v[size_t(j) * dh + e] - y;
+        sum[0] += x * y, sum[1] += x * yp, sum[2] += xp * y, sum[3] += xp * yp;
+      }
+      for (int n = 0; n < 4; ++n) part[n].v[size_t(i) * S + j] = float(sum[n] * scale);
+    }
+  return {{"content_content", matrix_rows(part[0], decimals)},
+          {"content_position", matrix_rows(part[1], decimals)},
+          {"position_content", matrix_rows(part[2], decimals)},
+          {"position_position", matrix_rows(part[3], decimals)}};
 }
 
 ojson trace_json(Pipeline& pipeline, const TraceRequest& r, const Tokenization& tok) {

@@ -41,17 +41,27 @@ nlohmann::ordered_json trace_json(Pipeline& pipeline, const TraceRequest& r, con
 // number is one the engine handed over, not computed again: each piece's q and k (S, dh), the scaled
 // scores (the softmax's input) and their softmax (S, S); with rope, q and k also before their rotation
 // (the layer's Qkv stage, before its RotatedQk stage); with alibi, the bias (its AlibiBias stage) and the
-// scores q·k/√dh before it. The equations are the stages' own text (engine/trace.h).
+// scores q·k/√dh before it; after the softmax, each piece's value v (S, dh) and the head's output A·v
+// (S, dh). The equations are the stages' own text (engine/trace.h).
 class HeadInsides {
  public:
   explicit HeadInsides(std::function<bool(int layer, int head)> wanted) : wanted_(std::move(wanted)) {}
   void observe(const Stage& s);
   // The head's inside as JSON, its numbers rounded to `decimals` (-1: as short as their float);
   // null when the pass did not reach it:
-  //   { q, k, scaled_scores, weights, equations: { scaled_scores, weights },
+  //   { q, k, scaled_scores, weights, v, output, equations: { scaled_scores, weights, v, output },
   //     rope:  null | { equation, q_before, k_before },   q and k before the rotation
   //     alibi: null | { equation, bias, scores } }         b_ij, and q·k/√dh before it
   nlohmann::ordered_json json(int layer, int head, int decimals = -1) const;
+  // The head's scaled scores split by where q and k come from, with `content` the same head in the same
+  // text's pass without positions (q_c, k_c; what the positions add: q_p = q − q_c, k_p = k − k_c):
+  //   q·k/√dh = (q_c·k_c + q_c·k_p + q_p·k_c + q_p·k_p)/√dh, exactly, since the scores are bilinear;
+  // as { content_content, content_position, position_content, position_position } (S, S) each, the
+  // numbers of `ordo attention --parts`. Only where the split is the positions' own: layer 0 of a
+  // post-LN model that adds them to its input, where q_c = (E[id]·√d)·W_qᵀ + b_q and q_p = PE(t)·W_qᵀ;
+  // null elsewhere (later layers and pre-LN mix them before q), or when a pass did not reach the head.
+  static nlohmann::ordered_json parts_json(const Config& c, int layer, int head, const HeadInsides& with,
+                                           const HeadInsides& content, int decimals = -1);
 
  private:
   struct Matrix {  // (rows, cols), packed
@@ -59,8 +69,8 @@ class HeadInsides {
     std::vector<float> v;
   };
   struct Inside {
-    Matrix q, k, q_before, k_before, unbiased, bias, scaled, weights;
-    std::string rotation, bias_equation, scaled_equation, weights_equation;
+    Matrix q, k, v, q_before, k_before, unbiased, bias, scaled, weights, output;
+    std::string rotation, bias_equation, scaled_equation, weights_equation, v_equation, output_equation;
   };
   std::function<bool(int, int)> wanted_;
   std::map<std::pair<int, int>, Inside> heads_;

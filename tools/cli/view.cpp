@@ -165,12 +165,18 @@ nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Toke
   const int S = int(tokens.ids.size()), d = c.d_model;
   const bool every_head = S <= kInsidePieces;
   HeadInsides heads([&](int l, int h) { return every_head || (l == 0 && h == 0); });
-  Run with = run(pipeline, tokens, true, inside ? &heads : nullptr), without = run(pipeline, tokens, false);
+  HeadInsides content([&](int l, int h) { return l == 0 && (every_head || h == 0); });  // for the parts
+  Run with = run(pipeline, tokens, true, inside ? &heads : nullptr),
+      without = run(pipeline, tokens, false, inside ? &content : nullptr);
   if (inside) {
     nlohmann::json all = nlohmann::json::array();
     for (int l = 0; l < c.n_layers; ++l) {
       nlohmann::json row = nlohmann::json::array();
-      for (int h = 0; h < c.n_heads; ++h) row.push_back(nlohmann::json(heads.json(l, h, kDecimals)));
+      for (int h = 0; h < c.n_heads; ++h) {
+        nlohmann::json head = heads.json(l, h, kDecimals);
+        if (!head.is_null()) head["parts"] = HeadInsides::parts_json(c, l, h, heads, content, kDecimals);
+        row.push_back(std::move(head));
+      }
       all.push_back(std::move(row));
     }
     *inside = {{"text", 0}, {"run", "with_pe"}, {"heads", std::move(all)}};
@@ -252,6 +258,9 @@ nlohmann::json view_json(Pipeline& pipeline, const std::vector<std::string>& tex
   const Config& c = pipeline.model().config();
   nlohmann::json data = {{"format", "ordo-view/1"}, {"decimals", kDecimals}};
   data["model"] = model_json(c, model_name);
+  // The length of the texts it was trained on (training.json's max_len), where the page marks it.
+  const int trained = training_length(std::vector<std::string>{pipeline.model().dir});
+  data["model"]["training_length"] = trained > 0 ? nlohmann::json(trained) : nlohmann::json(nullptr);
   Positions positions;  // those of the longer text
   nlohmann::json inside;
   data["texts"] = nlohmann::json::array();
@@ -309,10 +318,13 @@ std::string engine_block(const std::string& dir, const Pipeline& pipeline) {
   if (inside.empty() || inside.is_absolute() || *inside.begin() == "..")
     throw InputError(dir + "/config.json", "names its tokenizer \"" + tokenizer +
                                                "\" outside the model's folder, which a standalone page cannot carry");
-  const std::vector<std::pair<std::string, std::string>> files = {
-      {"model/config.json", dir + "/config.json"},
-      {"model/model.safetensors", dir + "/model.safetensors"},
-      {inside.generic_string(), dir + "/" + tokenizer}};
+  std::vector<std::pair<std::string, std::string>> files = {{"model/config.json", dir + "/config.json"},
+                                                            {"model/model.safetensors", dir + "/model.safetensors"},
+                                                            {inside.generic_string(), dir + "/" + tokenizer}};
+  // training.json, when the model has one: the page marks the training length from it.
+  std::error_code missing;
+  if (std::filesystem::exists(dir + "/training.json", missing))
+    files.push_back({"model/training.json", dir + "/training.json"});
   uint64_t total = 0;
   for (const auto& file : files) {
     std::error_code ec;

@@ -271,8 +271,10 @@ ojson Service::trace(const nlohmann::json& body) {
 // POST /attention {"text", "layer"?: 0, "head"?: 0, "positions"?: true}: one head from the inside,
 // the numbers of `ordo trace --inside LAYER,HEAD`: each piece's q and k (S, dh), the scaled scores
 // q·kᵀ/√dh (S, S; with ALiBi's bias added, for a model that has it) and their softmax, the
-// attention weights (S, S); for rope q and k before their rotation too, for alibi the bias apart
-// (HeadInsides in tools/cli/results_json.h). Row = query piece, column = key piece.
+// attention weights (S, S), each piece's value v and the head's output A·v (S, dh); for rope q and k
+// before their rotation too, for alibi the bias apart; "parts": the scores split into content and
+// position (`ordo attention --parts`) for layer 0 of a model that adds its positions to the input, with
+// positions, else null (HeadInsides in tools/cli/results_json.h). Row = query piece, column = key piece.
 ojson Service::attention(const nlohmann::json& body) {
   const Config& c = pipeline_.model().config();
   const std::string text = string_field(body, "text");
@@ -289,6 +291,16 @@ ojson Service::attention(const nlohmann::json& body) {
   ojson j = {{"text", text},       {"layer", layer}, {"head", head}, {"positions", pipeline_.sees_order(positions)},
              {"pieces", t.pieces}, {"ids", t.ids}};
   j.update(inside.json(layer, head));  // every pass reaches every head
+  // Layer 0 of a model that adds its positions to the input: the scores split by where q and k come
+  // from, against a second pass without positions (null elsewhere).
+  j["parts"] = nullptr;
+  if (positions && layer == 0 && !c.norm_first && added_to_input(c.positional_encoding)) {
+    HeadInsides content([&](int l, int h) { return l == layer && h == head; });
+    options.positions = false;
+    options.observe = [&](const Stage& s) { content.observe(s); };
+    pipeline_.observe(t.ids, options);
+    j["parts"] = HeadInsides::parts_json(c, layer, head, inside, content);
+  }
   return j;
 }
 

@@ -54,3 +54,15 @@ export async function openPage(browser, allowed) {
   });
   return { page, problems };
 }
+
+// The four tables of `ordo attention --parts` (text output): { content_content, content_position,
+// position_content, position_position }, each S × S, the numbers as printed (3 decimals).
+export function parseParts(text, S) {
+  const lines = text.split("\n"), out = {};
+  for (const name of ["content_content", "content_position", "position_content", "position_position"]) {
+    const at = lines.indexOf(name.replace("_", " . "));
+    if (at < 0) throw new Error(`ordo attention --parts printed no "${name.replace("_", " . ")}" table`);
+    out[name] = lines.slice(at + 2, at + 2 + S).map((l) => l.trim().split(/\s+/).slice(-S).map(Number));
+  }
+  return out;
+}

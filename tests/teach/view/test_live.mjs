@@ -6,15 +6,18 @@
 // text boxes are shown; typing a sentence redraws the pieces (those of POST /tokenize), L × H maps per
 // text and the data of POST /view for the same texts; the switch shows the other run's maps and asks
 // for the chosen head's inside again (q, k, q·k/√dh and its softmax, which are the maps' weights; for rope
-// q and k before the rotation, for alibi the bias, each what POST /trace reports for that head); a
+// q and k before the rotation, for alibi the bias, each what POST /trace reports for that head; after the
+// softmax v and A·v, POST /trace's value and head output; in layer 0 of a model that adds its positions,
+// the scores split into content and position as `ordo attention --parts` prints them, and no split
+// elsewhere); a
 // <mask> is filled; a second text brings the compare report; the page asks only its own server and
 // logs no console error. Prints the update time (request to painted, the median of 7 keystroke pauses
 // on a 20-piece sentence) without judging it. Exit 0 pass, 1 fail, 77 skip (no Chromium).
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
-import { check, failures, launch, loadPuppeteer, openPage } from "./harness.mjs";
+import { check, failures, launch, loadPuppeteer, openPage, parseParts } from "./harness.mjs";
 
 const ROUNDED = 1.01e-4; // the page's attention is rounded to 4 decimals
 const [ordo, modelDir, ...flags] = process.argv.slice(2);
@@ -149,6 +152,27 @@ try {
   }
   check(steps === (kind === "bias" ? "inside-scores inside-bias inside-biased inside-weights" : "inside-scores inside-weights"),
     `the steps from the scores to the softmax: ${steps}`);
+  // After the softmax: each piece's value v and the head's output A·v, the engine's stages, and shown.
+  const vRows = await page.$$eval("#inside-v tr", (rows) => rows.length - 1), outRows = await page.$$eval("#inside-output tr", (rows) => rows.length - 1);
+  check(maxDiff(inside.v, stage("value").values) === 0 && maxDiff(inside.output, stage("head output").values) === 0 &&
+    vRows === S && outRows === S, `after the softmax: v and A·v are POST /trace's value and head output, ${vRows} and ${outRows} rows shown`);
+  check(inside.parts === null && (kind !== "table" || !!(await page.$("#inside-parts-missing"))),
+    "layer 1: no content/position split (exact in layer 0 only)" + (kind === "table" ? ", and the page says so" : ""));
+  // Layer 0: the split, where the positions are added to the input (sinusoidal, learned).
+  await page.select("#pick-layer", "0");
+  await page.waitForFunction(() => { const i = window.ordoView.inside; return i.layer === 0 && i.head === 1; }, { timeout: 20000 });
+  const first = await page.evaluate(() => window.ordoView.inside);
+  if (kind === "table") {
+    const printed = execFileSync(ordo, ["attention", "--model", modelDir, "--layer", "0", "--head", "1", "--parts", sentence], { encoding: "utf8" });
+    const want = parseParts(printed, S), gaps = Object.keys(want).map((k) => maxDiff(first.parts[k], want[k]));
+    const maps = await page.$$eval("#inside-body [id^=inside-part-] canvas", (cs) => cs.length);
+    check(gaps.every((g) => g <= 5.1e-4) && maps === 4, `layer 0 head 1: the four parts of the scores are ordo attention --parts's ` +
+      `(largest gaps ${gaps.map((g) => g.toFixed(5)).join(", ")}), in ${maps} maps`);
+  } else {
+    check(first.parts === null && !(await page.$("#inside-parts")), `${kind}: no content/position split (the positions are not added to the input)`);
+  }
+  await page.select("#pick-layer", "1");
+  await page.waitForFunction(() => { const i = window.ordoView.inside; return i.layer === 1 && i.head === 1; }, { timeout: 20000 });
 
   // The switch: the other run's maps, and the inside asked again without positions.
   await page.click("label:has(input[value=without_pe])");

@@ -1,6 +1,7 @@
 // The page `ordo view` writes, in a real browser: Debian's Chromium, headless, driven by puppeteer-core.
 //
 //   node test_view.mjs PAGE.html [--layers L --heads H] [--predictions N] [--loads N] [--cpu] [--trace TRACE.json ...]
+//                      [--parts L,H,PARTS.txt] [--trained N] [--boxes [--boxes-shots DIR]]
 //                      [--screenshot FILE.png [--full-page | --shot-from CSS] [--shot-hover CSS] [--shot-head L,H]]
 //   node test_view.mjs --template TEMPLATE.html --data DATA.json --out PAGE.html [...]   (fill a template first)
 //
@@ -13,15 +14,22 @@
 // learned table only for a model that adds one; rope's angles t·θ_i; alibi's bias of every head); for
 // each --trace (the JSON of `ordo trace --json --inside L,H` for text A), picking that head shows in
 // section 2b the engine's numbers: for rope q and k before and after the rotation, for alibi the bias as
-// a step between the scores and the softmax; a screenshot is not blank. Prints the render time
+// a step between the scores and the softmax, the scores drawn relative to each row's largest in a hue with no
+// blue (the row's largest the darkest), and after the softmax v and A·v (the engine's value and head output
+// stages, and A·v = Σ_j A_ij v_j from the page's own numbers); for --parts L,H,FILE (the output of `ordo
+// attention --parts` for text A), that head's content/position split, cell by cell; --trained N: the
+// dashed line at position N on the maps and the row across section 4's table where a text is longer, none
+// where it is not; section 4's distance bars have a scale; --boxes: the layout (below); a screenshot is not blank. Prints the render time
 // (the median over --loads page loads) but does not judge it: speed belongs to measurements, not tests.
 // Exit 0 pass, 1 fail, 77 skip (no Chromium).
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { check, failures, launch, loadPuppeteer, openPage } from "./harness.mjs";
+import { check, failures, launch, loadPuppeteer, openPage, parseParts } from "./harness.mjs";
 
-const TOLERANCE = 1.01e-4; // two attention weights rounded to 4 decimals, each apart by at most 0.5e-4
+const TOLERANCE = 1.01e-4;
+// JSON has no −∞: a score of a key an alibi head does not see arrives as null.
+const unseenRows = (M) => M.map((row) => row.map((v) => (v === null ? -Infinity : v))); // two attention weights rounded to 4 decimals, each apart by at most 0.5e-4
 
 const args = process.argv.slice(2);
 const option = (name, fallback = null) => {
@@ -273,15 +281,152 @@ try {
       check(gapTo(cols(H2 * dh), q.values) > 1e-2, "... and the rotation moved them");
     }
     if (!bias) check(stepOrder === "inside-scores inside-weights", `2b: the scores, then the softmax (${stepOrder})`);
-    const weights = await numbersIn("#inside-weights");
+    // The numbers in the cells; a map of many pieces has cells too small for them: then the page's data.
+    let weights = await numbersIn("#inside-weights");
+    if (!weights.length) weights = await page.evaluate(() => window.ordoView.inside.weights.flat());
     const A = data.texts[0].with_pe.attention[L2][H2].flat();
     check(weights.length === A.length && weights.every((w, k) => Math.abs(w - A[k]) <= 1e-4 + 1e-9), "2b: its softmax is the head's map of section 3");
+    // After the softmax: v and A·v, printed with 3 decimals from values stored with 4.
+    const v = await tableIn("#inside-v"), out = await tableIn("#inside-output");
+    check(gapTo(v, stage("value").values) <= 5.6e-4 && gapTo(out, stage("head output").values) <= 5.6e-4,
+      `2b: v and A·v are the engine's value and head output (largest gaps ${gapTo(v, stage("value").values).toFixed(5)}, ` +
+      `${gapTo(out, stage("head output").values).toFixed(5)})`);
+    const W = data.texts[0].with_pe.attention[L2][H2], vs = stage("value").values;
+    const mixed = W.map((row) => vs[0].map((_, e) => row.reduce((sum, a, j) => sum + a * vs[j][e], 0)));
+    check(gapTo(mixed, stage("head output").values) <= 2e-3, "... and A·v is Σ_j A_ij v_j of the weights shown and v");
+    // The softmax's input, each row relative to its largest: that cell is the darkest colour, and no cell is blue.
+    const input = unseenRows(stage(bias ? "scaled scores + bias" : "scaled scores").values);
+    const colours = await page.$eval("#inside-" + (bias ? "biased" : "scores") + " canvas", (c) => {
+      const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      return Array.from({ length: c.height }, (_, r) => Array.from({ length: c.width }, (_, k) => [d[4 * (r * c.width + k)], d[4 * (r * c.width + k) + 1], d[4 * (r * c.width + k) + 2]]));
+    });
+    const darkest = input.every((row, r) => {
+      const j = row.indexOf(Math.max(...row));
+      return colours[r][j].join() === "153,0,13";
+    });
+    const blue = colours.flat().filter(([R, , B]) => B > R).length;
+    check(darkest && blue === 0, `2b: the softmax's input is drawn relative to each row's largest (darkest there: ${darkest}), ` +
+      `in a hue with no blue (${blue} blue cells)`);
+  }
+  // --parts L,H,FILE: the scores split into content and position, as `ordo attention --parts` prints them.
+  if (option("parts")) {
+    const [l, h, ...rest] = option("parts").split(","), file = rest.join(",");
+    await page.select("#pick-layer", l);
+    await page.select("#pick-head", h);
+    const S = data.texts[0].ids.length, want = parseParts(fs.readFileSync(file, "utf8"), S);
+    const got = await page.evaluate(() => window.ordoView.inside.parts);
+    const gaps = Object.keys(want).map((k) => gapTo(got[k], want[k]));
+    const maps = await page.$$eval("#inside-body [id^=inside-part-] canvas", (cs) => cs.length);
+    check(maps === 4 && gaps.every((g) => g <= 6e-4), `2b, layer ${l} head ${h}: the four parts of the scores are ` +
+      `ordo attention --parts's (largest gaps ${gaps.map((g) => g.toFixed(5)).join(", ")}), in ${maps} maps`);
+    const sum = got.content_content.map((row, i) => row.map((x, j) => x + got.content_position[i][j] + got.position_content[i][j] + got.position_position[i][j]));
+    check(gapTo(sum, data.inside.heads[l][h].scaled_scores) <= 3e-4, "... and they add up to the scaled scores");
+    await page.select("#pick-layer", "1");
+    const note = await page.$("#inside-parts-missing");
+    const none = await page.evaluate(() => window.ordoView.inside.parts === null);
+    check(none && !!note, "in layer 1 there is no split (it is exact in layer 0 only), and the page says so");
   }
   if (data.inside) {
     await page.click("label:has(input[value=without_pe])");
     const note = await page.$eval("#inside-body", (b) => b.textContent);
     check(/with positions only/.test(note), "2b in a file, without positions: says it carries the run with positions only");
     await page.click("label:has(input[value=with_pe])");
+  }
+
+  // --trained N: the training length marked where a text is longer than N, and nowhere else.
+  if (option("trained") !== null) {
+    const N = +option("trained");
+    check(data.model.training_length === N, `the data gives the training length ${data.model.training_length}, want ${N}`);
+    for (let t = 0; t < T; ++t) {
+      const S = data.texts[t].ids.length;
+      const marks = await page.$eval(`#big-${t}`, (b) => {
+        const cells = b.querySelector(".cells").getBoundingClientRect();
+        return [...b.querySelectorAll(".trained-mark")].map((m) => {
+          const r = m.getBoundingClientRect();
+          return m.classList.contains("row") ? ["row", (r.top + 1 - cells.top) / cells.height] : ["col", (r.left + 1 - cells.left) / cells.width];
+        });
+      });
+      const rowAt = await page.$$eval(`#output-tables tr[data-text="${t}"]`, (trs) => trs.findIndex((tr) => tr.previousElementSibling.classList.contains("trained-row")));
+      if (S > N)
+        check(marks.length === 2 && marks.every(([, f]) => Math.abs(f - N / S) < 0.01) && rowAt === N,
+          `text ${t} (${S} pieces): dashed lines at position ${N} of its map (${marks.map(([k, f]) => `${k} ${(f * S).toFixed(1)}`).join(", ")}), ` +
+          `and a row across section 4's table before piece ${rowAt}`);
+      else check(marks.length === 0 && rowAt === -1, `text ${t} (${S} pieces): no mark, it is within the training length`);
+    }
+  }
+  // Section 4's distances: a scale from 0 to the largest.
+  const scales = await page.$$eval("#output-tables .bar-scale", (ss) => ss.map((s) => [...s.children].map((c) => c.textContent)));
+  check(scales.length === T && scales.every((s, t) => s[0] === "0" && Math.abs(+s[2] - Math.max(...data.texts[t].outputs.distance)) < 0.1),
+    `section 4: each distance column has a scale, 0 .. the largest (${scales.map((s) => s.join(" ")).join("; ")})`);
+
+  // --boxes: the layout at 1280 × 800 and 1920 × 1080, with positions and without: no two pieces of text
+  // overlap (each text's own box, from a Range over it, cut to what its scrolling box shows), no text covers
+  // a map, no map or text leaves the page's width, the page does not scroll sideways, and the sticky bar
+  // stays one line high. --boxes-shots DIR keeps a screenshot of each case there.
+  if (option("boxes") !== null) {
+    for (const [w, h] of [[1280, 800], [1920, 1080]]) {
+      await page.setViewport({ width: w, height: h });
+      for (const run of ["with_pe", "without_pe"]) {
+        await page.click(`label:has(input[value=${run}])`);
+        await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+        const layout = await page.evaluate(() => {
+          const width = document.documentElement.clientWidth;
+          const visible = (e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== "hidden";
+          // What a box shows of a rectangle: cut by every ancestor that clips (overflow not visible).
+          const cut = (r, e) => {
+            let { left, top, right, bottom } = r;
+            for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+              if (getComputedStyle(a).overflowX === "visible" && getComputedStyle(a).overflowY === "visible") continue;
+              const c = a.getBoundingClientRect();
+              (left = Math.max(left, c.left)), (top = Math.max(top, c.top)), (right = Math.min(right, c.right)), (bottom = Math.min(bottom, c.bottom));
+            }
+            return right - left > 0.5 && bottom - top > 0.5 ? { left, top, right, bottom } : null;
+          };
+          const where = (e) => {
+            const s = e.closest("section, header, #controls, #live, footer");
+            return `${s ? "#" + (s.id || s.tagName.toLowerCase()) : "?"} ${e.tagName.toLowerCase()}${e.className && typeof e.className === "string" ? "." + e.className.split(" ")[0] : ""}`;
+          };
+          const texts = [];
+          const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+          for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            const e = n.parentElement;
+            if (!n.textContent.trim() || !e || e.closest("script, style, #tip, [hidden]") || !visible(e)) continue;
+            const range = document.createRange();
+            range.selectNodeContents(n);
+            for (const r of range.getClientRects()) {
+              const box = cut(r, e);
+              if (box) texts.push({ box, e, text: n.textContent.trim().slice(0, 24) });
+            }
+          }
+          const maps = [...document.querySelectorAll("main canvas")].filter((c) => visible(c) && !c.closest(".headview-box"))
+            .map((c) => ({ box: c.getBoundingClientRect(), e: c }));
+          const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+          const problems = [];
+          texts.sort((a, b) => a.box.top - b.box.top);
+          for (let i = 0; i < texts.length && problems.length < 6; ++i)
+            for (let k = i + 1; k < texts.length && texts[k].box.top < texts[i].box.bottom; ++k)
+              if (texts[i].e !== texts[k].e && overlap(texts[i].box, texts[k].box))
+                problems.push(`text "${texts[i].text}" (${where(texts[i].e)}) overlaps "${texts[k].text}" (${where(texts[k].e)})`);
+          for (const t of texts) {
+            if (t.box.right > width + 0.5 || t.box.left < -0.5) problems.push(`text "${t.text}" (${where(t.e)}) leaves the page: ${t.box.left.toFixed(0)} .. ${t.box.right.toFixed(0)} of ${width}`);
+            for (const m of maps)  // a map's own numbers are inside it by design
+              if (!t.e.closest(".cells") && overlap(t.box, m.box)) problems.push(`text "${t.text}" (${where(t.e)}) covers a map (${where(m.e)})`);
+          }
+          maps.forEach((m, i) => maps.slice(i + 1).forEach((n) => {
+            if (overlap(m.box, n.box)) problems.push(`two maps overlap (${where(m.e)}, ${where(n.e)})`);
+          }));
+          for (const m of maps)
+            if (m.box.right > width + 0.5 || m.box.left < -0.5) problems.push(`a map (${where(m.e)}) leaves the page: ${m.box.left.toFixed(0)} .. ${m.box.right.toFixed(0)} of ${width}`);
+          if (document.documentElement.scrollWidth > width) problems.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} px wide in ${width}`);
+          return { problems: problems.slice(0, 12), texts: texts.length, maps: maps.length, bar: document.getElementById("controls").offsetHeight };
+        });
+        check(layout.problems.length === 0, `${w} × ${h}, ${run}: ${layout.texts} pieces of text and ${layout.maps} maps, none overlapping, ` +
+          `none off the page${layout.problems.length ? ":\n  " + layout.problems.join("\n  ") : ""}`);
+        check(layout.bar <= 60, `${w} × ${h}, ${run}: the sticky bar is ${layout.bar} px high (at most 60: it hides no heading)`);
+        if (option("boxes-shots")) await page.screenshot({ path: path.join(option("boxes-shots"), `boxes-${w}-${run}.png`), fullPage: true });
+      }
+    }
+    await page.setViewport({ width: 1280, height: 900 });
   }
 
   // A screenshot, with positions, that is not blank: many colours, much of it not white.

@@ -11,7 +11,8 @@
 //              (as `ordo attention` prints them); every other number is the float as computed
 //   model      { name, d_model, n_heads, head_dim, d_ff, n_layers, norm: "post-LN" | "pre-LN", final_norm,
 //                activation, positional_encoding: "sinusoidal" | "learned" | "none", pe_layout, pe_base,
-//                scale_embedding, masked_lm }
+//                scale_embedding, masked_lm, training_length: the pieces per text it was trained on
+//                (training.json's max_len) | null }: maps and section 4 mark it where a text is longer
 //   texts      one or two (A, B) of {
 //                text, pieces: [S] strings, ids: [S] ints,
 //                with_pe:    { attention: [L][H][S][S] (row = query, column = key; a row sums to 1),
@@ -29,9 +30,13 @@
 //   inside     null (POST /view: the live page asks POST /attention instead) | { text: 0, run: "with_pe", heads: [L][H] of
 //                null (not carried: text A has more than 64 pieces, and only layer 0 head 0 is) | {
 //                q, k: [S][dh], scaled_scores: [S][S] the softmax's input, weights: [S][S],
-//                equations: { scaled_scores, weights },
+//                v: [S][dh] each piece's value, output: [S][dh] A·v, what the head hands on,
+//                equations: { scaled_scores, weights, v, output },
 //                rope:  null | { equation, q_before, k_before: [S][dh] q and k before the rotation },
-//                alibi: null | { equation, bias: [S][S] b_ij, scores: [S][S] q·k/√dh before the bias } } }
+//                alibi: null | { equation, bias: [S][S] b_ij, scores: [S][S] q·k/√dh before the bias },
+//                parts: null | { content_content, content_position, position_content, position_position:
+//                  [S][S] } the scaled scores split by where q and k come from (ordo attention --parts),
+//                  exact in layer 0 of a post-LN model that adds its positions to the input, else null } } }
 //              the chosen head of text A from the inside, with positions; numbers rounded to `decimals`.
 //              POST /attention answers the same fields (and text, layer, head, positions, pieces, ids).
 //   compare    null (one text) | { same_tokens_reordered, cosine: { with_pe, without_pe },
@@ -43,7 +48,7 @@
 //   live       true when `ordo serve` sent the page (absent in a page written by `ordo view --html`): the
 //              page then shows text boxes, asks the server for fresh data as the reader types (POST /view,
 //              the same JSON), and shows the chosen head from the inside (POST /attention: q, k, the
-//              scaled scores q·k/√dh and their softmax)
+//              scaled scores q·k/√dh, their softmax, v and A·v; in layer 0 the scores split into content and position)
 //
 // For tests, window.ordoView = { data, state, setRun, shown, permutationGap, scriptMs, renderMs, updates,
 // updateMs, inside }: scriptMs the time this script took to draw the page, renderMs the time from the start
@@ -90,6 +95,9 @@ const side = (px, cells) => (cells < px ? cells * Math.round(px / cells) : cells
 const quote = (t) => `${letter(t) ? letter(t) + ": " : ""}“${[...texts[t].text].length > 60 ? [...texts[t].text].slice(0, 57).join("") + "…" : texts[t].text}”`;
 const fixed = (v) => v.toFixed(data.decimals); // a stored value, all its digits
 const letter = (t) => (texts.length > 1 ? "AB"[t] : "");
+// The pieces per text the model was trained on (0: not known); maps mark it with a dashed line.
+const trained = () => model.training_length || 0;
+const longerThanTrained = () => trained() > 0 && texts.some((x) => x.pieces.length > trained());
 
 // How a piece is labelled: sentencepiece's "▁" marks a word's first piece; it is dropped, and a piece
 // inside a word gets a leading "·". Control and byte pieces ("<mask>", "<0xE2>") stay as they are.
@@ -103,6 +111,11 @@ function label(piece) {
 
 const SEQUENTIAL = [[255, 255, 255], [158, 202, 225], [33, 113, 181], [8, 48, 107]]; // 0 → 1
 const DIVERGING = [[5, 48, 97], [67, 147, 195], [247, 247, 247], [214, 96, 77], [103, 0, 31]]; // −1 → 1
+// The scores before the softmax, each row relative to its largest: a hue of their own (no blue), so a
+// score is never read as a weight. From far below the row's largest (pale) to the largest (dark).
+const BELOW_MAX = [[255, 247, 236], [253, 187, 132], [239, 101, 72], [153, 0, 13]]; // −span → 0
+// The content/position parts of the scores: purple (negative) to green (positive), no blue either.
+const PARTS = [[64, 0, 75], [153, 112, 171], [247, 247, 247], [90, 174, 97], [0, 68, 27]]; // −1 → 1
 
 function ramp(stops, f) {
   const x = Math.min(1, Math.max(0, Number.isFinite(f) ? f : 0.5)) * (stops.length - 1);
@@ -207,7 +220,8 @@ function heatmap(opts) {
   const cells = el("div", { class: "cells", style: `width: ${width}px; height: ${height}px` }, canvas, mark);
   const root = el("div", { class: "heatmap" });
 
-  const showCols = opts.colLabels && cellW >= 11, showRows = opts.rowLabels && cellH >= 11;
+  // Labels of 12 px type need cells of 13 px or more, or they run into their neighbours.
+  const showCols = opts.colLabels && cellW >= 13, showRows = opts.rowLabels && cellH >= 13;
   if (showCols || showRows) {
     // Column labels read across when the longest fits its cell, else upwards.
     const across = showCols && Math.max(...opts.colLabels.map((s) => s.length)) * 7.5 + 4 <= cellW;
@@ -228,6 +242,13 @@ function heatmap(opts) {
     cells.append(el("div", { class: "numbers" }, ...numbers));
   }
 
+  // The training length: a dashed line before position opts.mark, across the rows and down the columns
+  // (opts.markRowsOnly: rows only, for a map whose columns are not positions), where the map has more.
+  const N = opts.mark || 0;
+  if (N > 0 && N < rows) cells.append(el("div", { class: "trained-mark row", style: `top: ${N * cellH - 1}px` }));
+  if (N > 0 && N < cols && !opts.markRowsOnly)
+    cells.append(el("div", { class: "trained-mark col", style: `left: ${N * cellW - 1}px` }));
+
   const ctx = canvas.getContext("2d");
   let values = null;
   function draw(matrix) {
@@ -235,7 +256,7 @@ function heatmap(opts) {
     const img = ctx.createImageData(cols, rows);
     for (let r = 0; r < rows; ++r)
       for (let c = 0; c < cols; ++c) {
-        const [R, G, B] = opts.colour(matrix[r][c]);
+        const [R, G, B] = opts.colourAt ? opts.colourAt(r, c, matrix[r][c]) : opts.colour(matrix[r][c]);
         const p = 4 * (r * cols + c);
         (img.data[p] = R), (img.data[p + 1] = G), (img.data[p + 2] = B), (img.data[p + 3] = 255);
       }
@@ -244,7 +265,8 @@ function heatmap(opts) {
       numbers.forEach((n, k) => {
         const v = matrix[Math.floor(k / cols)][k % cols];
         n.textContent = opts.format ? opts.format(v) : fixed(v).replace(/^(-?)0\./, "$1.");
-        n.className = (opts.dark ? opts.dark(v) : Math.abs(v) > 0.55) ? "light" : "";
+        const r = Math.floor(k / cols), c = k % cols;
+        n.className = (opts.darkAt ? opts.darkAt(r, c, v) : opts.dark ? opts.dark(v) : Math.abs(v) > 0.55) ? "light" : "";
       });
   }
   function markRow(r) {
@@ -322,10 +344,11 @@ function headView(t) {
   const queryMark = svgEl("rect", { class: "query-mark", x: 2, width: xl - 2, height: rowH, visibility: "hidden" });
   const left = svgEl("g"), right = svgEl("g");
   const y = (i) => top + i * rowH + rowH / 2;
+  const N = trained(), marks = N > 0 && N < S ? [svgEl("line", { class: "trained-line", x1: 0, x2: width, y1: top + N * rowH, y2: top + N * rowH })] : [];
   const svg = svgEl("svg", { class: "headview", width, height, viewBox: `0 0 ${width} ${height}` },
     svgEl("text", { x: xl - 6, y: 14, "text-anchor": "end", class: "axis" }, "query"),
     svgEl("text", { x: xr + 6, y: 14, class: "axis" }, "key"),
-    queryMark, keyMarks, left, right, values);
+    queryMark, keyMarks, ...marks, left, right, values);
   const dpr = window.devicePixelRatio || 1;
   const canvas = el("canvas", { width: Math.round(width * dpr), height: Math.round(height * dpr),
     style: `width: ${width}px; height: ${height}px` });
@@ -402,17 +425,26 @@ function buildBigMaps() {
     const S = x.pieces.length, size = side(Math.max(180, Math.min(420, 40 * S)), S);
     const names = order(t).map((i) => label(x.pieces[i]));
     const map = heatmap({
-      rows: S, cols: S, width: size, height: size, colour: attentionColour, numbers: true,
+      rows: S, cols: S, width: size, height: size, colour: attentionColour, numbers: true, mark: trained(),
       rowLabels: names, colLabels: names, corner: "key →\nquery ↓",
       tip: (r, c, v) => `${headName()}: ${names[r]} (${order(t)[r]}) looks at ${names[c]} (${order(t)[c]}): ${fixed(v)}`,
       onRow: (r) => setHover(t, r === null ? null : order(t)[r]),
     });
     const box = document.getElementById(`big-${t}`);
     box.replaceChildren(el("div", { class: "big-title" }, headName()), map.root,
-      el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "attention weight"), colourBar(SEQUENTIAL, 0, 1)));
+      ...[el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "attention weight"), colourBar(SEQUENTIAL, 0, 1)),
+        trainedNote(S)].filter((e) => e));
     map.title = box.firstChild;
     return map;
   });
+}
+
+// Under a map longer than the training length: what its dashed line marks.
+function trainedNote(S) {
+  return trained() > 0 && S > trained()
+    ? el("p", { class: "muted trained-note" }, `Dashed line: the training length, ${trained()} pieces. ` +
+      `The model never saw a position past it; the rows and columns beyond are positions ${trained()} .. ${S - 1}.`)
+    : null;
 }
 
 const headName = () => `layer ${state.layer}, head ${state.head}, ${RUNS[state.run]}`;
@@ -433,16 +465,21 @@ function renderGrids() {
   document.getElementById("attention-bar").replaceChildren(colourBar(SEQUENTIAL, 0, 1));
   const box = document.getElementById("grids");
   box.replaceChildren();
-  const near = Math.max(72, Math.min(120, Math.floor(860 / model.n_heads / texts.length)));
+  // Each text's grid in its share of the page's width (the texts side by side, 40 px apart): a layer's
+  // name, then the heads' maps, each with 6 px between and a 2 px frame; a whole number of pixels per
+  // cell, rounded down so that the row fits.
+  const width = box.clientWidth || document.documentElement.clientWidth - 48;
+  const share = (width - 40 * (texts.length - 1)) / texts.length - 60 - 10 * model.n_heads;
+  const near = Math.max(48, Math.min(120, Math.floor(share / model.n_heads)));
   panels = texts.map((x, t) => {
-    const S = x.pieces.length, size = side(near, S);
+    const S = x.pieces.length, size = S < near ? S * Math.floor(near / S) : near;
     const grid = el("div", { class: "grid", style: `grid-template-columns: auto repeat(${model.n_heads}, ${size}px)` },
       el("span"), ...range(model.n_heads).map((h) => el("span", { class: "head-name" }, `head ${h}`)));
     const rows = range(model.n_layers).map((l) => {
       grid.append(el("span", { class: "layer-name" }, `layer ${l}`));
       return range(model.n_heads).map((h) => {
         const map = heatmap({
-          rows: S, cols: S, width: size, height: size, colour: attentionColour,
+          rows: S, cols: S, width: size, height: size, colour: attentionColour, mark: trained(),
           tip: (r, c, v) => {
             const o = order(t);
             return `layer ${l}, head ${h}: ${label(x.pieces[o[r]])} (${o[r]}) looks at ${label(x.pieces[o[c]])} (${o[c]}): ${fixed(v)}`;
@@ -455,7 +492,7 @@ function renderGrids() {
         return { root: panel, map };
       });
     });
-    box.append(el("div", { class: "side" }, el("h3", { class: `text-${t}` }, quote(t)), grid));
+    box.append(el("div", { class: "side" }, el("h3", { class: `text-${t}` }, quote(t)), grid, trainedNote(S)));
     return rows;
   });
 }
@@ -483,6 +520,18 @@ function bar(v, max, cls = "") {
   return el("span", { class: `vbar ${cls}`, style: `width: ${Math.round((80 * Math.min(v, max)) / (max || 1))}px` });
 }
 
+// The scale of a column of bars: 0 at the left, `max` at 80 px, and their middle.
+function barScale(max, digits) {
+  return el("span", { class: "bar-scale" }, ...[0, 0.5, 1].map((f) =>
+    el("span", { style: `left: ${80 * f}px` }, f ? (max * f).toFixed(digits) : "0")));
+}
+
+// A row across a table before the first piece past the training length.
+function trainedRow(columns) {
+  return el("tr", { class: "trained-row" }, el("td", { colspan: columns },
+    `training length ${trained()}: the model never saw a position past here`));
+}
+
 function renderOutputs() {
   const box = document.getElementById("output-tables");
   box.replaceChildren();
@@ -494,14 +543,15 @@ function renderOutputs() {
       el("p", { class: "muted" }, `Mean-pooled vectors: cosine ${o.pooled_cosine.toFixed(4)}. Per piece: the cosine between ` +
         "its two output vectors, and how far apart they are."),
       el("table", { class: "numbers-table" },
-        el("tr", {}, el("th", {}, "#"), el("th", {}, "piece"), el("th", {}, "cosine"), el("th", { colspan: 2 }, "distance")),
-        ...x.pieces.map((p, i) => {
+        el("tr", {}, el("th", {}, "#"), el("th", {}, "piece"), el("th", {}, "cosine"), el("th", {}, "distance"),
+          el("th", {}, barScale(max, max >= 10 ? 1 : 2))),
+        ...x.pieces.flatMap((p, i) => {
           const tr = el("tr", { "data-text": t, "data-token": i }, el("td", {}, String(i)), el("td", {}, label(p)),
             el("td", { class: "num" }, o.cosine[i].toFixed(4)), el("td", { class: "num" }, o.distance[i].toFixed(3)),
             el("td", {}, bar(o.distance[i], max)));
           tr.addEventListener("mouseenter", () => setHover(t, i));
           tr.addEventListener("mouseleave", () => setHover(t, null));
-          return tr;
+          return i === trained() && i > 0 ? [trainedRow(5), tr] : [tr];
         }))));
   });
 }
@@ -537,7 +587,8 @@ function renderCompare() {
   const max = Math.max(...c.tokens.map((m) => m.moved_with_pe));
   box.append(el("p", {}, "Per piece: how far its output vector moved between A and B (L2 distance)."),
     el("table", { class: "numbers-table" },
-      el("tr", {}, el("th", {}, "piece"), el("th", {}, "in A"), el("th", {}, "in B"), el("th", { colspan: 2 }, "with positions"), el("th", { colspan: 2 }, "without positions")),
+      el("tr", {}, el("th", {}, "piece"), el("th", {}, "in A"), el("th", {}, "in B"), el("th", {}, "with positions"),
+        el("th", {}, barScale(max, max >= 10 ? 1 : 2)), el("th", {}, "without positions"), el("th", {}, barScale(max, max >= 10 ? 1 : 2))),
       ...c.tokens.map((m) => {
         const tr = el("tr", {}, el("td", {}, label(m.piece)), el("td", { class: "num" }, String(m.position_a)), el("td", { class: "num" }, String(m.position_b)),
           el("td", { class: "num" }, num(m.moved_with_pe)), el("td", {}, bar(m.moved_with_pe, max)),
@@ -571,13 +622,13 @@ function renderPositions() {
   const positions = range(N).map(String);
   const table = heatmap({
     rows: N, cols: d, width: Math.max(256, Math.min(640, 6 * d)), height: rowH * N, colour: signedColour,
-    rowLabels: positions, tip: (t, j, v) => `PE(t = ${t}, dim ${j}) = ${fixed(v)}`,
+    rowLabels: positions, mark: trained(), markRowsOnly: true, tip: (t, j, v) => `PE(t = ${t}, dim ${j}) = ${fixed(v)}`,
   });
   table.root.id = "pe-table";
   table.draw(P.table);
   const square = side(Math.max(160, Math.min(360, 16 * N)), N);
   const similarity = heatmap({
-    rows: N, cols: N, width: square, height: square, colour: signedColour, rowLabels: positions, colLabels: positions,
+    rows: N, cols: N, width: square, height: square, colour: signedColour, rowLabels: positions, colLabels: positions, mark: trained(),
     tip: (s, t, v) => `cos(PE(${s}), PE(${t})) = ${fixed(v)}`,
   });
   similarity.root.id = "pe-similarity";
@@ -613,6 +664,7 @@ function renderRope(box, P) {
   const rowH = Math.max(3, Math.min(18, Math.floor(360 / N)));
   const angles = heatmap({
     rows: N, cols: pairs, width: Math.max(160, Math.min(640, 40 * pairs)), height: rowH * N, colour: (a) => signedColour(wrap(a) / Math.PI),
+    mark: trained(), markRowsOnly: true,
     numbers: true, format: (a) => a.toFixed(2), dark: (a) => Math.abs(wrap(a)) > 0.55 * Math.PI,
     rowLabels: range(N).map(String), colLabels: range(pairs).map(String), corner: "pair i →\nt ↓",
     tip: (t, i, a) => `position t = ${t}, pair i = ${i}: t·θ_i = ${a.toFixed(4)} rad (${wrap(a).toFixed(4)} after whole turns)`,
@@ -823,7 +875,9 @@ function showCarriedInside() {
 }
 
 // q and k; for rope, before and after their rotation; then the maps from the scores to the softmax, with
-// alibi's bias as a step of its own. Every number is the engine's (POST /attention or data.inside).
+// alibi's bias as a step of its own; in layer 0 of a model that adds its positions, the scores split into
+// content and position; after the softmax, v and A·v. Every number is the engine's (POST /attention or
+// data.inside); the page computes only each row's largest score, to draw the scores relative to it.
 function drawInside() {
   const j = inside.data, box = document.getElementById("inside-body");
   const S = j.pieces.length, dh = j.q[0].length, names = j.pieces.map(label);
@@ -831,22 +885,36 @@ function drawInside() {
     el("tr", {}, el("th", {}, "piece"), ...range(dh).map((e) => el("th", {}, `${name}${e}`))),
     ...M.map((row, i) => el("tr", {}, el("td", {}, `${i} ${names[i]}`), ...row.map((v) => el("td", { class: "num" }, v.toFixed(3)))))));
   const size = side(Math.max(160, Math.min(320, 40 * S)), S);
-  // One step's map: its own colour scale, symmetric about 0 (the weights: 0 .. 1).
-  const step = (id, title, equation, M, what, format) => {
-    const big = largest(M), weights = id === "weights";
+  const scoreText = (v) => (v === -Infinity ? "−∞" : v.toFixed(Math.abs(v) >= 10 ? 0 : Math.abs(v) >= 1 ? 1 : 2));
+  const tipText = (what, note = () => "") => (r, c, v) =>
+    `${what}, query ${names[r]} (${r}), key ${names[c]} (${c})${note(r, v)}: ${v === -Infinity ? "−∞ (not seen: weight 0)" : v.toFixed(4)}`;
+  const legend = (what, bar) => el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, what), bar);
+  const step = (id, title, equation, map, legendRow) =>
+    el("div", { class: "side step", id: `inside-${id}` }, el("h3", {}, title), el("p", { class: "equation" }, equation), map.root, legendRow);
+  // A map before the softmax: each cell's colour says how far below its row's largest value it is (the
+  // softmax sees only that: adding a number to a whole row changes no weight); the cell prints the value.
+  const belowMax = (id, title, equation, M, what, format) => {
+    const top = M.map((row) => Math.max(...row.filter(Number.isFinite)));
+    const gaps = M.flatMap((row, r) => row.filter(Number.isFinite).map((v) => top[r] - v));
+    const span = Math.max(1e-6, ...gaps);
+    const f = (r, v) => (Number.isFinite(v) ? 1 - (top[r] - v) / span : null);
     const map = heatmap({ rows: S, cols: S, width: size, height: size, numbers: true, rowLabels: names, colLabels: names,
-      colour: weights ? attentionColour : scoreColour(big), corner: "key →\nquery ↓",
-      format: weights ? null : format || ((v) => (v === -Infinity ? "−∞" : v.toFixed(Math.abs(v) >= 10 ? 0 : Math.abs(v) >= 1 ? 1 : 2))),
-      dark: weights ? null : darkScore(big),
-      tip: (r, c, v) => `${what}, query ${names[r]} (${r}), key ${names[c]} (${c}): ${v === -Infinity ? "−∞ (not seen: weight 0)" : v.toFixed(4)}` });
+      mark: trained(), corner: "key →\nquery ↓", format: format || scoreText,
+      colourAt: (r, c, v) => (f(r, v) === null ? UNSEEN : ramp(BELOW_MAX, f(r, v))),
+      darkAt: (r, c, v) => f(r, v) !== null && f(r, v) > 0.55,
+      tip: tipText(what, (r, v) => (Number.isFinite(v) ? `, ${(v - top[r]).toFixed(4)} from its row's largest` : "")) });
     map.draw(M);
-    return el("div", { class: "side step", id: `inside-${id}` }, el("h3", {}, title), el("p", { class: "equation" }, equation), map.root,
-      el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, what),
-        weights ? colourBar(SEQUENTIAL, 0, 1) : colourBar(DIVERGING, -big, big)));
+    return step(id, title, equation, map, legend(`${what} − its row's largest`, colourBar(BELOW_MAX, -span, 0)));
+  };
+  const weightsStep = (n) => {
+    const map = heatmap({ rows: S, cols: S, width: size, height: size, numbers: true, rowLabels: names, colLabels: names,
+      mark: trained(), colour: attentionColour, corner: "key →\nquery ↓", tip: tipText("attention weight") });
+    map.draw(j.weights);
+    return step("weights", `${n}. softmax of each row`, j.equations.weights, map, legend("attention weight", colourBar(SEQUENTIAL, 0, 1)));
   };
   const parts = [el("p", {}, `Layer ${j.layer}, head ${j.head} of A, ${j.positions ? "with" : "without"} positions: each piece's ` +
-    `query q and key k (dh = ${dh}), the scores of every query (row) with every key (column), and their softmax along ` +
-    "each row, the weights of the maps above.")];
+    `query q and key k (dh = ${dh}), the scores of every query (row) with every key (column), their softmax along ` +
+    "each row (the weights of the maps above), and what the head does with the weights: it mixes the pieces' values v.")];
   if (j.rope) {
     parts.push(el("p", {}, "Rope acts here, on q and k, before any score: ", el("span", { class: "equation" }, j.rope.equation),
       ". The position is in the angle, so q_i·k_j depends on the pieces and on i − j only."),
@@ -857,17 +925,58 @@ function drawInside() {
   } else {
     parts.push(el("h3", {}, "q, one row per piece"), vectors("q", "q", j.q), el("h3", {}, "k, one row per piece"), vectors("k", "k", j.k));
   }
+  parts.push(el("p", { class: "muted" }, "The maps before the softmax are drawn in reds, each row relative to its own largest value " +
+    "(dark: the row's largest; pale: far below it), since the softmax sees only those differences; the number in a cell is the " +
+    "value itself. The weights after the softmax keep the blues of every other map on this page."));
   const steps = [];
   if (j.alibi) {
-    steps.push(step("scores", "1. q·k/√dh", "s_ij = q_i · k_j / √dh", j.alibi.scores, "score"),
-      step("bias", "2. + ALiBi's bias", j.alibi.equation, unseen(j.alibi.bias), "bias b_ij", biasText),
-      step("biased", "3. = the softmax's input", j.equations.scaled_scores, unseen(j.scaled_scores), "score + bias"));
+    steps.push(belowMax("scores", "1. q·k/√dh", "s_ij = q_i · k_j / √dh", j.alibi.scores, "score"),
+      belowMax("bias", "2. + ALiBi's bias", j.alibi.equation, unseen(j.alibi.bias), "bias b_ij", biasText),
+      belowMax("biased", "3. = the softmax's input", j.equations.scaled_scores, unseen(j.scaled_scores), "score + bias"));
   } else {
-    steps.push(step("scores", "1. q·k/√dh", j.equations.scaled_scores, j.scaled_scores, "score"));
+    steps.push(belowMax("scores", "1. q·k/√dh", j.equations.scaled_scores, j.scaled_scores, "score"));
   }
-  steps.push(step("weights", `${steps.length + 1}. softmax of each row`, j.equations.weights, j.weights, "attention weight"));
+  steps.push(weightsStep(steps.length + 1));
   parts.push(el("div", { class: "sides steps" }, ...steps));
+  if (j.parts) parts.push(...drawParts(j, names));
+  else if (j.layer > 0 && model.positional_encoding !== "none" && ["sinusoidal", "learned"].includes(model.positional_encoding))
+    parts.push(el("p", { class: "muted", id: "inside-parts-missing" }, "The split of the scores into content and position is " +
+      "shown for layer 0, where it is exact: from layer 1 on, every vector has mixed content and positions (ordo attention --parts " +
+      "prints the same split for any layer, taking the run without positions as the content)."));
+  parts.push(el("h3", {}, "After the softmax: each piece's value v, and the head's output A·v"),
+    el("p", {}, "The weights mix the values: row i of the output is Σ_j A_ij v_j, each piece's value weighted by how much " +
+      "piece i looks at it. ", el("span", { class: "equation" }, j.equations.output), ". The heads' outputs, side by side, go " +
+      "through W_o and are added to the input (the residual)."),
+    el("h3", {}, `v, one row per piece (${j.equations.v})`), vectors("v", "v", j.v),
+    el("h3", {}, "A·v, one row per piece: what this head hands on"), vectors("output", "o", j.output));
   box.replaceChildren(...parts);
+}
+
+// Layer 0 with positions added to the input: the scores split by where q and k come from. The four maps
+// share one colour scale; added, they are step 1's scores.
+function drawParts(j, names) {
+  const S = names.length, P = j.parts, size = side(Math.max(120, Math.min(200, 32 * S)), S); // four to a row
+  const list = [["content_content", "content · content", "q_c·k_c/√dh: the pieces alone"],
+    ["content_position", "content · position", "q_c·k_p/√dh: piece i's query, key j's position"],
+    ["position_content", "position · content", "q_p·k_c/√dh: query i's position, piece j's key"],
+    ["position_position", "position · position", "q_p·k_p/√dh: the two positions alone"]];
+  const big = Math.max(1e-6, ...list.map(([k]) => largest(P[k])));
+  const maps = list.map(([k, title, equation]) => {
+    const map = heatmap({ rows: S, cols: S, width: size, height: size, numbers: true, rowLabels: names, colLabels: names,
+      mark: trained(), corner: "key →\nquery ↓", colour: (v) => ramp(PARTS, (v / big + 1) / 2),
+      format: (v) => v.toFixed(Math.abs(v) >= 10 ? 0 : Math.abs(v) >= 1 ? 1 : 2), dark: (v) => Math.abs(v / big) > 0.55,
+      tip: (r, c, v) => `${title}, query ${names[r]} (${r}), key ${names[c]} (${c}): ${v.toFixed(4)}` });
+    map.draw(P[k]);
+    return el("div", { class: "side part", id: `inside-part-${k.replace("_", "-")}` }, el("h3", {}, title),
+      el("p", { class: "equation" }, equation), map.root);
+  });
+  return [el("h3", { id: "inside-parts" }, "The scores split: content and position (layer 0, exact)"),
+    el("p", {}, `In layer 0 each input is x_t = E[id_t]${model.scale_embedding ? "·√d" : ""} + PE(t), and q, k are linear in it: ` +
+      "q = q_c + q_p with q_c the piece's part (the same run without positions) and q_p = PE(t)·W_qᵀ its position's, likewise k. " +
+      "So q·k splits into four parts exactly, and they add up to step 1's scores (the numbers of ordo attention --parts). " +
+      "Where a row's largest parts sit says what the head follows: places (the position parts) or pieces (content · content)."),
+    el("div", { class: "sides steps" }, ...maps),
+    el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "part of the score"), colourBar(PARTS, -big, big))];
 }
 
 const live = { asked: 0, updates: 0, updateMs: null, timer: null };
@@ -920,6 +1029,17 @@ function startLive() {
 renderHeader();
 renderAll();
 if (data.live) startLive();
+// Section 3's maps take their size from the page's width: drawn again when the width changes.
+let laidOutWidth = document.documentElement.clientWidth, relayout = 0;
+window.addEventListener("resize", () => {
+  cancelAnimationFrame(relayout);
+  relayout = requestAnimationFrame(() => {
+    if (document.documentElement.clientWidth === laidOutWidth) return;
+    laidOutWidth = document.documentElement.clientWidth;
+    renderGrids();
+    update();
+  });
+});
 
 window.ordoView = {
   get data() { return data; }, state, setRun, shown, permutationGap, scriptMs: performance.now() - started, renderMs: null,
