@@ -180,6 +180,18 @@ def test_endpoints(s, ordo, model):
         e = [math.exp(v - m) for v in srow]
         worst = max(worst, max(abs(x / sum(e) - w) for x, w in zip(e, wrow)))
     check(worst < 1e-5, f"/attention: weights = softmax(scaled_scores) (max |diff| {worst:.2g})")
+    same(att["v"], stage["value"], "/attention v = its value")
+    same(att["output"], stage["head output"], "/attention output = its head output, A v")
+    check(att["parts"] is None, "/attention: no content/position split in layer 1")
+    # Layer 0: the split of `ordo attention --parts`; the four parts add up to the scaled scores.
+    att0 = s.post("/attention", {"text": text, "layer": 0, "head": 1})[1]
+    parts = att0["parts"]
+    worst = max(abs(sum(parts[k][i][j] for k in parts) - att0["scaled_scores"][i][j])
+                for i in range(len(att0["pieces"])) for j in range(len(att0["pieces"])))
+    check(sorted(parts) == ["content_content", "content_position", "position_content", "position_position"]
+          and worst < 1e-3, f"/attention layer 0: the scores split in four parts that add up to them (max |diff| {worst:.2g})")
+    check(s.post("/attention", {"text": text, "layer": 0, "head": 1, "positions": False})[1]["parts"] is None,
+          "/attention without positions: no split")
 
     with tempfile.TemporaryDirectory() as tmp:
         page = os.path.join(tmp, "view.html")
