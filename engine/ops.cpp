@@ -83,14 +83,9 @@ void activation(float* x, size_t n, Activation act) {
     if (act == Activation::ReLU) {
       for (size_t i = 0; i < len; ++i) xi[i] = std::max(xi[i], 0.0f);
     } else if (act == Activation::GELUTanh) {
-      const float c = 0.79788456080286536f;  // √(2/π)
-      for (size_t i = 0; i < len; ++i) {
-        const float v = xi[i];
-        xi[i] = 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
-      }
+      gelu_tanh(xi, len);
     } else {
-      const float inv_sqrt2 = 0.70710678118654752f;
-      for (size_t i = 0; i < len; ++i) xi[i] = 0.5f * xi[i] * (1.0f + std::erf(xi[i] * inv_sqrt2));
+      gelu(xi, len);
     }
   });
 }

@@ -130,7 +130,11 @@ std::string kernels_chosen() {
     s += "ordo's AVX2 small-M kernel up to 16 rows, OpenBLAS's sgemm above\n";
   else
     s += "OpenBLAS's sgemm\n";
-  s += std::string("softmax, LayerNorm: ") + (have_gemm() ? "AVX-512" : "plain loops") + "\n";
+  s += std::string("softmax, LayerNorm: ") +
+       (level == Isa::Avx512 ? "AVX-512"
+        : level == Isa::Avx2 ? "AVX2"
+                             : "plain loops") +
+       "; GELU: " + (level == Isa::Scalar ? "plain loops" : "AVX2") + "\n";
   if (!have_onednn()) return s + "int8, bf16 products: none (this build has no oneDNN)\n";
   s += "int8 products: " + reduced_kernel_name(ComputeType::Int8) + "\n";
   try {

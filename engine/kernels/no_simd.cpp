@@ -61,6 +61,18 @@ void bf16_dot_linear(float*, const uint16_t*, const PackedBf16&, const float*, i
 }  // namespace avx512
 
 namespace avx2 {
+void softmax_row(float*, int) {
+  none("avx2::softmax_row");
+}
+void layer_norm_row(float*, const float*, const float*, const float*, const float*, int, float) {
+  none("avx2::layer_norm_row");
+}
+void gelu(float*, size_t) {
+  none("avx2::gelu");
+}
+void gelu_tanh(float*, size_t) {
+  none("avx2::gelu_tanh");
+}
 void linear_small_m(float*, const float*, const float*, const float*, int, int, int) {
   none("avx2::linear_small_m");
 }

@@ -8,28 +8,30 @@
 namespace ordo {
 
 namespace {
-bool at_avx512() {
-  static const bool yes = isa_at_least(Isa::Avx512);
-  return yes;
+Isa level() {
+  static const Isa at = isa_level();
+  return at;
 }
 }  // namespace
 
-// Without AVX-512: the same steps one float at a time; LayerNorm's sums in double.
+// Below AVX2: the same steps one float at a time; the softmax's and LayerNorm's sums in double.
 
 void softmax_row(float* row, int valid) {
-  if (at_avx512()) return avx512::softmax_row(row, valid);
+  if (level() == Isa::Avx512) return avx512::softmax_row(row, valid);
+  if (level() == Isa::Avx2) return avx2::softmax_row(row, valid);
   const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
-  float sum = 0.0f;
+  double sum = 0.0;
   for (int j = 0; j < valid; ++j) {
     row[j] = std::exp(row[j] - max);
     sum += row[j];
   }
-  const float inv = 1.0f / sum;  // sum ≥ 1: the max term contributes exp(0)
+  const float inv = float(1.0 / sum);  // sum ≥ 1: the max term contributes exp(0)
   for (int j = 0; j < valid; ++j) row[j] *= inv;
 }
 
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps) {
-  if (at_avx512()) return avx512::layer_norm_row(y, x, r, gamma, beta, d, eps);
+  if (level() == Isa::Avx512) return avx512::layer_norm_row(y, x, r, gamma, beta, d, eps);
+  if (level() == Isa::Avx2) return avx2::layer_norm_row(y, x, r, gamma, beta, d, eps);
   if (r) {
     for (int j = 0; j < d; ++j) y[j] = x[j] + r[j];
     x = y;
@@ -41,6 +43,25 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
   for (int j = 0; j < d; ++j) sq += (x[j] - mean) * (x[j] - mean);
   const double inv_std = 1.0 / std::sqrt(sq / d + eps);  // biased variance, eps inside the root
   for (int j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv_std) * gamma[j] + beta[j];
+}
+
+// The GELUs at AVX-512 too run the AVX2 body, 8 floats at a time. Below AVX2, each value in
+// the forms that keep the negative side's small values accurate: ½v·(1 + erf(v/√2)) as
+// ½v·erfc(−v/√2), and ½v·(1 + tanh u) as v / (1 + e^(−2u)).
+
+void gelu(float* x, size_t n) {
+  if (level() != Isa::Scalar) return avx2::gelu(x, n);
+  const float inv_sqrt2 = 0.70710678118654752f;
+  for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * inv_sqrt2);
+}
+
+void gelu_tanh(float* x, size_t n) {
+  if (level() != Isa::Scalar) return avx2::gelu_tanh(x, n);
+  const float c = 0.79788456080286536f;  // √(2/π)
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i], u = c * (v + 0.044715f * v * v * v);
+    x[i] = v / (1.0f + std::exp(-2.0f * u));
+  }
 }
 
 }  // namespace ordo

@@ -1,9 +1,11 @@
-// ordo: the row-wise kernels behind softmax_rows, layer_norm and the residual adds (engine/ops.h).
-// AVX-512 bodies (rows_avx512.cpp) where the kernels run at AVX-512 (engine/kernels/cpu.h);
+// ordo: the row-wise kernels behind softmax_rows, layer_norm, the residual adds and the GELU
+// activations (engine/ops.h). AVX-512 bodies (rows_avx512.cpp) where the kernels run at AVX-512
+// (engine/kernels/cpu.h), AVX2 and FMA ones (rows_avx2.cpp) at AVX2, the GELUs at AVX2 at both;
 // otherwise plain loops.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 
 #include "engine/kernels/parallel.h"
 
@@ -15,6 +17,16 @@ void softmax_row(float* row, int valid);
 // y = LayerNorm(x + r) for one row of d (r may be null: y = LayerNorm(x)); y may equal x.
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
 
+// GELU (the erf form) and GELUTanh (engine/ops.h has both equations) over n values, in place.
+void gelu(float* x, size_t n);
+void gelu_tanh(float* x, size_t n);
+
+namespace avx2 {
+void softmax_row(float* row, int valid);
+void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
+void gelu(float* x, size_t n);
+void gelu_tanh(float* x, size_t n);
+}  // namespace avx2
 namespace avx512 {
 void softmax_row(float* row, int valid);
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);

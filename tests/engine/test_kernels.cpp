@@ -272,18 +272,89 @@ TEST(Kernels, AddLayerNormIsTheSumNormed) {
 }
 
 TEST(Kernels, ActivateEveryValueAcrossBlocks) {
-  // More values than one block of the split (2^16), and a ragged end.
+  // More values than one block of the split (2^16), and a ragged end; values over ±12, where the
+  // GELUs' negative side is a tail of 10⁻³³ and the positive side is v itself.
   ThreadsGuard guard;
   set_kernel_threads(2);
   const size_t n = (size_t(1) << 17) + 5;
-  const auto x = random_floats(n, 5, 4.0f);
-  auto relu = x, gelu = x;
+  const auto x = random_floats(n, 5, 12.0f);
+  auto relu = x, gelu = x, gelu_tanh = x;
   activation(relu.data(), n, Activation::ReLU);
   activation(gelu.data(), n, Activation::GELU);
+  activation(gelu_tanh.data(), n, Activation::GELUTanh);
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(relu[i], std::max(x[i], 0.0f)) << i;
-    const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
-    ASSERT_NEAR(gelu[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << i;
+    const double v = x[i], want = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    ASSERT_NEAR(gelu[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "gelu of " << v;
+    const double want_tanh = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    ASSERT_NEAR(gelu_tanh[i], want_tanh, 1e-6 * std::max(1.0, std::fabs(want_tanh))) << "gelu-tanh of " << v;
+  }
+}
+
+TEST(Kernels, GeluKeepsItsRelativeAccuracyOnTheNegativeSide) {
+  // GELU(v) for v from −1 to −9: values from −0.16 down to 10⁻¹⁹, each close to the formula in
+  // double relatively (1 + erf(·) in float would lose them all to cancellation); the tanh form,
+  // whose tail is e^(−2u)-small, likewise down to v = −6. Relatively within 2·10⁻⁶ + 4v²·2⁻²⁴:
+  // the tail falls like e^(−v²/2), so float's rounding of v/√2 (or of u) alone moves it by about
+  // v²·2⁻²⁴ relatively. Odd counts: the vector tails too.
+  for (size_t n : {size_t(1), size_t(7), size_t(801)}) {
+    std::vector<float> x(n);
+    for (size_t i = 0; i < n; ++i) x[i] = -1.0f - 8.0f * float(i) / float(std::max<size_t>(n - 1, 1));
+    auto gelu = x, gelu_tanh = x;
+    activation(gelu.data(), n, Activation::GELU);
+    activation(gelu_tanh.data(), n, Activation::GELUTanh);
+    for (size_t i = 0; i < n; ++i) {
+      const double v = x[i], relative = 2e-6 + 4 * v * v * std::ldexp(1.0, -24);
+      const double want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+      EXPECT_NEAR(gelu[i], want, relative * std::fabs(want)) << "gelu of " << v;
+      if (v < -6) continue;
+      const double u = std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v), want_tanh = v / (1.0 + std::exp(-2.0 * u));
+      EXPECT_NEAR(gelu_tanh[i], want_tanh, relative * std::fabs(want_tanh)) << "gelu-tanh of " << v;
+    }
+  }
+}
+
+TEST(Kernels, GeluReadsNoFurtherThanItsValues) {
+  for (size_t n : {size_t(1), size_t(5), size_t(17), size_t(33)})
+    for (Activation act : {Activation::GELU, Activation::GELUTanh}) {
+      const auto x = random_floats(n, 700 + n, 3.0f);
+      GuardedFloats guarded(x);
+      activation(guarded.data(), n, act);
+      auto want = x;
+      activation(want.data(), n, act);
+      EXPECT_EQ(guarded.values(), want) << "n " << n;
+    }
+}
+
+TEST(Kernels, SoftmaxOfLongRowsAndOfMaskedScores) {
+  // Rows as long as the longest inputs' (8192 keys, and a ragged 2049), scores over ±30: each
+  // weight within 1e-6 of the formula in double, relatively. And −∞ scores (ALiBi's infinite
+  // slope) get no weight while the others still sum to 1.
+  for (int valid : {2049, 8192}) {
+    auto z = random_floats(size_t(valid), 900 + valid, 30.0f);
+    const auto in = z;
+    softmax_rows(z.data(), 1, valid, valid);
+    const double max = *std::max_element(in.begin(), in.end());
+    double sum = 0;
+    for (float v : in) sum += std::exp(double(v) - max);
+    for (int j = 0; j < valid; ++j) {
+      const double want = std::exp(double(in[j]) - max) / sum;
+      ASSERT_NEAR(z[j], want, 1e-6 * want + 1e-12) << "valid " << valid << " col " << j;
+    }
+  }
+  for (int valid : {3, 8, 13}) {
+    auto z = random_floats(size_t(valid), 950 + valid, 2.0f);
+    for (int j = 0; j < valid; j += 2) z[j] = -INFINITY;
+    if (valid % 2 == 1) z[valid - 1] = 1.0f;  // one finite score at least
+    softmax_rows(z.data(), 1, valid, valid);
+    double sum = 0;
+    for (int j = 0; j < valid; ++j) {
+      if (j % 2 == 0 && j != valid - 1) {
+        EXPECT_EQ(z[j], 0.0f) << "valid " << valid << " col " << j;
+      }
+      sum += z[j];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-6) << "valid " << valid;
   }
 }
 

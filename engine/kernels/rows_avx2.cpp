@@ -1,0 +1,167 @@
+// The AVX2 and FMA row kernels (engine/kernels/rows.h), compiled with -mavx2 -mfma
+// (engine/CMakeLists.txt) and called only where engine/kernels/cpu.h allows AVX2. The same steps as
+// rows_avx512.cpp, 8 floats at a time: whole blocks through plain loads and stores, the last
+// n mod 8 through masked ones (which read and write nothing outside their lanes).
+#include <cmath>
+
+#include "engine/kernels/rows.h"
+#include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
+
+namespace ordo::avx2 {
+
+namespace {
+
+// The first n lanes (n < 8) set, for a masked load or store.
+inline __m256i first_lanes(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The 8 floats at p, or the first `left` of them (the others 0) when left < 8.
+inline __m256 load(const float* p, int left) {
+  return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, first_lanes(left));
+}
+inline void store(float* p, __m256 v, int left) {
+  if (left >= 8)
+    _mm256_storeu_ps(p, v);
+  else
+    _mm256_maskstore_ps(p, first_lanes(left), v);
+}
+// v with the lanes from `left` on set to 0 (they hold what a masked load's 0 became).
+inline __m256 keep(__m256 v, int left) {
+  return left >= 8 ? v : _mm256_and_ps(v, _mm256_castsi256_ps(first_lanes(left)));
+}
+
+inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+inline float max8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+// 2^k for integer k in [−126, 127]: k + 127 in the exponent bits.
+inline __m256 pow2(__m256i k) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+}
+
+// e^x = 2^n · e^r with n = round(x / ln 2) and |r| ≤ ln 2 / 2, e^r from Cephes' expf polynomial
+// (relative error ≈ 1e-7), as exp16 in rows_avx512.cpp. AVX2 has no scalef: 2^n is built in the
+// exponent bits, as 2^⌊n/2⌋ · 2^(n − ⌊n/2⌋) so that each factor is a normal float for every n in
+// [−150, 128]; a result below the normal range is rounded once, by the last product, as scalef
+// rounds it, so the two kernels give the same bits. x is first held to [−104, 88.75]: below, e^x
+// is 0 in float; above, infinity.
+inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(88.75f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln 2 in two parts: exact high bits,
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);      // then the rest
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));  // p·r² + r + 1
+  const __m256i k = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(k, 1);
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(k, half)));
+}
+
+// sum(f(j, left)) over the blocks of 8 of a row of n, j = 0, 8, 16, …, left = n − j, into two sets
+// of 8 lanes taken in turn (16 lanes, as at AVX-512: at 8192 keys each lane adds 512 terms; and two
+// chains of additions instead of one).
+template <class F>
+inline __m256 sum_blocks(int n, F f) {
+  __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
+  int j = 0;
+  for (; j + 16 <= n; j += 16) {
+    even = _mm256_add_ps(even, f(j, 16));
+    odd = _mm256_add_ps(odd, f(j + 8, 8));
+  }
+  for (; j < n; j += 8) even = _mm256_add_ps(even, f(j, n - j));
+  return _mm256_add_ps(even, odd);
+}
+
+}  // namespace
+
+// Three passes, 8 columns at a time: the max, exp(z − max) and its sum, the normalisation.
+void softmax_row(float* row, int valid) {
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  for (int j = 0; j < valid; j += 8) {
+    const __m256 z = load(row + j, valid - j);
+    vmax = _mm256_max_ps(vmax,
+                         valid - j >= 8 ? z : _mm256_blendv_ps(vmax, z, _mm256_castsi256_ps(first_lanes(valid - j))));
+  }
+  const __m256 max = _mm256_set1_ps(max8(vmax));  // exp(z − max) ≤ 1: no overflow
+  const __m256 sum = sum_blocks(valid, [&](int j, int left) {
+    const __m256 e = keep(exp8(_mm256_sub_ps(load(row + j, left), max)), left);
+    store(row + j, e, left);
+    return e;
+  });
+  const __m256 inv = _mm256_set1_ps(1.0f / sum8(sum));  // sum ≥ 1: exp(0) is one term
+  for (int j = 0; j < valid; j += 8) store(row + j, _mm256_mul_ps(load(row + j, valid - j), inv), valid - j);
+}
+
+// As in rows_avx512.cpp: with r, x + r is written to y and read back from there; then the mean and
+// the mean square about it, each summed in float lanes (sum_blocks).
+void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps) {
+  __m256 sum;
+  if (r) {
+    sum = sum_blocks(d, [&](int j, int left) {
+      const __m256 s = _mm256_add_ps(load(x + j, left), load(r + j, left));  // 0 in the lanes past d
+      store(y + j, s, left);
+      return s;
+    });
+    x = y;
+  } else {
+    sum = sum_blocks(d, [&](int j, int left) { return load(x + j, left); });
+  }
+  const __m256 mean = _mm256_set1_ps(sum8(sum) / float(d));
+  const __m256 sq = sum_blocks(d, [&](int j, int left) {
+    const __m256 c = keep(_mm256_sub_ps(load(x + j, left), mean), left);
+    return _mm256_mul_ps(c, c);
+  });
+  // biased variance, eps inside the root
+  const __m256 inv_std = _mm256_set1_ps(1.0f / std::sqrt(sum8(sq) / float(d) + eps));
+  for (int j = 0; j < d; j += 8) {
+    const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(load(x + j, d - j), mean), inv_std);
+    store(y + j, _mm256_fmadd_ps(xhat, load(gamma + j, d - j), load(beta + j, d - j)), d - j);
+  }
+}
+
+// GELU(v) = v·Φ(v), Φ(v) = ½·erfc(−v/√2). With z = |v|/√2: Φ(v) = ½·erfc(z) for v < 0 and
+// 1 − ½·erfc(z) for v ≥ 0, so the small tail of Φ at negative v keeps its relative accuracy (no
+// 1 + erf(·) near 0). erfc(z) = t·exp(−z² − 1.26551223 + t·P(t)), t = 1/(1 + z/2), P of degree 8:
+// the Chebyshev fit in Press et al., Numerical Recipes, §6.2 (erfcc), fractional error below
+// 1.2·10⁻⁷ for every z ≥ 0.
+void gelu(float* x, size_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  for (size_t j = 0; j < n; j += 8) {
+    const int left = n - j >= 8 ? 8 : int(n - j);
+    const __m256 v = load(x + j, left);
+    const __m256 z = _mm256_mul_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(0.70710678118654752f));
+    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(z, half, one));
+    __m256 p = _mm256_set1_ps(0.17087277f);
+    for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
+                    1.00002368f, -1.26551223f})
+      p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(c));
+    const __m256 tail = _mm256_mul_ps(half, _mm256_mul_ps(t, exp8(_mm256_fnmadd_ps(z, z, p))));  // ½·erfc(z)
+    const __m256 phi = _mm256_blendv_ps(_mm256_sub_ps(one, tail), tail, v);  // v's sign bit picks the tail
+    store(x + j, _mm256_mul_ps(v, phi), left);
+  }
+}
+
+// GELUTanh(v) = ½v·(1 + tanh(u)) = v / (1 + e^(−2u)),  u = √(2/π)·(v + 0.044715·v³)
+// (1 + tanh u = 2 / (1 + e^(−2u))); at large negative u, e^(−2u) is large or infinite and the
+// result goes to −0 without the cancellation of 1 + tanh u.
+void gelu_tanh(float* x, size_t n) {
+  const __m256 c = _mm256_set1_ps(-2.0f * 0.79788456080286536f), a = _mm256_set1_ps(0.044715f);
+  for (size_t j = 0; j < n; j += 8) {
+    const int left = n - j >= 8 ? 8 : int(n - j);
+    const __m256 v = load(x + j, left);
+    const __m256 minus_2u = _mm256_mul_ps(c, _mm256_fmadd_ps(_mm256_mul_ps(a, v), _mm256_mul_ps(v, v), v));
+    store(x + j, _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(minus_2u))), left);
+  }
+}
+
+}  // namespace ordo::avx2
