@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <ordo/engine/config.h>
+#include <ordo/config.h>
 #include <ordo/errors.h>
 
 #include "common/regular_file.h"

@@ -8,22 +8,14 @@
 #include <string>
 #include <vector>
 
-#include <ordo/engine/compute_type.h>
+#include <ordo/compute_type.h>
 #include <ordo/engine/model.h>
-#include <ordo/engine/trace.h>
+#include <ordo/threads.h>
+#include <ordo/trace.h>
 
 namespace ordo {
 
 struct ReducedModel;
-
-struct EncodeOptions {
-  bool positions = true;  // false: skip the positional encoding (the ablation behind `ordo compare`)
-  // The position of each sequence's first token (ordo eval --offset): token t stands at
-  // first_position + t for the sinusoids, a learned table (which must then hold them), rope and alibi.
-  int first_position = 0;
-  // Called after each step with a view of the first sequence of the batch. Leave empty for speed.
-  std::function<void(const Stage&)> observe;
-};
 
 // Hidden states of a padded batch: (B, S, d), S the longest length. Rows at and past a
 // sequence's length are zero.
@@ -124,12 +116,5 @@ class Encoder {
   double conversion_ms_ = 0;
   std::vector<HeadIndex> masked_heads_;  // guarded by states_mutex_
 };
-
-// Threads for the matrix work, the caller included (OpenBLAS runs single-threaded inside each).
-// 0: one per core. Process-wide. Safe to call while other threads encode: it waits until the
-// passes running then have ended (a pass keeps the count it started with), and passes that start
-// meanwhile wait for the new count. Not from inside an observe callback (std::logic_error).
-void set_num_threads(int n);
-int num_threads();
 
 }  // namespace ordo

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <ordo/engine/config.h>
+#include <ordo/config.h>
 #include <ordo/engine/safetensors.h>
 
 namespace ordo {

@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-#include <ordo/engine/config.h>
+#include <ordo/config.h>
 
 namespace ordo {
 

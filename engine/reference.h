@@ -21,7 +21,7 @@
 #include <vector>
 
 #include <ordo/engine/model.h>
-#include <ordo/engine/trace.h>
+#include <ordo/trace.h>
 
 namespace ordo::reference {
 
@@ -129,7 +129,7 @@ void encoder_layer(double* x /* (S, d) */, const LayerWeights& w, const Config& 
                    const std::vector<bool>& masked = {});
 
 // Watching forward() work: `ordo trace --reference` prints each stage as it is computed here, in
-// the same order and with the same names as the fast encoder's observer (engine/trace.h). While a
+// the same order and with the same names as the fast encoder's observer (engine/ordo/trace.h). While a
 // Watch lives, forward() on the same thread hands it every stage (data: rows × cols doubles, row
 // stride `stride`; layer and head −1 where they do not apply); with none, nothing is handed out.
 using Watcher =

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include <ordo/engine/config.h>
+#include <ordo/config.h>
 #include <ordo/errors.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     ordo::Pipeline pipeline(dir);
     const auto out = pipeline.encode({"the cat sat on the mat"}, ordo::Pooling::Mean);
-    if (out.size() != 1 || out[0].values.size() != size_t(pipeline.model().config().d_model)) std::abort();
+    if (out.size() != 1 || out[0].values.size() != size_t(pipeline.config().d_model)) std::abort();
   } catch (const ordo::InputError&) {
   }
   return 0;

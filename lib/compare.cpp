@@ -88,7 +88,7 @@ void prefer(Pipeline& pipeline, const Tokenization& a, const Tokenization& b, Co
 }  // namespace
 
 Comparison compare_texts(Pipeline& pipeline, const Tokenization& a, const Tokenization& b) {
-  const int d = pipeline.model().config().d_model;
+  const int d = pipeline.config().d_model;
   Comparison c;
   std::vector<int32_t> sa = a.ids, sb = b.ids;
   std::sort(sa.begin(), sa.end());

@@ -124,7 +124,7 @@ std::vector<std::vector<double>> pseudo_log_likelihoods(Pipeline& pipeline,
                                                         const std::vector<std::vector<std::vector<int32_t>>>& sets,
                                                         bool positions, int batch_tokens, int first_position) {
   pipeline.require_head(true);
-  const int V = pipeline.model().config().vocab_size;
+  const int V = pipeline.config().vocab_size;
   const int32_t mask = pipeline.mask_id();
   // A set costs (copies) × (its longest text) padded tokens; sets of about one length share a batch.
   std::vector<int> lengths, cost;
@@ -167,7 +167,7 @@ std::vector<std::vector<double>> pseudo_log_likelihoods(Pipeline& pipeline,
 
 Report evaluate(Pipeline& pipeline, const std::vector<std::vector<int32_t>>& lines, const Options& options) {
   pipeline.require_head(true);
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   const int V = c.vocab_size;
   const int32_t mask = pipeline.mask_id();
   Report r;

@@ -24,7 +24,7 @@ HeadsByDistance heads_by_distance(Pipeline& pipeline, const std::vector<Tokeniza
   if (starts.empty() || starts[0] != 0) throw std::invalid_argument("the first bucket must start at position 0");
   for (size_t b = 1; b < starts.size(); ++b)
     if (starts[b] <= starts[b - 1]) throw std::invalid_argument("the buckets' starts must increase");
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   HeadsByDistance r;
   r.layers = c.n_layers, r.heads = c.n_heads, r.max_offset = max_offset, r.starts = starts;
   const int O = r.offsets();

@@ -14,9 +14,10 @@
 #include <string>
 #include <string_view>
 
+#include <ordo/engine/encoder.h>
 #include <ordo/engine/head.h>
+#include <ordo/engine/model.h>
 #include <ordo/engine/reference.h>
-#include <ordo/engine/trace.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
@@ -215,18 +216,67 @@ std::string default_model_dir(const std::string& installed) {
   return is_dir(ORDO_CONFIGURED_MODEL_DIR) ? ORDO_CONFIGURED_MODEL_DIR : "";
 }
 
-Pipeline::Pipeline(const std::string& model_dir)
-    : model_(load_model_dir(model_dir)),
-      tokenizer_(Tokenizer::load(model_dir + "/" + model_.config().tokenizer)),
-      encoder_(model_) {
-  const Config& c = model_.config();
-  const std::string& where = tokenizer_.path();
-  if (tokenizer_.size() > c.vocab_size)
-    throw InputError(where, "has " + std::to_string(tokenizer_.size()) + " pieces but vocab_size is " +
+// What a Pipeline holds, in one place that never moves: the encoder keeps a reference to the model.
+struct Pipeline::Impl {
+  explicit Impl(const std::string& model_dir)
+      : model(load_model_dir(model_dir)),
+        tokenizer(Tokenizer::load(model_dir + "/" + model.config().tokenizer)),
+        encoder(model) {}
+  // InputError naming the first layer and stage with a value that is not finite, if the output
+  // `h` of `ids` holds one; `what` names the sequences in the message ("texts[2]").
+  void check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
+                    const char* what);
+
+  Model model;
+  Tokenizer tokenizer;
+  Encoder encoder;
+};
+
+Pipeline::Pipeline(Pipeline&&) noexcept = default;
+Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
+Pipeline::~Pipeline() = default;
+
+const Config& Pipeline::config() const {
+  return impl_->model.config();
+}
+const std::string& Pipeline::model_dir() const {
+  return impl_->model.dir;
+}
+const Tokenizer& Pipeline::tokenizer() const {
+  return impl_->tokenizer;
+}
+const Model& Pipeline::model() const {
+  return impl_->model;
+}
+void Pipeline::set_compute_type(ComputeType type) {
+  impl_->encoder.set_compute_type(type);
+}
+ComputeType Pipeline::compute_type() const {
+  return impl_->encoder.compute_type();
+}
+void Pipeline::set_masked_heads(const std::vector<HeadIndex>& heads) {
+  impl_->encoder.set_masked_heads(heads);
+}
+std::vector<HeadIndex> Pipeline::masked_heads() const {
+  return impl_->encoder.masked_heads();
+}
+
+std::vector<float> Pipeline::head_logits(const float* hidden, int rows) const {
+  require_head(false);
+  std::vector<float> out(size_t(std::max(rows, 0)) * config().vocab_size);
+  mlm_logits(out.data(), hidden, rows, impl_->model);
+  return out;
+}
+
+Pipeline::Pipeline(const std::string& model_dir) : impl_(std::make_unique<Impl>(model_dir)) {
+  const Config& c = config();
+  const std::string& where = impl_->tokenizer.path();
+  if (impl_->tokenizer.size() > c.vocab_size)
+    throw InputError(where, "has " + std::to_string(impl_->tokenizer.size()) + " pieces but vocab_size is " +
                                 std::to_string(c.vocab_size) + " (its ids would index past the embedding table)");
-  if (c.add_bos && tokenizer_.bos_id() < 0)
+  if (c.add_bos && impl_->tokenizer.bos_id() < 0)
     throw InputError(where, "config sets add_bos but the tokenizer has no BOS piece");
-  if (c.add_eos && tokenizer_.eos_id() < 0)
+  if (c.add_eos && impl_->tokenizer.eos_id() < 0)
     throw InputError(where, "config sets add_eos but the tokenizer has no EOS piece");
 }
 
@@ -234,7 +284,7 @@ Pipeline::Pipeline(const std::string& model_dir)
 // holds a text to its caller's limit first): 3 per byte of max_text_bytes(max_tokens()), + 3.
 void Pipeline::check_normalized(std::string_view text, const std::string& where) const {
   const uint64_t ceiling = 3 * uint64_t(max_text_bytes(max_tokens())) + 3;
-  if (tokenizer_.normalized_bytes(text, ceiling) > ceiling)
+  if (impl_->tokenizer.normalized_bytes(text, ceiling) > ceiling)
     throw InputError(where, "text normalizes (NFKC) to more than " + std::to_string(ceiling) + " bytes, more than " +
                                 max_tokens_reason() + " allows (3 per byte of a text's " +
                                 std::to_string(max_text_bytes(max_tokens())) + ")");
@@ -243,23 +293,23 @@ void Pipeline::check_normalized(std::string_view text, const std::string& where)
 Tokenization Pipeline::tokenize(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
   if (spans) spans->clear();
   check_normalized(text, where);
-  Tokenization t = tokenizer_.encode(text, where, spans);
-  const Config& c = model_.config();
+  Tokenization t = impl_->tokenizer.encode(text, where, spans);
+  const Config& c = config();
   if (c.add_bos) {
-    t.ids.insert(t.ids.begin(), tokenizer_.bos_id());
-    t.pieces.insert(t.pieces.begin(), tokenizer_.piece(tokenizer_.bos_id()));
+    t.ids.insert(t.ids.begin(), impl_->tokenizer.bos_id());
+    t.pieces.insert(t.pieces.begin(), impl_->tokenizer.piece(impl_->tokenizer.bos_id()));
     if (spans) spans->insert(spans->begin(), Span{0, 0});
   }
   if (c.add_eos) {
-    t.ids.push_back(tokenizer_.eos_id());
-    t.pieces.push_back(tokenizer_.piece(tokenizer_.eos_id()));
+    t.ids.push_back(impl_->tokenizer.eos_id());
+    t.pieces.push_back(impl_->tokenizer.piece(impl_->tokenizer.eos_id()));
     if (spans) spans->push_back(Span{text.size(), text.size()});
   }
   return t;
 }
 
 int Pipeline::unknown_pieces(const Tokenization& t) const {
-  const int unk = tokenizer_.unk_id();
+  const int unk = impl_->tokenizer.unk_id();
   return int(std::count(t.ids.begin(), t.ids.end(), unk));
 }
 
@@ -267,18 +317,18 @@ int Pipeline::max_tokens() const {
   // The largest S whose working memory for one text fits in half of this machine's memory;
   // activation_bytes grows with S, so a binary search finds it.
   const uint64_t budget = machine_memory_bytes() / 2;
-  int lo = 0, hi = std::min(position_limit(model_.config()), 1 << 24);  // 2^24 tokens: petabytes of scores
-  if (encoder_.activation_bytes(1, uint64_t(hi)) <= budget) return hi;
+  int lo = 0, hi = std::min(position_limit(config()), 1 << 24);  // 2^24 tokens: petabytes of scores
+  if (impl_->encoder.activation_bytes(1, uint64_t(hi)) <= budget) return hi;
   while (lo + 1 < hi) {
     const int mid = lo + (hi - lo) / 2;
-    (encoder_.activation_bytes(1, uint64_t(mid)) <= budget ? lo : hi) = mid;
+    (impl_->encoder.activation_bytes(1, uint64_t(mid)) <= budget ? lo : hi) = mid;
   }
   return lo;
 }
 
 std::string Pipeline::max_tokens_reason() const {
   const int n = max_tokens();
-  const Config& c = model_.config();
+  const Config& c = config();
   if (n == position_limit(c) && n == c.max_length) return "the model's max_seq_length " + std::to_string(n);
   if (n == position_limit(c)) return "the model's max_positions " + std::to_string(n);
   return "this machine's memory (a text of at most " + std::to_string(n) + " tokens)";
@@ -288,9 +338,9 @@ void Pipeline::truncate(Tokenization& t, int n) const {
   if (n < 1 || t.ids.size() <= size_t(n)) return;
   t.ids.resize(n);
   t.pieces.resize(n);
-  if (model_.config().add_eos) {
-    t.ids.back() = tokenizer_.eos_id();
-    t.pieces.back() = tokenizer_.piece(t.ids.back());
+  if (config().add_eos) {
+    t.ids.back() = impl_->tokenizer.eos_id();
+    t.pieces.back() = impl_->tokenizer.piece(t.ids.back());
   }
 }
 
@@ -330,7 +380,7 @@ void start_without_openblas_workers(char** argv) {
 }
 
 std::vector<float> Pipeline::observe(const std::vector<int32_t>& ids, const EncodeOptions& options, bool reference) {
-  const Config& c = model_.config();
+  const Config& c = config();
   if (reference) {
     std::vector<float> rows;
     const reference::Watch watch(
@@ -342,10 +392,11 @@ std::vector<float> Pipeline::observe(const std::vector<int32_t>& ids, const Enco
           const StageText& st = stage_text(kind, c, sees_order(options.positions));
           options.observe({kind, st.name, st.equation, layer, head, rows.data(), n, cols, cols});
         });
-    const std::vector<double> h = reference::forward(model_, ids, options.positions, encoder_.masked_heads());
+    const std::vector<double> h =
+        reference::forward(impl_->model, ids, options.positions, impl_->encoder.masked_heads());
     return std::vector<float>(h.begin(), h.end());
   }
-  const Hidden h = encoder_.forward({ids}, options);
+  const Hidden h = impl_->encoder.forward({ids}, options);
   return std::vector<float>(h.row(0, 0), h.row(0, 0) + ids.size() * size_t(c.d_model));
 }
 
@@ -411,7 +462,7 @@ Tokenization Pipeline::prepare(std::string_view text, const std::string& where, 
   // can meet this limit before the byte limit.
   const uint64_t max_normalized = 3 * uint64_t(max_bytes) + 3;
   size_t within = use.size();
-  if (tokenizer_.normalized_bytes(use, max_normalized, &within) > max_normalized) {
+  if (impl_->tokenizer.normalized_bytes(use, max_normalized, &within) > max_normalized) {
     if (!may_cut)
       throw InputError(where, "text normalizes (NFKC) to more than " + std::to_string(max_normalized) +
                                   " bytes, more than " + limit_name + " allows (3 per byte of its " +
@@ -478,8 +529,8 @@ std::vector<Encoded> Pipeline::encode(const std::vector<std::string>& texts, Poo
 // product overflows). Such a pass is refused, naming where it first happens: the sequence is run
 // once more, alone, with an observer that stops at the first stage holding a value that is not
 // finite. Only a failed pass pays for that; a good one costs a scan of its output.
-void Pipeline::check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
-                            const char* what) {
+void Pipeline::Impl::check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids,
+                                  const EncodeOptions& options, const char* what) {
   for (int b = 0; b < h.B; ++b) {
     const float* x = h.row(b, 0);
     const size_t n = size_t(h.lengths[b]) * h.d;
@@ -499,8 +550,8 @@ void Pipeline::check_finite(const Hidden& h, const std::vector<std::vector<int32
                     std::to_string(r) + " (" + s.equation + ")";
           }
     };
-    encoder_.forward({ids[b]}, find);
-    throw NonFiniteActivations((model_.dir.empty() ? std::string("model") : model_.dir) + "/model.safetensors", what,
+    encoder.forward({ids[b]}, find);
+    throw NonFiniteActivations((model.dir.empty() ? std::string("model") : model.dir) + "/model.safetensors", what,
                                size_t(b),
                                "the activations are not finite (the weights are finite, but too large for float32 "
                                "arithmetic); the first value that is not is in " +
@@ -539,8 +590,8 @@ std::vector<Encoded> Pipeline::encode(std::vector<Tokenization> tokens, Pooling 
                                       const EncodeOptions& options) {
   std::vector<std::vector<int32_t>> ids;
   for (const Tokenization& t : tokens) ids.push_back(t.ids);
-  const Hidden hidden = encoder_.forward(ids, options);
-  check_finite(hidden, ids, options, "texts");
+  const Hidden hidden = impl_->encoder.forward(ids, options);
+  impl_->check_finite(hidden, ids, options, "texts");
   std::vector<Encoded> out(tokens.size());
   for (size_t b = 0; b < tokens.size(); ++b) {
     out[b].tokens = std::move(tokens[b]);
@@ -572,28 +623,28 @@ std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k)
 
 void Pipeline::require_head(bool need_mask) const {
   if (!has_head())
-    throw InputError((model_.dir.empty() ? std::string("model") : model_.dir) + "/config.json",
+    throw InputError((model_dir().empty() ? std::string("model") : model_dir()) + "/config.json",
                      "the model has no masked-language-model head (\"head\": \"mlm\"), so it cannot fill or score "
                      "text; the default model has one");
   if (need_mask && mask_id() < 0)
-    throw InputError(tokenizer_.path(),
+    throw InputError(impl_->tokenizer.path(),
                      "has no <mask> piece, so the head cannot be asked about a piece (a masked "
                      "language model's tokenizer has it as a control symbol)");
 }
 
 Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string& where, std::vector<int>* masks) const {
   check_normalized(text, where);
-  Tokenization t = tokenizer_.encode_masked(text, where, masks);
-  const Config& c = model_.config();
+  Tokenization t = impl_->tokenizer.encode_masked(text, where, masks);
+  const Config& c = config();
   if (c.add_bos) {
-    t.ids.insert(t.ids.begin(), tokenizer_.bos_id());
-    t.pieces.insert(t.pieces.begin(), tokenizer_.piece(tokenizer_.bos_id()));
+    t.ids.insert(t.ids.begin(), impl_->tokenizer.bos_id());
+    t.pieces.insert(t.pieces.begin(), impl_->tokenizer.piece(impl_->tokenizer.bos_id()));
     if (masks)
       for (int& m : *masks) ++m;
   }
   if (c.add_eos) {
-    t.ids.push_back(tokenizer_.eos_id());
-    t.pieces.push_back(tokenizer_.piece(tokenizer_.eos_id()));
+    t.ids.push_back(impl_->tokenizer.eos_id());
+    t.pieces.push_back(impl_->tokenizer.piece(impl_->tokenizer.eos_id()));
   }
   return t;
 }
@@ -601,7 +652,7 @@ Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string&
 std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids, const std::vector<Row>& rows,
                                     bool positions, int first_position) {
   require_head(false);
-  const int d = model_.config().d_model, V = model_.config().vocab_size;
+  const int d = config().d_model, V = config().vocab_size;
   for (const Row& r : rows)
     if (r.sequence < 0 || size_t(r.sequence) >= ids.size() || r.position < 0 ||
         size_t(r.position) >= ids[r.sequence].size())
@@ -641,8 +692,8 @@ std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids
   EncodeOptions options;
   options.positions = positions;
   options.first_position = first_position;
-  const Hidden h = encoder_.forward(*run, options);
-  check_finite(h, *run, options, "sequences");
+  const Hidden h = impl_->encoder.forward(*run, options);
+  impl_->check_finite(h, *run, options, "sequences");
   // The rows asked for, each distinct one once (a matrix product's rounding may depend on where a
   // row sits in it, so equal rows are computed once and copied).
   std::map<std::pair<int, int>, int> unique;
@@ -656,7 +707,7 @@ std::vector<float> Pipeline::logits(const std::vector<std::vector<int32_t>>& ids
     source[i] = at->second;
   }
   std::vector<float> z(unique.size() * size_t(V));
-  mlm_logits(z.data(), gathered.data(), int(unique.size()), model_);
+  mlm_logits(z.data(), gathered.data(), int(unique.size()), impl_->model);
   for (size_t i = 0; i < rows.size(); ++i) std::copy_n(z.data() + size_t(source[i]) * V, V, out.data() + i * size_t(V));
   return out;
 }
@@ -665,7 +716,7 @@ std::vector<Scored> Pipeline::pseudo_log_likelihood(const std::vector<std::vecto
                                                     int skip_front, int skip_back) {
   require_head(true);
   const int32_t mask = mask_id();
-  const int V = model_.config().vocab_size;
+  const int V = config().vocab_size;
   std::vector<Scored> out(ids.size());
   for (size_t s = 0; s < ids.size(); ++s) {
     const std::vector<int32_t>& seq = ids[s];
@@ -715,19 +766,19 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
                      "\"the cat sat on the <mask>.\"");
   std::vector<Row> rows;
   for (int m : masks) rows.push_back({0, m});
-  const int V = model_.config().vocab_size;
+  const int V = config().vocab_size;
   const std::vector<float> z = logits({f.tokens.ids}, rows, positions, first_position);
   for (size_t i = 0; i < masks.size(); ++i) {
     Filled::Mask m;
     m.position = masks[i];
     const float* row = z.data() + i * size_t(V);
     if (!words) {
-      for (const auto& [id, p] : top_k(row, V, k)) m.top.push_back({id, tokenizer_.piece(id), p});
+      for (const auto& [id, p] : top_k(row, V, k)) m.top.push_back({id, impl_->tokenizer.piece(id), p});
     } else {  // the pieces that start a word ("▁" and more), by logit; p still over the whole vocabulary
       static const std::string kWordStart = "\u2581";
       std::vector<int32_t> ids;
       for (int32_t id = 0; id < V; ++id) {
-        const std::string piece = tokenizer_.piece(id);
+        const std::string piece = impl_->tokenizer.piece(id);
         if (piece.size() > kWordStart.size() && piece.compare(0, kWordStart.size(), kWordStart) == 0) ids.push_back(id);
       }
       const size_t n = std::min(ids.size(), size_t(std::max(k, 0)));
@@ -735,7 +786,7 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
                         [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
       const double lse = log_sum_exp(row, V);
       for (size_t r = 0; r < n; ++r)
-        m.top.push_back({ids[r], tokenizer_.piece(ids[r]), std::exp(double(row[ids[r]]) - lse)});
+        m.top.push_back({ids[r], impl_->tokenizer.piece(ids[r]), std::exp(double(row[ids[r]]) - lse)});
     }
     m.logits.assign(z.begin() + i * size_t(V), z.begin() + (i + 1) * size_t(V));
     f.masks.push_back(std::move(m));
@@ -751,7 +802,7 @@ std::vector<Scored> Pipeline::score(const std::vector<std::string>& texts, bool 
 
 std::vector<Scored> Pipeline::score(std::vector<Tokenization> tokens, bool positions) {
   require_head(true);
-  const Config& c = model_.config();
+  const Config& c = config();
   std::vector<Scored> out;
   for (Tokenization& t : tokens) {
     // A text of nothing but the BOS/EOS a config adds has nothing to score.

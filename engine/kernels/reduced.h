@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include <ordo/engine/compute_type.h>
+#include <ordo/compute_type.h>
 #include <ordo/engine/model.h>
 
 #include "engine/kernels/bf16_avx512.h"

@@ -15,15 +15,17 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <ordo/engine/encoder.h>
-#include <ordo/engine/head.h>
-#include <ordo/engine/model.h>
+#include <ordo/compute_type.h>
+#include <ordo/config.h>
 #include <ordo/errors.h>
+#include <ordo/threads.h>
 #include <ordo/tokenizer/tokenizer.h>
+#include <ordo/trace.h>
 
 namespace ordo {
 
@@ -229,7 +231,7 @@ void thread_variable_message(const char* entry, char* buf, unsigned long n);
 // share the engine's threads, which take their matrix jobs in turn: several threads encoding
 // together are correct, not faster than one.
 //
-// set_num_threads(n) (encoder.h) is process-wide and may be called at any time from any thread:
+// set_num_threads(n) (<ordo/threads.h>) is process-wide and may be called at any time from any thread:
 // it waits until the passes then running have ended (each keeps the thread count it started with)
 // and passes that start meanwhile wait for the new count. Calling it from inside an observe
 // callback would wait for itself, so it throws std::logic_error there.
@@ -247,13 +249,19 @@ struct NonFiniteActivations : InputError {
   std::string message;  // "the activations are not finite (...); the first value that is not is in layer 0, ..."
 };
 
+class Model;  // the weights (engine/model.h, not installed)
+
 class Pipeline {
  public:
   // Loads dir/config.json, dir/model.safetensors and the tokenizer the config names, and checks
   // that they fit together. Throws InputError naming the file at fault.
   explicit Pipeline(const std::string& model_dir);
-  Pipeline(const Pipeline&) = delete;
-  Pipeline& operator=(const Pipeline&) = delete;
+  // A Pipeline moves (the model, the tokenizer and the encoder's working memory stay where they
+  // are, behind one pointer) but does not copy. A moved-from Pipeline may only be destroyed or
+  // assigned to.
+  Pipeline(Pipeline&&) noexcept;
+  Pipeline& operator=(Pipeline&&) noexcept;
+  ~Pipeline();
 
   // Pieces and ids of one text, with BOS/EOS when the config asks for them. `spans`, if given,
   // receives each piece's bytes in `text` (Span, tokenizer.h): BOS is [0, 0), EOS [n, n).
@@ -329,13 +337,13 @@ class Pipeline {
   // <dir>/config.json when the model has no head, and those that need the mask piece name
   // the tokenizer file when it has none.
 
-  bool has_head() const { return model_.config().head == Head::MaskedLM; }
-  int mask_id() const { return tokenizer_.mask_id(); }  // -1: the tokenizer has no <mask>
+  bool has_head() const { return config().head == Head::MaskedLM; }
+  int mask_id() const { return tokenizer().mask_id(); }  // -1: the tokenizer has no <mask>
   // Throws as described above (need_mask: the tokenizer must have <mask> too).
   void require_head(bool need_mask = true) const;
   // True when the encoder can see word order: positions asked for and the model has some.
   bool sees_order(bool positions) const {
-    return positions && model_.config().positional_encoding != PositionalEncoding::None;
+    return positions && config().positional_encoding != PositionalEncoding::None;
   }
 
   // Text with literal "<mask>" markers (Tokenizer::encode_masked), BOS/EOS added per config.
@@ -381,36 +389,40 @@ class Pipeline {
 
   // ---- Looking inside ----------------------------------------------------------------------
   // One sequence's forward pass with every stage handed to options.observe as it is computed
-  // (engine/trace.h's Stage: its name, equation and rows): what `ordo trace`, `ordo attention`, the
+  // (<ordo/trace.h>'s Stage: its name, equation and rows): what `ordo trace`, `ordo attention`, the
   // page of `ordo view` and Python's trace and attention look at. reference: the plain
   // double-precision encoder (engine/reference.h) instead of the fast one, its stages handed over
   // as floats. Returns the final hidden states, (S, d). Check the length first (check_runnable).
   std::vector<float> observe(const std::vector<int32_t>& ids, const EncodeOptions& options, bool reference = false);
 
-  const Model& model() const { return model_; }
-  const Tokenizer& tokenizer() const { return tokenizer_; }
-  const Encoder& encoder() const { return encoder_; }
+  // The model's config.json (<ordo/config.h>) and its directory.
+  const Config& config() const;
+  const std::string& model_dir() const;
+  const Tokenizer& tokenizer() const;
+  // The masked-language-model head on rows of final hidden states (observe's result):
+  // logits_t = h_t·Eᵀ + b, (rows, V). Throws as require_head(false) does.
+  std::vector<float> head_logits(const float* hidden /* (rows, d) */, int rows) const;
   // The precision of the layers' weight products (compute_type_from_name checks a name first).
-  void set_compute_type(ComputeType type) { encoder_.set_compute_type(type); }
-  ComputeType compute_type() const { return encoder_.compute_type(); }
+  void set_compute_type(ComputeType type);
+  ComputeType compute_type() const;
   // Heads switched off from the next pass on (--mask-head L,H): a masked head's A·v is zeros in its
   // slot of the concatenation, in every entry above, observe() and its plain encoder included.
   // {} switches every head on. Throws std::invalid_argument for a head the model does not have.
-  void set_masked_heads(const std::vector<HeadIndex>& heads) { encoder_.set_masked_heads(heads); }
-  std::vector<HeadIndex> masked_heads() const { return encoder_.masked_heads(); }
+  void set_masked_heads(const std::vector<HeadIndex>& heads);
+  std::vector<HeadIndex> masked_heads() const;
+  // The weights themselves, for the engine's own tools and tests (engine/model.h, in the source
+  // tree only; a program built against an installed ordo sees a declared type it cannot open).
+  const Model& model() const;
 
  private:
   // InputError(where) when the tokenizer would make more bytes of `text` than this model and machine
   // allow (Tokenizer::normalized_bytes, found before it makes them): tokenize and tokenize_masked call it.
   void check_normalized(std::string_view text, const std::string& where) const;
-  // InputError naming the first layer and stage with a value that is not finite, if the output
-  // `h` of `ids` holds one; `what` names the sequences in the message ("texts[2]").
-  void check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
-                    const char* what);
 
-  Model model_;
-  Tokenizer tokenizer_;
-  Encoder encoder_;
+  // The model, the tokenizer and the encoder (with its working memory, its locks and its
+  // reduced-precision weights), in lib/ordo.cpp.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace ordo

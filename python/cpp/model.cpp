@@ -390,7 +390,7 @@ class Model {
   }
 
  private:
-  const Config& cfg() const { return pipeline_->model().config(); }
+  const Config& cfg() const { return pipeline_->config(); }
 
   // One text for trace and attention: at least one token, no more than the model can run.
   Tokenization runnable(const std::string& text) const {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include <ordo/engine/encoder.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 

@@ -1,7 +1,7 @@
 // config.json: defaults, and errors that name the key.
 #include <gtest/gtest.h>
 
-#include <ordo/engine/config.h>
+#include <ordo/config.h>
 #include <ordo/errors.h>
 
 namespace ordo {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <ordo/engine/config.h>
+#include <ordo/config.h>
 #include <ordo/engine/encoder.h>
 #include <ordo/engine/model.h>
 #include <ordo/engine/safetensors.h>

@@ -6,6 +6,18 @@ build_dir=$1 source_dir=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+
+# The public face alone is installed: no engine header (the encoder, the weights, the kernels), and
+# each installed header compiles on its own against the prefix and the system's headers.
+if [ -e "$work/prefix/include/ordo/engine" ]; then
+  echo "error: engine headers installed: $(ls "$work/prefix/include/ordo/engine")"
+  exit 1
+fi
+for header in $(cd "$work/prefix/include" && find ordo -name '*.h' | sort); do
+  echo "#include <$header>" | c++ -std=c++17 -fsyntax-only -I"$work/prefix/include" -x c++ - ||
+    { echo "error: $header does not compile alone against the installed tree"; exit 1; }
+done
+echo "installed headers: $(cd "$work/prefix/include" && find ordo -name '*.h' | sort | tr '\n' ' ')"
 cmake -S "$source_dir/tests/lib/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 out=$("$work/consumer/embed" "the cat sat on the mat" "hello")
@@ -20,7 +32,7 @@ export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 model_dir=$(pkg-config --variable=modeldir ordo)
 [ -f "$model_dir/model.safetensors" ]
 # shellcheck disable=SC2046  # pkg-config's output is meant to be split into words
-c++ -std=c++17 -O1 -I"$source_dir/tests/lib/consumer" "$source_dir/tests/lib/consumer/embed.cpp" \
+c++ -std=c++17 -O1 "$source_dir/tests/lib/consumer/embed.cpp" \
   $(pkg-config --cflags --libs ordo) -o "$work/embed_pc"
 out=$(cd / && env -u ORDO_MODEL "$work/embed_pc" "the cat sat on the mat" "hello")
 echo "$out"

@@ -237,7 +237,7 @@ TEST(EvalTrained, BatchingDoesNotChangeTheCounts) {
   EXPECT_GT(a.shuffle.lines, 50);
   // And by hand, one line at a time: its masked copy alone, the ranks read off the logits.
   long masked = 0, top1 = 0, top5 = 0;
-  const int V = p.model().config().vocab_size;
+  const int V = p.config().vocab_size;
   for (size_t i = 0; i < lines.size(); ++i) {
     const eval::LinePlan plan = eval::plan(lines[i], i);
     std::vector<int32_t> x = lines[i];

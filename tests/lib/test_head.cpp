@@ -9,7 +9,9 @@
 
 #include <ordo/ordo.h>
 
+#include "engine/head.h"
 #include "engine/init.h"
+#include "engine/model.h"
 #include "engine/reference.h"
 #include "paths.h"
 #include "test_util.h"
@@ -43,7 +45,7 @@ TEST(HeadApi, LogitsAtChosenRowsMatchThePlainModelInDouble) {
   HeadModel hm;
   Pipeline p(hm.dir.path);
   ASSERT_TRUE(p.has_head());
-  const int V = p.model().config().vocab_size, d = p.model().config().d_model;
+  const int V = p.config().vocab_size, d = p.config().d_model;
   const std::vector<std::vector<int32_t>> ids = {{261, 1267, 2462, 3, 261, 2048}, {261, 3, 7000}};
   const std::vector<Row> rows = {{0, 3}, {1, 1}, {0, 0}, {1, 2}};
   const std::vector<float> z = p.logits(ids, rows);
@@ -79,7 +81,7 @@ TEST(HeadApi, FillGivesEachMaskItsTopPieces) {
   Pipeline p(hm.dir.path);
   const Filled f = p.fill("the <mask> sat on the <mask>.", 4);
   ASSERT_EQ(f.masks.size(), 2u);
-  const int V = p.model().config().vocab_size;
+  const int V = p.config().vocab_size;
   const std::vector<float> z = p.logits({f.tokens.ids}, {{0, f.masks[0].position}, {0, f.masks[1].position}});
   for (size_t m = 0; m < 2; ++m) {
     EXPECT_EQ(f.tokens.ids[f.masks[m].position], p.mask_id());
@@ -128,7 +130,7 @@ TEST(HeadApi, PseudoLogLikelihoodEqualsSeparatePasses) {
   for (PositionalEncoding pe : {PositionalEncoding::Sinusoidal, PositionalEncoding::Learned}) {
     HeadModel hm(pe);
     Pipeline p(hm.dir.path);
-    const int V = p.model().config().vocab_size;
+    const int V = p.config().vocab_size;
     const Scored s = p.score(std::vector<std::string>{"the cat sat on the mat."})[0];
     const std::vector<int32_t>& ids = s.tokens.ids;
     ASSERT_EQ(s.log_probs.size(), ids.size());
@@ -170,7 +172,7 @@ TEST(HeadApi, LongTextSplitIntoSeveralBatches) {
   const Scored s = p.score(std::vector<std::string>{text})[0];
   const int L = int(s.tokens.ids.size());
   ASSERT_GT(L * L, Pipeline::kPllBatchTokens) << "the copies should not fit one batch";
-  const int V = p.model().config().vocab_size;
+  const int V = p.config().vocab_size;
   for (int t : {0, L / 2, L - 1}) {
     std::vector<int32_t> copy = s.tokens.ids;
     copy[t] = p.mask_id();
@@ -197,7 +199,7 @@ TEST(HeadApi, WithoutPositionsReorderingsTie) {
     EXPECT_EQ(a, b);
 
     // The sequence in its own order through the encoder (no sorting), log p of each piece.
-    const int V = p.model().config().vocab_size;
+    const int V = p.config().vocab_size;
     const std::vector<int32_t>& ids = s[1].tokens.ids;
     double own = 0;
     for (size_t t = 0; t < ids.size(); ++t) {
@@ -207,7 +209,7 @@ TEST(HeadApi, WithoutPositionsReorderingsTie) {
       o.positions = flag;
       const std::vector<float> h = p.observe(copy, o);  // (S, d)
       std::vector<float> z(V);
-      mlm_logits(z.data(), h.data() + t * size_t(p.model().config().d_model), 1, p.model());
+      mlm_logits(z.data(), h.data() + t * size_t(p.config().d_model), 1, p.model());
       own += log_prob(z.data(), V, ids[t]);
     }
     EXPECT_NEAR(s[1].pll, own, 1e-5 * std::fabs(own));

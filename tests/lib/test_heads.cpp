@@ -9,6 +9,7 @@
 #include <ordo/heads.h>
 #include <ordo/ordo.h>
 
+#include "engine/model.h"
 #include "engine/reference.h"
 #include "paths.h"
 #include "test_util.h"
@@ -59,7 +60,7 @@ TEST(HeadsByDistance, MatchesThePlainEncoderAveragedByHand) {
     const int K = 3;
     const std::vector<int> starts = {0, 4};
     const HeadsByDistance r = heads_by_distance(p, toks, K, starts);
-    const Config& c = p.model().config();
+    const Config& c = p.config();
     EXPECT_EQ(r.texts, 3);  // the empty line is not a text
     ASSERT_EQ(r.buckets(), 2);
     for (int l = 0; l < c.n_layers; ++l)
@@ -108,7 +109,7 @@ TEST(HeadsByDistance, RefusesBadBuckets) {
 TEST(MaskedHeads, ThePipelinesLogitsMatchThePlainEncoder) {
   SmallModel sm(PositionalEncoding::Alibi);
   Pipeline p(sm.dir.path);
-  const Config& c = p.model().config();
+  const Config& c = p.config();
   const Tokenization t = p.tokenize("the cat sat on the mat");
   const int S = int(t.ids.size()), V = c.vocab_size, d = c.d_model;
   std::vector<Row> rows;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <ordo/ordo.h>
@@ -35,13 +36,31 @@ TEST(Pool, Max) {
   EXPECT_EQ(pool(rows, 0, 2, Pooling::Max), (std::vector<float>{0, 0})) << "no tokens: zeros";
 }
 
+// A Pipeline moves and does not copy: the model, the tokenizer and the encoder (with its settings)
+// go with it, and the one moved to answers as the one moved from did.
+TEST(Pipeline, MovesWithItsModelAndSettings) {
+  static_assert(std::is_nothrow_move_constructible_v<Pipeline> && std::is_nothrow_move_assignable_v<Pipeline>);
+  static_assert(!std::is_copy_constructible_v<Pipeline> && !std::is_copy_assignable_v<Pipeline>);
+  Pipeline a(ORDO_DEFAULT_MODEL);
+  a.set_masked_heads({{0, 0}});
+  const std::vector<float> want = a.encode({"the cat sat on the mat"}, Pooling::Mean)[0].values;
+  Pipeline b(std::move(a));
+  ASSERT_EQ(b.masked_heads().size(), 1u);
+  EXPECT_EQ(b.encode({"the cat sat on the mat"}, Pooling::Mean)[0].values, want);
+  Pipeline c(ORDO_DEFAULT_MODEL);
+  EXPECT_NE(c.encode({"the cat sat on the mat"}, Pooling::Mean)[0].values, want) << "head 0,0 changes the vector";
+  c = std::move(b);
+  EXPECT_EQ(c.encode({"the cat sat on the mat"}, Pooling::Mean)[0].values, want);
+  EXPECT_EQ(c.config().d_model, int(want.size()));
+}
+
 // Through the pipeline: the max-pooled vector is the column maxima of the text's own rows.
 TEST(Pipeline, MaxPoolingIsColumnMaxOfRows) {
   Pipeline pipeline(ORDO_DEFAULT_MODEL);
   const std::vector<std::string> texts = {"the cat sat on the mat", "a"};
   const auto rows = pipeline.encode(texts, Pooling::None);
   const auto maxed = pipeline.encode(texts, Pooling::Max);
-  const int d = pipeline.model().config().d_model;
+  const int d = pipeline.config().d_model;
   for (size_t i = 0; i < texts.size(); ++i) {
     ASSERT_EQ(maxed[i].rows, 1);
     ASSERT_EQ(int(maxed[i].values.size()), d);

@@ -17,7 +17,7 @@ namespace {
 // This layer's q and k of one head, (S, dh) each, from a run with or without positions.
 void head_qk(Pipeline& pipeline, const Tokenization& tok, int layer, int head, bool positions, std::vector<double>* q,
              std::vector<double>* k) {
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   const int d = c.d_model, dh = c.head_dim();
   EncodeOptions options;
   options.positions = positions;
@@ -39,7 +39,7 @@ void head_qk(Pipeline& pipeline, const Tokenization& tok, int layer, int head, b
 // In the first layer of a post-LN model q_c = (E[id]·√d)·W_qᵀ + b_q and q_p = PE(t)·W_qᵀ; in later
 // layers q_p is everything the positions changed in q up to here.
 void print_parts(Pipeline& pipeline, const Tokenization& tok, int layer, int head) {
-  const int dh = pipeline.model().config().head_dim(), S = static_cast<int>(tok.ids.size());
+  const int dh = pipeline.config().head_dim(), S = static_cast<int>(tok.ids.size());
   std::vector<double> q, k, qc, kc;
   head_qk(pipeline, tok, layer, head, true, &q, &k);
   head_qk(pipeline, tok, layer, head, false, &qc, &kc);
@@ -303,7 +303,7 @@ int cmd_attention(int argc, char** argv) {
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
   apply_mask_heads(pipeline, masked);
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   const int layer = args["layer"].as<int>(), head = args["head"].as<int>();
   if (layer < 0 || layer >= c.n_layers)
     throw UsageError("--layer must be in 0 .. " + std::to_string(c.n_layers - 1) + " for this model");

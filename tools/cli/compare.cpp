@@ -27,8 +27,8 @@ int cmd_compare(int argc, char** argv) {
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
-  const int d = pipeline.model().config().d_model;
-  const bool has_positions = pipeline.model().config().positional_encoding != PositionalEncoding::None;
+  const int d = pipeline.config().d_model;
+  const bool has_positions = pipeline.config().positional_encoding != PositionalEncoding::None;
 
   const Tokenization a = pipeline.tokenize(texts[0], "argument 1"), b = pipeline.tokenize(texts[1], "argument 2");
   // An empty text has no tokens and so no vector to compare: said once, and its cosines are left

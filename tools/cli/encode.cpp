@@ -242,7 +242,7 @@ int cmd_encode(int argc, char** argv) {
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
-  const Config& config = pipeline.model().config();
+  const Config& config = pipeline.config();
   if (!args.count("pooling") && !config.pooling.empty()) pooling_from_name(config.pooling, &output.pooling);
   const Pooling pooling = output.pooling;
 
@@ -255,7 +255,7 @@ int cmd_encode(int argc, char** argv) {
   const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize") || config.normalize;
   EncodeOptions options;
   options.positions = !args.count("no-pe");
-  const int d = pipeline.model().config().d_model;
+  const int d = pipeline.config().d_model;
   output.d = d;
   std::vector<float> npy_values;  // --format npy: every row, written at the end
   size_t npy_rows = 0;
@@ -281,7 +281,7 @@ int cmd_encode(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   uint64_t lines = 0, encoded = 0;
   // Texts longer than the model was trained on (training.json): encoded, and counted in one note.
-  const int trained = training_length(pipeline.model().dir);
+  const int trained = training_length(pipeline.model_dir());
   std::vector<std::string> long_texts;  // where the first few are
   uint64_t long_count = 0;
   std::vector<std::string> skipped;  // the first few, for the summary

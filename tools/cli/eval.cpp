@@ -245,7 +245,7 @@ int cmd_eval(int argc, char** argv) {
       for (const auto& l : lines) pieces.push_back(int(l.size()));
       std::sort(pieces.begin(), pieces.end());
     }
-    results.push_back({dir, pipeline.model().config().positional_encoding, eval::evaluate(pipeline, lines, options)});
+    results.push_back({dir, pipeline.config().positional_encoding, eval::evaluate(pipeline, lines, options)});
   }
 
   if (args.count("png")) {

@@ -40,7 +40,7 @@ int cmd_fill(int argc, char** argv) {
   pipeline.set_compute_type(compute_type);
   apply_mask_heads(pipeline, masked);
   pipeline.require_head();
-  const int k = std::min(top, pipeline.model().config().vocab_size);
+  const int k = std::min(top, pipeline.config().vocab_size);
 
   const std::string where = "argument 1";
   pipeline.check_runnable(pipeline.tokenize_masked(text, where), where);

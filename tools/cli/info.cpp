@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <ordo/engine/model.h>
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 

@@ -19,6 +19,7 @@
 #include "common/atomic_file.h"
 #include "common/memory.h"
 #include "common/regular_file.h"
+#include "engine/model.h"
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {

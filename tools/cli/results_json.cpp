@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <ordo/engine/head.h>
-
 #include "tools/cli/json_out.h"
 
 namespace ordo::cli {
@@ -184,7 +182,7 @@ ojson HeadInsides::parts_json(const Config& c, int layer, int head, const HeadIn
 }
 
 ojson trace_json(Pipeline& pipeline, const TraceRequest& r, const Tokenization& tok) {
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   const int d = c.d_model, S = int(tok.ids.size());
   // Positions the model has but the request leaves out: their stage keeps its number, marked
   // skipped, so two traces line up stage by stage.
@@ -220,8 +218,7 @@ ojson trace_json(Pipeline& pipeline, const TraceRequest& r, const Tokenization& 
   // The masked-LM head on the final rows, for a model that has one: each piece's top guesses.
   if (pipeline.has_head() && r.top > 0) {
     const int V = c.vocab_size;
-    std::vector<float> logits(size_t(S) * V);
-    mlm_logits(logits.data(), hidden.data(), S, pipeline.model());
+    const std::vector<float> logits = pipeline.head_logits(hidden.data(), S);
     ojson rows = ojson::array();
     for (int t = 0; t < S; ++t) {
       ojson row = ojson::array();

@@ -42,7 +42,7 @@ nlohmann::ordered_json trace_json(Pipeline& pipeline, const TraceRequest& r, con
 // scores (the softmax's input) and their softmax (S, S); with rope, q and k also before their rotation
 // (the layer's Qkv stage, before its RotatedQk stage); with alibi, the bias (its AlibiBias stage) and the
 // scores q·k/√dh before it; after the softmax, each piece's value v (S, dh) and the head's output A·v
-// (S, dh). The equations are the stages' own text (engine/trace.h).
+// (S, dh). The equations are the stages' own text (engine/ordo/trace.h).
 class HeadInsides {
  public:
   explicit HeadInsides(std::function<bool(int layer, int head)> wanted) : wanted_(std::move(wanted)) {}

@@ -4,7 +4,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include <ordo/engine/head.h>
 #include <ordo/ordo.h>
 
 #include "tools/cli/cli.h"
@@ -74,7 +73,7 @@ int cmd_trace(int argc, char** argv) {
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
   apply_mask_heads(pipeline, masked);
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   int inside_layer = -1, inside_head = -1;
   if (args.count("inside")) {
     const std::string v = args["inside"].as<std::string>();
@@ -179,8 +178,7 @@ int cmd_trace(int argc, char** argv) {
   std::vector<std::vector<std::pair<int32_t, double>>> guesses;
   if (pipeline.has_head() && top > 0) {
     const int V = c.vocab_size;
-    std::vector<float> logits(size_t(S) * V);
-    mlm_logits(logits.data(), hidden.data(), S, pipeline.model());
+    const std::vector<float> logits = pipeline.head_logits(hidden.data(), S);
     for (int t = 0; t < S; ++t) guesses.push_back(top_k(logits.data() + size_t(t) * V, V, top));
   }
   auto piece_of = [&](int32_t id) { return pipeline.tokenizer().piece(id); };

@@ -95,7 +95,7 @@ struct Positions {
 
 // `inside`, when given, sees every stage too (section 2b).
 Run run(Pipeline& pipeline, const Tokenization& tokens, bool positions, HeadInsides* inside = nullptr) {
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   Run r;
   r.attention = nlohmann::json::array();
   for (int l = 0; l < c.n_layers; ++l) r.attention.push_back(std::vector<nlohmann::json>(c.n_heads));
@@ -128,7 +128,7 @@ nlohmann::json predictions(Pipeline& pipeline, const Tokenization& tokens, bool 
   for (int t = 0; t < int(tokens.ids.size()); ++t)
     if (tokens.ids[t] == pipeline.mask_id()) rows.push_back({0, t});
   if (rows.empty()) return out;
-  const int V = pipeline.model().config().vocab_size;
+  const int V = pipeline.config().vocab_size;
   const std::vector<float> z = pipeline.logits({tokens.ids}, rows, positions);
   for (size_t i = 0; i < rows.size(); ++i) {
     nlohmann::json top = nlohmann::json::array();
@@ -161,7 +161,7 @@ nlohmann::json model_json(const Config& c, const std::string& name) {
 // `inside`, when given: the heads from the inside of this text with positions (section 2b).
 nlohmann::json text_json(Pipeline& pipeline, const std::string& text, const Tokenization& tokens, Positions* longest,
                          nlohmann::json* inside) {
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   const int S = int(tokens.ids.size()), d = c.d_model;
   const bool every_head = S <= kInsidePieces;
   HeadInsides heads([&](int l, int h) { return every_head || (l == 0 && h == 0); });
@@ -255,11 +255,11 @@ Tokenization view_tokens(Pipeline& pipeline, const std::string& text, const std:
 
 nlohmann::json view_json(Pipeline& pipeline, const std::vector<std::string>& texts,
                          const std::vector<Tokenization>& tokens, const std::string& model_name, bool with_inside) {
-  const Config& c = pipeline.model().config();
+  const Config& c = pipeline.config();
   nlohmann::json data = {{"format", "ordo-view/1"}, {"decimals", kDecimals}};
   data["model"] = model_json(c, model_name);
   // The length of the texts it was trained on (training.json's max_len), where the page marks it.
-  const int trained = training_length(std::vector<std::string>{pipeline.model().dir});
+  const int trained = training_length(std::vector<std::string>{pipeline.model_dir()});
   data["model"]["training_length"] = trained > 0 ? nlohmann::json(trained) : nlohmann::json(nullptr);
   Positions positions;  // those of the longer text
   nlohmann::json inside;
@@ -313,7 +313,7 @@ std::string base64(const std::string& bytes) {
 // under the engine's /ordo/model, in base64 (view.js reads them: "where fresh data comes from").
 std::string engine_block(const std::string& dir, const Pipeline& pipeline) {
   // config.json, the weights and the tokenizer the config names, where the engine's Pipeline looks.
-  const std::string tokenizer = pipeline.model().config().tokenizer;
+  const std::string tokenizer = pipeline.config().tokenizer;
   const std::filesystem::path inside = (std::filesystem::path("model") / tokenizer).lexically_normal();
   if (inside.empty() || inside.is_absolute() || *inside.begin() == "..")
     throw InputError(dir + "/config.json", "names its tokenizer \"" + tokenizer +

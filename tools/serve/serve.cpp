@@ -272,7 +272,7 @@ int cmd_serve(int argc, char** argv) {
   std::string base = dir;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   settings.model_name = base.substr(base.find_last_of('/') + 1);
-  if (!pipeline.model().config().name.empty()) settings.model_name = pipeline.model().config().name;
+  if (!pipeline.config().name.empty()) settings.model_name = pipeline.config().name;
   settings.view_name = args.count("model") ? dir : "the default model";
   Service service(pipeline, settings, limits);
   const std::string page = service.page();

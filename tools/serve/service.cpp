@@ -176,7 +176,7 @@ ojson Service::embeddings(const nlohmann::json& body) {
     if (batcher_) {
       vectors = batcher_->submit(std::move(all)).get();
     } else {
-      const Config& c = pipeline_.model().config();
+      const Config& c = pipeline_.config();
       Pooling pooling = Pooling::Mean;
       pooling_from_name(c.pooling, &pooling);
       for (Encoded& e : pipeline_.encode(std::move(all), pooling, c.normalize)) vectors.push_back(std::move(e.values));
@@ -216,7 +216,7 @@ ojson Service::fill(const nlohmann::json& body) {
   pipeline_.require_head();
   tokens(text, "\"text\"", true);
   std::lock_guard<std::mutex> lock(teach_);
-  const int k = std::min(top, pipeline_.model().config().vocab_size);
+  const int k = std::min(top, pipeline_.config().vocab_size);
   return fill_json(text, pipeline_.fill(text, k, positions, "\"text\"", words), logits);
 }
 
@@ -245,7 +245,7 @@ ojson Service::compare(const nlohmann::json& body) {
 // POST /trace {"text", "positions"?: true, "inside"?: [layer, head], "top"?: 3, "reference"?: false}:
 // `ordo trace --json` (with --inside LAYER,HEAD when "inside" is given).
 ojson Service::trace(const nlohmann::json& body) {
-  const Config& c = pipeline_.model().config();
+  const Config& c = pipeline_.config();
   TraceRequest r;
   r.text = string_field(body, "text");
   r.model_name = settings_.view_name;
@@ -276,7 +276,7 @@ ojson Service::trace(const nlohmann::json& body) {
 // position (`ordo attention --parts`) for layer 0 of a model that adds its positions to the input, with
 // positions, else null (HeadInsides in tools/cli/results_json.h). Row = query piece, column = key piece.
 ojson Service::attention(const nlohmann::json& body) {
-  const Config& c = pipeline_.model().config();
+  const Config& c = pipeline_.config();
   const std::string text = string_field(body, "text");
   const int layer = int_field(body, "layer", 0, 0, c.n_layers - 1), head = int_field(body, "head", 0, 0, c.n_heads - 1);
   const bool positions = bool_field(body, "positions", true);

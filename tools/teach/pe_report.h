@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <ordo/engine/config.h>
+#include <ordo/config.h>
 
 namespace ordo::teach {
 

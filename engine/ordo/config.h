@@ -1,4 +1,5 @@
-// ordo: a model's config.json — the sizes and the choices PyTorch does not record.
+// ordo: a model's config.json — the sizes and the choices PyTorch does not record. One of the
+// engine's public headers (engine/ordo/, installed as <ordo/config.h>): Pipeline::config() returns it.
 #pragma once
 
 #include <cstdint>

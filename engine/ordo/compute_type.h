@@ -1,5 +1,5 @@
 // ordo: the precision of the weight products, apart from the encoder, so that the kernels that run
-// them (engine/kernels/reduced.h) need not include the encoder that calls them.
+// them (engine/kernels/reduced.h) need not include the encoder that calls them. Public: <ordo/compute_type.h>.
 #pragma once
 
 #include <string>

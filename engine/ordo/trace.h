@@ -1,8 +1,11 @@
 // ordo: the steps of a forward pass a caller can watch (EncodeOptions::observe; `ordo trace` and
-// `ordo attention` print them), as a typed list with one table of names and equations.
+// `ordo attention` print them), as a typed list with one table of names and equations, and the
+// options of a pass. Public: <ordo/trace.h>.
 #pragma once
 
-#include <ordo/engine/config.h>
+#include <functional>
+
+#include <ordo/config.h>
 
 namespace ordo {
 
@@ -117,6 +120,16 @@ struct Stage {
   int head = -1;         // -1 unless per head
   const float* data;     // (rows, cols), row stride `stride`
   int rows, cols, stride;
+};
+
+// What a caller asks of a forward pass (Encoder::forward, Pipeline::encode and observe).
+struct EncodeOptions {
+  bool positions = true;  // false: skip the positional encoding (the ablation behind `ordo compare`)
+  // The position of each sequence's first token (ordo eval --offset): token t stands at
+  // first_position + t for the sinusoids, a learned table (which must then hold them), rope and alibi.
+  int first_position = 0;
+  // Called after each step with a view of the first sequence of the batch. Leave empty for speed.
+  std::function<void(const Stage&)> observe;
 };
 
 }  // namespace ordo
