@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """all-MiniLM-L6-v2 end to end: ordo against the peers people would pick, as a user runs them.
 
-    tools/dev/bench_minilm.py [--rounds 3] [--peers all] [--workloads 1,32,10000]
+    tools/dev/bench_minilm.py [--rounds 3] [--line-rounds 2] [--peers all] [--workloads 1,32,10000]
 
 Every measurement is a fresh process, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from its
 environment and two threads: texts in, one normalized mean-pooled 384-float vector per text out, the
@@ -394,7 +394,9 @@ def fmt(v, digits=1):
 def report(peers, workloads, results, cos, args, load_start):
     med = statistics.median
     load = os.getloadavg()
-    print(f"# all-MiniLM-L6-v2 end to end, {args.rounds} rounds of fresh processes, medians; {args.threads} threads "
+    rounds = f"{args.rounds} rounds" + (f" ({args.line_rounds} of the many lines)"
+                                        if args.line_rounds < args.rounds and any(w > 32 for w in workloads) else "")
+    print(f"# all-MiniLM-L6-v2 end to end, {rounds} of fresh processes, medians; {args.threads} threads "
           f"each; OPENBLAS_CORETYPE unset for every peer; load average (1 min) {load_start:.1f} at the start, "
           f"{load[0]:.1f} at the end")
     head = "| peer | load ms"
@@ -485,6 +487,8 @@ def main():
     ap.add_argument("--workloads", default="1,32,10000",
                     help="1 (one text), 32 (lines), and N lines (the first N of the 10,000; 33 to 10000)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--line-rounds", type=int, default=0,
+                    help="rounds of the many-lines workload (default: --rounds; each takes minutes)")
     ap.add_argument("--warm", type=int, default=10, help="calls after the first, for 1 text and 32 lines")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-check", action="store_true", help="skip the vectors' comparison")
@@ -519,6 +523,9 @@ def main():
                  f"cmake --build {args.build} --target ordo ordo_python")
     if any(p.startswith("ordo-cli") for p in peers) and not os.path.exists(args.ordo):
         sys.exit(f"error: {args.ordo}: no such binary; build it with cmake --build {args.build} --target ordo")
+    if args.rounds < 1 or args.line_rounds < 0:
+        sys.exit("error: --rounds: at least 1 (and --line-rounds at least 0)")
+    args.line_rounds = min(args.line_rounds or args.rounds, args.rounds)
     check = not args.no_check
     if check and "st" not in peers:
         peers = peers + ["st"]  # the reference every peer is compared with
@@ -548,6 +555,8 @@ def main():
     results = {(p, w): [] for p in peers for w in workloads}
     for r in range(args.rounds):
         for w in workloads:
+            if w > 32 and r >= args.line_rounds:
+                continue
             for i in range(len(peers)):
                 p = peers[(i + r) % len(peers)]
                 save = os.path.join(vec_dir, f"{p}-{w}.npy") if check and r == 0 else ""
