@@ -251,7 +251,8 @@ void embed_hf(double* x, const int32_t* ids, const Model& m, int S, bool positio
   layer_norm(x, x, w.embedding_norm_weight, w.embedding_norm_bias, S, d, c.layer_norm_eps);
 }
 
-// x_t = E[id_t]·√d + PE(t), then the layers, then the optional final LayerNorm
+// x_t = E[id_t]·√d + PE(t) (a Hugging Face encoder's normed sum), then the layers, then the optional
+// final LayerNorm
 std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, bool positions,
                             const std::vector<HeadIndex>& masked) {
   const Config& c = m.config();
@@ -259,38 +260,30 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   const int S = int(ids.size()), d = c.d_model;
   check_ids(c, ids);
   const std::vector<bool> off = head_mask(c, masked);  // (n_layers · n_heads)
-  if (c.embedding_norm) {
-    std::vector<double> x(size_t(S) * d);
-    layer_now = head_now = -1;
-    embed_hf(x.data(), ids.data(), m, S, positions);
-    see(StageKind::Input, x.data(), S, d, d);
-    for (int l = 0; l < c.n_layers; ++l) {
-      layer_now = l;
-      encoder_layer(x.data(), w.layers[l], c, S, positions,
-                    std::vector<bool>(off.begin() + size_t(l) * c.n_heads, off.begin() + size_t(l + 1) * c.n_heads));
-    }
-    layer_now = -1;
-    return x;
-  }
-
-  // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing: none, and rope and alibi,
-  // which act in each layer's attention instead)
-  std::vector<double> x(size_t(S) * d), pe(size_t(S) * d);
+  std::vector<double> x(size_t(S) * d);
   layer_now = head_now = -1;
-  embed(x.data(), ids.data(), w.embedding, S, d, 1.0);
-  see(StageKind::Embedding, x.data(), S, d, d);
-  if (c.scale_embedding) {
-    for (double& v : x) v *= std::sqrt(double(d));
-    see(StageKind::ScaledEmbedding, x.data(), S, d, d);
-  }
-  if (positions && c.positional_encoding == PositionalEncoding::Sinusoidal) {
-    sinusoidal_positions(pe.data(), S, d, c.pe_layout, c.pe_base);
-    see(StageKind::SinusoidalPositions, pe.data(), S, d, d);
-    add_positions(x.data(), pe.data(), pe.size());
-  } else if (positions && c.positional_encoding == PositionalEncoding::Learned) {
-    std::copy_n(w.position_embedding, pe.size(), pe.begin());
-    see(StageKind::LearnedPositions, pe.data(), S, d, d);
-    add_positions(x.data(), pe.data(), pe.size());
+  if (c.embedding_norm) {
+    // A Hugging Face encoder: x_t = LayerNorm(E[id_t] + P[t + offset] + T[0])
+    embed_hf(x.data(), ids.data(), m, S, positions);
+  } else {
+    // x_t = E[id_t]·√d + PE(t)   (or + P[t], a learned table; or nothing: none, and rope and alibi,
+    // which act in each layer's attention instead)
+    std::vector<double> pe(size_t(S) * d);
+    embed(x.data(), ids.data(), w.embedding, S, d, 1.0);
+    see(StageKind::Embedding, x.data(), S, d, d);
+    if (c.scale_embedding) {
+      for (double& v : x) v *= std::sqrt(double(d));
+      see(StageKind::ScaledEmbedding, x.data(), S, d, d);
+    }
+    if (positions && c.positional_encoding == PositionalEncoding::Sinusoidal) {
+      sinusoidal_positions(pe.data(), S, d, c.pe_layout, c.pe_base);
+      see(StageKind::SinusoidalPositions, pe.data(), S, d, d);
+      add_positions(x.data(), pe.data(), pe.size());
+    } else if (positions && c.positional_encoding == PositionalEncoding::Learned) {
+      std::copy_n(w.position_embedding, pe.size(), pe.begin());
+      see(StageKind::LearnedPositions, pe.data(), S, d, d);
+      add_positions(x.data(), pe.data(), pe.size());
+    }
   }
   see(StageKind::Input, x.data(), S, d, d);
   for (int l = 0; l < c.n_layers; ++l) {

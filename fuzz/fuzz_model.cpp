@@ -7,21 +7,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <ordo/errors.h>
 #include <ordo/ordo.h>
 
-namespace {
+#include "common/regular_file.h"
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace {
 
 void write_file(const std::string& path, const uint8_t* data, size_t size) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -44,7 +37,8 @@ std::pair<const uint8_t*, size_t> take(const uint8_t*& p, const uint8_t* end) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string tiny = read_file(ORDO_FUZZ_TOKENIZER);
+  static const std::string tiny =
+      ordo::read_regular_file(ORDO_FUZZ_TOKENIZER, uint64_t(1) << 30, "a sentencepiece model");
   static const std::string dir = [] {
     const char* tmp = std::getenv("TMPDIR");
     std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/ordo-fuzz-model-XXXXXX";

@@ -226,6 +226,18 @@ struct Pipeline::Impl {
   // `h` of `ids` holds one; `what` names the sequences in the message ("texts[2]").
   void check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
                     const char* what);
+  // BOS before t and EOS after it, where the config asks for them.
+  void add_specials(Tokenization& t) const {
+    const Config& c = model.config();
+    if (c.add_bos) {
+      t.ids.insert(t.ids.begin(), tokenizer.bos_id());
+      t.pieces.insert(t.pieces.begin(), tokenizer.piece(tokenizer.bos_id()));
+    }
+    if (c.add_eos) {
+      t.ids.push_back(tokenizer.eos_id());
+      t.pieces.push_back(tokenizer.piece(tokenizer.eos_id()));
+    }
+  }
 
   Model model;
   Tokenizer tokenizer;
@@ -294,17 +306,9 @@ Tokenization Pipeline::tokenize(std::string_view text, const std::string& where,
   if (spans) spans->clear();
   check_normalized(text, where);
   Tokenization t = impl_->tokenizer.encode(text, where, spans);
-  const Config& c = config();
-  if (c.add_bos) {
-    t.ids.insert(t.ids.begin(), impl_->tokenizer.bos_id());
-    t.pieces.insert(t.pieces.begin(), impl_->tokenizer.piece(impl_->tokenizer.bos_id()));
-    if (spans) spans->insert(spans->begin(), Span{0, 0});
-  }
-  if (c.add_eos) {
-    t.ids.push_back(impl_->tokenizer.eos_id());
-    t.pieces.push_back(impl_->tokenizer.piece(impl_->tokenizer.eos_id()));
-    if (spans) spans->push_back(Span{text.size(), text.size()});
-  }
+  impl_->add_specials(t);
+  if (spans && config().add_bos) spans->insert(spans->begin(), Span{0, 0});
+  if (spans && config().add_eos) spans->push_back(Span{text.size(), text.size()});
   return t;
 }
 
@@ -635,17 +639,9 @@ void Pipeline::require_head(bool need_mask) const {
 Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string& where, std::vector<int>* masks) const {
   check_normalized(text, where);
   Tokenization t = impl_->tokenizer.encode_masked(text, where, masks);
-  const Config& c = config();
-  if (c.add_bos) {
-    t.ids.insert(t.ids.begin(), impl_->tokenizer.bos_id());
-    t.pieces.insert(t.pieces.begin(), impl_->tokenizer.piece(impl_->tokenizer.bos_id()));
-    if (masks)
-      for (int& m : *masks) ++m;
-  }
-  if (c.add_eos) {
-    t.ids.push_back(impl_->tokenizer.eos_id());
-    t.pieces.push_back(impl_->tokenizer.piece(impl_->tokenizer.eos_id()));
-  }
+  impl_->add_specials(t);
+  if (masks && config().add_bos)
+    for (int& m : *masks) ++m;
   return t;
 }
 

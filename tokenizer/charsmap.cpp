@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include <ordo/errors.h>
+
 namespace ordo {
 
 namespace {
@@ -202,6 +204,14 @@ size_t max_piece_bytes() {
   if (::getrlimit(RLIMIT_STACK, &r) == 0)
     stack = r.rlim_cur == RLIM_INFINITY ? kMaxCounted : std::min<uint64_t>(r.rlim_cur, kMaxCounted);
   return size_t(std::max<uint64_t>(stack / 256, 512));
+}
+
+void require_sentencepiece_model(const std::string& bytes, const std::string& path) {
+  if (bytes.rfind("version https://git-lfs", 0) == 0)
+    throw InputError(path, "is a Git LFS pointer file, not the tokenizer (fetch it with `git lfs pull`)");
+  if (bytes.empty()) throw InputError(path, "is empty, not a sentencepiece model");
+  if (const std::string problem = check_sentencepiece_model(bytes); !problem.empty())
+    throw InputError(path, "not a sentencepiece model (" + problem + ")");
 }
 
 std::string check_sentencepiece_model(std::string_view proto) {

@@ -26,6 +26,10 @@ size_t max_piece_bytes();
 // precompiled_charsmap in its normalizer and denormalizer specs. Returns "" if sound, else what is
 // wrong (with a byte offset or the piece's index).
 std::string check_sentencepiece_model(std::string_view proto);
+// What every reader of a model file checks before parsing it (the sentencepiece library trusts its
+// normalization tables, ordo's own reader too): InputError(path) for a Git LFS pointer, an empty
+// file, or a model check_sentencepiece_model finds unsound.
+void require_sentencepiece_model(const std::string& bytes, const std::string& path);
 
 // Checks one precompiled_charsmap blob: [u32 trie bytes][trie units][NUL-terminated strings].
 std::string check_charsmap(std::string_view blob);

@@ -63,12 +63,7 @@ struct Tokenizer::Joined {
 };
 
 Tokenizer Tokenizer::parse(const std::string& bytes, const std::string& path) {
-  if (bytes.rfind("version https://git-lfs", 0) == 0)
-    throw InputError(path, "is a Git LFS pointer file, not the tokenizer (fetch it with `git lfs pull`)");
-  if (bytes.empty()) throw InputError(path, "is empty, not a sentencepiece model");
-  // sentencepiece trusts its normalization tables; check them before it reads them.
-  if (const std::string problem = check_sentencepiece_model(bytes); !problem.empty())
-    throw InputError(path, "not a sentencepiece model (" + problem + ")");
+  require_sentencepiece_model(bytes, path);  // sentencepiece trusts its normalization tables
 
   // sentencepiece logs to stderr (a failed self-test prints the samples, raw bytes and all);
   // ordo reports what went wrong in its one error line instead.

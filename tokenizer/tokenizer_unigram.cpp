@@ -37,11 +37,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
 }
 
 Tokenizer Tokenizer::parse(const std::string& bytes, const std::string& path) {
-  if (bytes.rfind("version https://git-lfs", 0) == 0)
-    throw InputError(path, "is a Git LFS pointer file, not the tokenizer (fetch it with `git lfs pull`)");
-  if (bytes.empty()) throw InputError(path, "is empty, not a sentencepiece model");
-  if (const std::string problem = check_sentencepiece_model(bytes); !problem.empty())
-    throw InputError(path, "not a sentencepiece model (" + problem + ")");
+  require_sentencepiece_model(bytes, path);
   Tokenizer t;
   t.path_ = path;
   t.charsmap_ = std::string(normalizer_charsmap(bytes));

@@ -3,13 +3,12 @@
 // other normalizer settings, for ordinary and hostile text.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 
+#include "common/regular_file.h"
 #include "paths.h"
 #include "tokenizer/unigram.h"
 
@@ -17,10 +16,7 @@ namespace ordo {
 namespace {
 
 std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_regular_file(path, uint64_t(1) << 30, "a test file");
 }
 
 // Texts: the walkthrough's, text with every kind of space and normalization, and random mixtures

@@ -235,6 +235,22 @@ def test_thread_count_changed_while_threads_encode(model):
         assert max_diff(r, alone) <= 1e-5  # thread counts split the work differently: float sums may differ
 
 
+def assert_child_succeeds(pid, seconds, what):
+    # Waits for the forked child `pid` to exit 0; a child still running after `seconds` is killed
+    # and the test fails, naming `what`.
+    deadline = time.time() + seconds
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail(f"{what} did not finish in {seconds} s")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
 def test_encode_in_a_forked_child(model):
     # After fork only the forking thread exists in the child; the engine's helper threads do not. A
     # job must still finish there (the caller does the tasks no helper takes), not wait for ever.
@@ -247,17 +263,7 @@ def test_encode_in_a_forked_child(model):
             os._exit(0 if np.array_equal(got, want) else 3)
         except BaseException:  # noqa: BLE001
             os._exit(4)
-    deadline = time.time() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.time() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("encode in a forked child did not finish in 60 s")
-        time.sleep(0.05)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert_child_succeeds(pid, 60, "encode in a forked child")
     ordo.set_num_threads(0)
 
 
@@ -276,17 +282,7 @@ def test_thread_count_set_in_a_forked_child(model):
             os._exit(0 if ok else 3)
         except BaseException:  # noqa: BLE001
             os._exit(4)
-    deadline = time.time() + 25
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.time() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("set_num_threads and encode in a forked child did not finish in 25 s")
-        time.sleep(0.05)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert_child_succeeds(pid, 25, "set_num_threads and encode in a forked child")
     ordo.set_num_threads(0)
 
 
