@@ -69,8 +69,9 @@ try {
     .then(() => check(true, "a cleared text box asks for a text and sends nothing"),
           () => check(false, "a cleared text box asks for a text and sends nothing"));
   const cleared = await page.evaluate(() => ({ title: document.getElementById("title").textContent,
-    main: document.querySelector("main").hidden, controls: document.getElementById("controls").hidden }));
-  check(cleared.title === "ordo view" && cleared.main && cleared.controls,
+    main: document.querySelector("main").hidden, controls: document.getElementById("controls").hidden,
+    note: document.getElementById("run-note").hidden }));
+  check(cleared.title === "ordo view" && cleared.main && cleared.controls && cleared.note,
     `a cleared text box leaves no title or sections of the old text (${JSON.stringify(cleared)})`);
   const sentence = "the old man walked slowly along the river and then sat down under a tall tree near his house";
   await type("#text-a", sentence);

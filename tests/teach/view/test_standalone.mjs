@@ -9,14 +9,15 @@
 // to 4 decimals) are the weights of `ordo trace --json`; and the page's engine answers the questions of
 // `ordo serve` as the command line does, numbers within 1e-5 (relative above 1): /trace with and without
 // positions (attention weights, hidden states, the pooled vector, the head's guesses; the stages inside a
-// layer within 1e-4), /fill, /score, and the inside of a head. Prints the size of the file, its first paint and the redraw time after typing
+// layer within 1e-4), /fill, /score, and the inside of a head (its weights, v and A·v; in layer 0 the four parts of
+// `ordo attention --parts`); the training length read from the model's training.json. Prints the size of the file, its first paint and the redraw time after typing
 // (request to painted, median of the typed sentences of 20 pieces or fewer) without judging them.
 // Exit 0 pass, 1 fail, 77 skip (no Chromium).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { check, failures, launch, loadPuppeteer, openPage } from "./harness.mjs";
+import { check, failures, launch, loadPuppeteer, openPage, parseParts } from "./harness.mjs";
 
 const [ordo, modelDir, pagePath, ...flags] = process.argv.slice(2);
 const flag = (name, d) => (flags.includes(name) ? flags[flags.indexOf(name) + 1] : d);
@@ -174,6 +175,25 @@ try {
   const inTrace = cli("trace", "--json", "--inside", "1,1", scored);
   const w = traceAttention(inTrace)[1][1];
   check(maxDiff(inside.weights, w) <= TOLERANCE, "POST /attention (the inside of layer 1, head 1) has ordo trace's weights");
+  const stageOf = (name) => inTrace.stages.find((x) => x.name === name && x.layer === 1 && x.head === 1).values;
+  check(maxDiff(inside.v, stageOf("value")) <= TOLERANCE && maxDiff(inside.output, stageOf("head output")) <= TOLERANCE,
+    "... and its v and A·v (ordo trace's value and head output)");
+  // Layer 0 of a model that adds its positions to the input: the scores split as `ordo attention --parts`
+  // splits them; none for rope and alibi, whose positions act inside the heads.
+  const first = await ask("/attention", { text: scored, layer: 0, head: 1, positions: true });
+  const pe = await page.evaluate(() => window.ordoView.data.model.positional_encoding);
+  if (pe === "sinusoidal" || pe === "learned") {
+    const parts = parseParts(execFileSync(ordo, ["attention", "--model", modelDir, "--layer", "0", "--head", "1", "--parts", scored],
+      { encoding: "utf8" }), first.pieces.length);
+    const partGaps = Object.keys(parts).map((k) => maxDiff(first.parts[k], parts[k]));
+    check(partGaps.every((g) => g <= 5.1e-4), `POST /attention layer 0, head 1: the four parts of ordo attention --parts ` +
+      `(largest gaps ${partGaps.map((g) => g.toFixed(5)).join(", ")})`);
+  } else {
+    check(first.parts === null, `POST /attention layer 0 (${pe}): no content/position split`);
+  }
+  const recorded = fs.existsSync(path.join(modelDir, "training.json")) ? JSON.parse(fs.readFileSync(path.join(modelDir, "training.json"), "utf8")).max_len ?? null : null;
+  const trained = await page.evaluate(() => window.ordoView.data.model.training_length);
+  check(trained === recorded, `the engine in the page reads the training length from the model's training.json: ${trained} (want ${recorded})`);
   // A refused question is an error line on the page, not a crash: a text of no pieces.
   const refused = await page.evaluate(() => window.ordoView.ask("/view", { a: "" }).then(() => "answered", (e) => e.message));
   check(/"a"|text|pieces/.test(refused) && refused !== "answered", `a refused question is the server's message: ${refused}`);

@@ -992,7 +992,7 @@ function startLive() {
   const status = document.getElementById("live-status");
   const send = async () => {
     const ask = ++live.asked, t0 = performance.now();
-    const shown = (on) => { for (const e of [document.querySelector("main"), document.getElementById("controls")]) e.hidden = !on; };
+    const shown = (on) => { for (const e of [document.querySelector("main"), document.getElementById("controls"), document.getElementById("run-note")]) e.hidden = !on; };
     if (!a.value.trim()) { // nothing to show yet (a box just cleared): no question the server can only refuse,
       status.textContent = "type a text in A"; // and no title or sections of the text that was there
       document.getElementById("title").textContent = "ordo view";
