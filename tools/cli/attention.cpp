@@ -130,12 +130,9 @@ int by_distance(const cxxopts::ParseResult& args) {
   if (args.count("png")) png = args["png"].as<std::string>(), teach::picture_format(png);
   double vmin = 0, vmax = 1;
   scale(args, &vmin, &vmax);
-  const ComputeType compute_type = compute_type_option(args);
-  const std::vector<HeadIndex> masked = mask_heads(args);
   const std::string dir = model_dir(args);
-  Pipeline pipeline(dir);
-  pipeline.set_compute_type(compute_type);
-  apply_mask_heads(pipeline, masked);
+  Pipeline pipeline = load_pipeline(args);
+  const std::vector<HeadIndex> masked = pipeline.masked_heads();
   const bool positions = !args.count("no-pe");
   // The buckets: inside and past the training length (--split N, else the model's training.json).
   int split = args.count("split") ? int_option(args, "split", 0, kMaxCount) : training_length({dir});
@@ -298,11 +295,8 @@ int cmd_attention(int argc, char** argv) {
   if (args.count("png")) teach::picture_format(args["png"].as<std::string>());
   double vmin = 0, vmax = 1;  // every picture on the same scale, so two of them compare at a glance
   scale(args, &vmin, &vmax);
-  const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
-  const std::vector<HeadIndex> masked = mask_heads(args);
-  Pipeline pipeline(model_dir(args));
-  pipeline.set_compute_type(compute_type);
-  apply_mask_heads(pipeline, masked);
+  Pipeline pipeline = load_pipeline(args);
+  const std::vector<HeadIndex> masked = pipeline.masked_heads();
   const Config& c = pipeline.config();
   const int layer = args["layer"].as<int>(), head = args["head"].as<int>();
   if (layer < 0 || layer >= c.n_layers)

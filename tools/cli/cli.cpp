@@ -124,10 +124,10 @@ InputFile::~InputFile() {
   if (f_ && f_ != stdin) std::fclose(f_);
 }
 
-std::string one_line(const std::string& message) {
+std::string one_line(const std::string& message, std::string_view also) {
   std::string out;
   for (unsigned char c : message) {
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x20 || c == 0x7f || also.find(char(c)) != std::string_view::npos) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
@@ -379,6 +379,15 @@ void apply_mask_heads(Pipeline& pipeline, const std::vector<HeadIndex>& heads) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--mask-head ") + e.what());
   }
+}
+
+Pipeline load_pipeline(const cxxopts::ParseResult& args) {
+  const ComputeType compute_type = compute_type_option(args);
+  const std::vector<HeadIndex> masked = mask_heads(args);
+  Pipeline pipeline(model_dir(args));
+  pipeline.set_compute_type(compute_type);
+  apply_mask_heads(pipeline, masked);
+  return pipeline;
 }
 
 std::string masked_heads_text(const std::vector<HeadIndex>& heads) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ordo/ordo.h>
@@ -98,8 +99,9 @@ std::vector<std::string> read_texts(const cxxopts::ParseResult& args, size_t max
 // "max_len", written by tools/train/train_mlm.py); 0 when the directory does not record it.
 int training_length(const std::string& model_dir);
 
-// A message on one line: control characters (from a file name or a text) escaped as \xNN.
-std::string one_line(const std::string& message);
+// A message on one line: control characters (from a file name or a text) escaped as \xNN, and so
+// are the bytes of `also` (the server's log escapes spaces and backslashes too).
+std::string one_line(const std::string& message, std::string_view also = "");
 
 // "1 piece", "2 pieces": a count with its noun in the right number.
 std::string count(long long n, const std::string& one, const std::string& many);
@@ -144,6 +146,9 @@ ComputeType compute_type_option(const cxxopts::ParseResult& args);
 void add_mask_head_option(cxxopts::Options& o);
 std::vector<HeadIndex> mask_heads(const cxxopts::ParseResult& args);
 void apply_mask_heads(Pipeline& pipeline, const std::vector<HeadIndex>& heads);
+// The model --model names, with --compute-type and --mask-head applied (both read and checked
+// before it loads, so a wrong value costs no load): what every command that runs the model starts with.
+Pipeline load_pipeline(const cxxopts::ParseResult& args);
 // "layer 1 head 1, layer 0 head 3" for a report's first line; "" for none.
 std::string masked_heads_text(const std::vector<HeadIndex>& heads);
 

@@ -34,11 +34,7 @@ int cmd_fill(int argc, char** argv) {
   const int top = int_option(args, "top", 1, kMaxCount);
   const bool positions = !args.count("no-pe");
   set_num_threads(threads_option(args));
-  const ComputeType compute_type = compute_type_option(args);
-  const std::vector<HeadIndex> masked = mask_heads(args);  // a wrong value fails before the model loads
-  Pipeline pipeline(model_dir(args));
-  pipeline.set_compute_type(compute_type);
-  apply_mask_heads(pipeline, masked);
+  Pipeline pipeline = load_pipeline(args);
   pipeline.require_head();
   const int k = std::min(top, pipeline.config().vocab_size);
 

@@ -36,11 +36,7 @@ int cmd_score(int argc, char** argv) {
   const bool positions = !args.count("no-pe");
   const int max_pieces = int_option(args, "max-tokens", 1, kMaxCount);
   set_num_threads(threads_option(args));
-  const ComputeType compute_type = compute_type_option(args);
-  const std::vector<HeadIndex> masked = mask_heads(args);  // a wrong value fails before the model loads
-  Pipeline pipeline(model_dir(args));
-  pipeline.set_compute_type(compute_type);
-  apply_mask_heads(pipeline, masked);
+  Pipeline pipeline = load_pipeline(args);
   pipeline.require_head();
 
   // Texts are read, scored and printed one at a time (each is one batch of its masked copies), so

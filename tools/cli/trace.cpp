@@ -68,11 +68,7 @@ int cmd_trace(int argc, char** argv) {
   const std::string text = the_text(args, "trace");
   const int K = int_option(args, "dims", 1, kMaxCount);
   const int top = int_option(args, "top", 0, 1000);
-  const ComputeType compute_type = compute_type_option(args);
-  const std::vector<HeadIndex> masked = mask_heads(args);  // a wrong value fails before the model loads
-  Pipeline pipeline(model_dir(args));
-  pipeline.set_compute_type(compute_type);
-  apply_mask_heads(pipeline, masked);
+  Pipeline pipeline = load_pipeline(args);
   const Config& c = pipeline.config();
   int inside_layer = -1, inside_head = -1;
   if (args.count("inside")) {

@@ -109,17 +109,7 @@ thread_local Clock::time_point t_request_start;
 // A path as the request log shows it: a control character (a newline would start a line of its own),
 // a space or a backslash as \xHH, so that one request is one line of four fields whatever its path holds.
 std::string log_path(const std::string& path) {
-  std::string out;
-  for (unsigned char c : path) {
-    if (c <= 0x20 || c == 0x7f || c == '\\') {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
+  return cli::one_line(path, " \\");
 }
 
 }  // namespace
