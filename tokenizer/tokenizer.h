@@ -77,6 +77,9 @@ class Tokenizer {
   Tokenization encode_masked(std::string_view text, const std::string& where = "input",
                              std::vector<int>* positions = nullptr) const;
   const std::string& path() const { return path_; }
+  // Which kind of tokenizer this is, as trace names it: "wordpiece" (a vocab.txt), "sentencepiece
+  // with XLM-R's ids" (a sentencepiece.bpe.model) or "sentencepiece".
+  const char* kind() const { return wp_ ? "wordpiece" : fairseq_ ? "sentencepiece with XLM-R's ids" : "sentencepiece"; }
 
   // At most how many bytes sentencepiece normalizes `text` (valid UTF-8) into before it splits them
   // into pieces (NFKC makes 33 bytes of the 3 of U+FDFA), found without normalizing it:

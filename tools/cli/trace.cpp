@@ -117,7 +117,8 @@ int cmd_trace(int argc, char** argv) {
     std::printf("\n[%d] %s   %s\n    %s\n", step, name.c_str(), shape_text.c_str(), equation.c_str());
   };
 
-  heading("pieces and ids", "(S) = (" + std::to_string(S) + ")", "sentencepiece: text -> pieces -> ids");
+  heading("pieces and ids", "(S) = (" + std::to_string(S) + ")",
+          std::string(pipeline.tokenizer().kind()) + ": text -> pieces -> ids");
   for (int t = 0; t < S; ++t) std::printf("  %s id %d\n", row_label(t, pieces[t]).c_str(), tok.ids[t]);
 
   const std::string dims = "(S, d) = (" + std::to_string(S) + ", " + std::to_string(d) + ")";
