@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Where int8's error comes from on a Hugging Face BERT model (all-MiniLM-L6-v2): transformers' own
+BertModel with each of its Linear layers fake-quantized on its own, and the mean-pooled, normalized
+sentence vectors' cosines to the same model in float32.
+
+    ~/.cache/ordo/reference-venv/bin/python tools/dev/quantization_error_hf.py \\
+        --model "$(tools/dev/reference_model_dir.sh)" --input lines.txt [--scheme NAME ...]
+
+Fake quantization as in quantization_error.py (the post-LN encoder of ordo's own models): x and W are
+rounded to their int8 grid, s = max|row| / 127 per row of x (token) and of W (output channel),
+q = round(v / s), and back, then multiplied in float32. "res2" is two int8 passes (v ≈ s1·q1 + s2·q2,
+the second quantizing what the first left), "g32" int8 per group of 32 along a row, "bf16" bfloat16.
+BERT's Linear layers: query, key, value (ordo's in_proj, one product over one quantized x), the
+attention output (out_proj), intermediate (linear1, GELU after it) and output (linear2, GELU's output in).
+Runs offline (HF_HUB_OFFLINE=1) with the reference environment of tools/dev/install-deps.sh.
+docs/precision.md, "int8 on all-MiniLM-L6-v2", has its figures.
+"""
+import argparse
+import os
+import sys
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+PRODUCTS = ("query", "key", "value", "attention.output", "intermediate", "output")
+
+
+def quantize(v, mode):
+    import torch
+    if mode == "none":
+        return v
+    if mode == "row":
+        s = v.abs().amax(-1, keepdim=True) / 127
+        s = torch.where(s == 0, torch.ones_like(s), s)
+        return torch.round(v / s) * s
+    if mode == "res2":
+        first = quantize(v, "row")
+        return first + quantize(v - first, "row")
+    if mode.startswith("g"):
+        g = int(mode[1:])
+        return quantize(v.reshape(*v.shape[:-1], -1, g), "row").reshape(v.shape)
+    if mode == "bf16":
+        return v.to(torch.bfloat16).float()
+    raise ValueError(mode)
+
+
+def product_of(name):
+    """The product a Linear of BertModel is: one of PRODUCTS, or None (the pooler)."""
+    if ".attention.self." in name:
+        return name.rsplit(".", 1)[1]
+    if name.endswith(".attention.output.dense"):
+        return "attention.output"
+    if name.endswith(".intermediate.dense"):
+        return "intermediate"
+    if name.endswith(".output.dense"):
+        return "output"
+    return None
+
+
+def everywhere(x, w):
+    return lambda product: (x, w)
+
+
+def only(p, x, w):
+    return lambda product: (x, w) if product == p else ("none", "none")
+
+
+def all_but(p):
+    return lambda product: ("none", "none") if product == p else ("row", "row")
+
+
+SCHEMES = {
+    "int8": everywhere("row", "row"),
+    "activations-only": everywhere("row", "none"),
+    "weights-only": everywhere("none", "row"),
+    **{f"x-only-{p}": only(p, "row", "none") for p in PRODUCTS},
+    **{f"w-only-{p}": only(p, "none", "row") for p in PRODUCTS},
+    **{f"all-but-{p}": all_but(p) for p in PRODUCTS},
+    "x-res2": everywhere("res2", "row"),
+    "x-res2-w-g32": everywhere("res2", "g32"),
+    "x-res2-w-res2": everywhere("res2", "res2"),
+    "x-g32-w-g32": everywhere("g32", "g32"),
+    "bf16": everywhere("bf16", "bf16"),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="a BERT model directory (config.json, model.safetensors)")
+    ap.add_argument("--input", required=True, help="texts, one per line")
+    ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--scheme", action="append", choices=sorted(SCHEMES), help="default: all of them")
+    ap.add_argument("--outliers", action="store_true",
+                    help="instead: for the first text, each product's input per token: its largest |entry| "
+                         "over its root mean square, and that entry's dimension")
+    args = ap.parse_args()
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    texts = open(args.input, encoding="utf-8").read().split("\n")
+    if texts and texts[-1] == "":
+        texts.pop()
+    tok = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModel.from_pretrained(args.model).eval()
+    scheme = SCHEMES["int8"]
+    weights = {}
+
+    def wrap(name, layer, product):
+        weights[name] = layer.weight.data.clone()
+
+        def forward(x):
+            xm, wm = scheme(product) if product else ("none", "none")
+            return torch.nn.functional.linear(quantize(x, xm), quantize(weights[name], wm), layer.bias)
+        layer.forward = forward
+
+    for name, layer in model.named_modules():
+        if isinstance(layer, torch.nn.Linear):
+            wrap(name, layer, product_of(name))
+
+    if args.outliers:
+        def report(name):
+            def hook(module, inputs, output):
+                x = inputs[0][0]
+                crest = x.abs().amax(-1) / x.pow(2).mean(-1).sqrt()
+                where = x.abs().argmax(-1)
+                print(f"{name:44s} " + "  ".join(f"{float(c):5.1f}@{int(j)}" for c, j in zip(crest, where)))
+            return hook
+        for name, layer in model.encoder.named_modules():
+            if isinstance(layer, torch.nn.Linear) and not name.endswith((".key", ".value")):
+                layer.register_forward_hook(report(name))
+        scheme = everywhere("none", "none")
+        b = tok(texts[:1], return_tensors="pt")
+        print("# " + " ".join(tok.convert_ids_to_tokens(b["input_ids"][0])) + ": max|x| / rms(x) @ dimension, per token")
+        with torch.no_grad():
+            model(**b)
+        return 0
+
+    def vectors():
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(texts), 32):
+                b = tok(texts[i:i + 32], padding=True, truncation=True, max_length=args.max_length,
+                        return_tensors="pt")
+                h = model(**b).last_hidden_state
+                m = b["attention_mask"].unsqueeze(-1).float()
+                out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1))
+        return torch.cat(out).double().numpy()
+
+    scheme = everywhere("none", "none")
+    f32 = vectors()
+    print(f"# {args.model}: {len(texts)} texts; cosine of mean-pooled vectors to f32: "
+          "min / 1st percentile / median / lines below 0.999")
+    for name in args.scheme or SCHEMES:
+        scheme = SCHEMES[name]
+        c = (vectors() * f32).sum(1)
+        print(f"{name:26s} {c.min():.5f} / {np.percentile(c, 1):.5f} / {np.median(c):.6f} / {(c < 0.999).sum()}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
