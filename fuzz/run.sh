@@ -32,7 +32,7 @@ fuzz() {  # fuzz TARGET: runs it, then prints its figures, or its log's end when
 
 failed=0
 running=0
-for target in safetensors config model tokenizer text serve; do
+for target in safetensors config model tokenizer text serve http; do
   if [ "$running" -ge "$at_once" ]; then
     wait -n || failed=1
     running=$((running - 1))
