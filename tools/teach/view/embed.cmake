@@ -29,11 +29,39 @@ if(OUT_HTML)
   file(RENAME ${OUT_HTML}.partial ${OUT_HTML})
 endif()
 if(OUT_HEADER)
+  # The page in parts of at most 30,000 bytes, each cut after a line (so no UTF-8 character is cut):
+  # C++ compilers need not take a string literal longer than 65,536 bytes (clang warns past it).
+  set(parts "")
+  set(rest "${page}")
+  string(LENGTH "${rest}" left)
+  while(left GREATER 0)
+    if(left GREATER 30000)
+      string(SUBSTRING "${rest}" 0 30000 chunk)
+      string(FIND "${chunk}" "\n" cut REVERSE)
+      if(cut LESS 1)
+        message(FATAL_ERROR "${VIEW_DIR}: the page has a line longer than 30,000 bytes")
+      endif()
+      math(EXPR take "${cut} + 1")
+      string(SUBSTRING "${rest}" 0 ${take} chunk)
+      string(SUBSTRING "${rest}" ${take} -1 rest)
+    else()
+      set(chunk "${rest}")
+      set(rest "")
+    endif()
+    string(APPEND parts "    R\"ordo_view_page(${chunk})ordo_view_page\",\n")
+    string(LENGTH "${rest}" left)
+  endwhile()
   file(WRITE ${OUT_HEADER}.partial
        "// Made by tools/teach/view/embed.cmake from view.html, view.css and view.js: edit those.\n"
        "#pragma once\n"
+       "#include <string>\n"
        "namespace ordo::teach {\n"
-       "inline constexpr const char* kViewPage = R\"ordo_view_page(${page})ordo_view_page\";\n"
+       "inline constexpr const char* kViewPageParts[] = {\n${parts}};\n"
+       "inline const std::string kViewPage = [] {\n"
+       "  std::string page;\n"
+       "  for (const char* part : kViewPageParts) page += part;\n"
+       "  return page;\n"
+       "}();\n"
        "}  // namespace ordo::teach\n")
   file(RENAME ${OUT_HEADER}.partial ${OUT_HEADER})
 endif()
