@@ -19,6 +19,7 @@
 
 #include <ordo/ordo.h>
 
+#include "fuzz/serve_settings.h"
 #include "tools/serve/connection.h"
 #include "tools/serve/routes.h"
 #include "tools/serve/service.h"
@@ -29,15 +30,7 @@ using namespace ordo::serve;
 
 Server& server() {
   static ordo::Pipeline pipeline(ORDO_FUZZ_SERVE_MODEL);
-  static const Settings settings = [] {
-    Settings s;
-    s.batching = false;
-    s.max_texts = 16;  // small limits keep each execution short; the checks against them are the point
-    s.max_tokens = 48;
-    s.model_name = "default";
-    s.view_name = "the default model";
-    return s;
-  }();
+  static const Settings settings = ordo::fuzz::serve_settings(false);
   static Service service(pipeline, settings, BatchLimits{});
   static const std::string page = "<!doctype html><title>ordo</title>";  // GET /: the page's bytes are not fuzzed
   static Server* s = [] {

@@ -10,23 +10,15 @@
 
 #include <ordo/ordo.h>
 
+#include "fuzz/serve_settings.h"
 #include "tools/serve/service.h"
 
 namespace {
 
 ordo::serve::Service& service(bool batching) {
   static ordo::Pipeline pipeline(ORDO_FUZZ_SERVE_MODEL);
-  auto make = [](bool b) {
-    ordo::serve::Settings s;
-    s.batching = b;
-    s.max_texts = 16;  // small limits keep each execution short; the checks against them are the point
-    s.max_tokens = 48;
-    s.model_name = "default";
-    s.view_name = "the default model";
-    return s;
-  };
-  static ordo::serve::Service batched(pipeline, make(true), ordo::serve::BatchLimits{});
-  static ordo::serve::Service alone(pipeline, make(false), ordo::serve::BatchLimits{});
+  static ordo::serve::Service batched(pipeline, ordo::fuzz::serve_settings(true), ordo::serve::BatchLimits{});
+  static ordo::serve::Service alone(pipeline, ordo::fuzz::serve_settings(false), ordo::serve::BatchLimits{});
   return batching ? batched : alone;
 }
 
