@@ -419,7 +419,12 @@ TEST(View, StandaloneCarriesTheModelAndTheEngine) {
   EXPECT_EQ(data["texts"][0]["text"], kA) << "the walkthrough's texts when none is given";
   EXPECT_EQ(data["texts"][1]["text"], kB);
   const json files = json::parse(element(page, "<script id=\"ordo-model\" type=\"application/json\">"));
-  ASSERT_EQ(files.size(), 3u) << files.dump().substr(0, 200);
+  // config, weights, tokenizer, and the training length's training.json where the model has one
+  const bool trained = std::filesystem::exists(model + "/training.json");
+  ASSERT_EQ(files.size(), trained ? 4u : 3u) << files.dump().substr(0, 200);
+  if (trained) {
+    EXPECT_EQ(from_base64(files["model/training.json"]), read_file(model + "/training.json"));
+  }
   EXPECT_EQ(from_base64(files["model/config.json"]), read_file(model + "/config.json"));
   EXPECT_EQ(from_base64(files["model/model.safetensors"]), read_file(model + "/model.safetensors"));
   EXPECT_EQ(from_base64(files["model/tokenizer.model"]), read_file(model + "/tokenizer.model"));
