@@ -23,7 +23,7 @@
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
 #include "tools/teach/pe_report.h"
-#include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
+#include "view_page.h"  // ordo::teach::view_page(), made from tools/teach/view/ by embed.cmake
 
 namespace ordo::cli {
 
@@ -394,7 +394,7 @@ int cmd_view(int argc, char** argv) {
   if (standalone) data["live"] = true, data["standalone"] = true;
 
   const std::string json = json_for_html(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  std::string page = teach::kViewPage;
+  std::string page = teach::view_page();
   page.replace(page.find("@ORDO_VIEW_DATA@"), std::strlen("@ORDO_VIEW_DATA@"), json);
   page.replace(page.find("<!--@ORDO_ENGINE@-->"), std::strlen("<!--@ORDO_ENGINE@-->"), engine);
   write_atomically(path, [&](std::FILE* f) { std::fwrite(page.data(), 1, page.size(), f); });

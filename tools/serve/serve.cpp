@@ -40,7 +40,6 @@
 #include "tools/serve/connection.h"
 #include "tools/serve/routes.h"
 #include "tools/serve/service.h"
-#include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
 
 namespace ordo::serve {
 

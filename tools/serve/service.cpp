@@ -27,7 +27,7 @@
 #include "tools/cli/json_out.h"
 #include "tools/cli/results_json.h"
 #include "tools/serve/batcher.h"
-#include "view_page.h"  // ordo::teach::kViewPage, made from tools/teach/view/ by embed.cmake
+#include "view_page.h"  // ordo::teach::view_page(), made from tools/teach/view/ by embed.cmake
 
 namespace ordo::serve {
 
@@ -321,7 +321,7 @@ std::string Service::page() {
   nlohmann::json data = view({{"a", "the cat sat on the mat"}, {"b", "the mat sat on the cat"}});
   data["live"] = true;
   const std::string json = json_for_html(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  std::string page = teach::kViewPage;
+  std::string page = teach::view_page();
   page.replace(page.find("@ORDO_VIEW_DATA@"), std::strlen("@ORDO_VIEW_DATA@"), json);
   // The file page may load nothing; the live one asks its own server, and only it.
   const std::string csp = "default-src 'none';";

@@ -57,11 +57,12 @@ if(OUT_HEADER)
        "#include <string>\n"
        "namespace ordo::teach {\n"
        "inline constexpr const char* kViewPageParts[] = {\n${parts}};\n"
-       "inline const std::string kViewPage = [] {\n"
+       "// The page joined, made when a command asks for it (not as every process starts).\n"
+       "inline std::string view_page() {\n"
        "  std::string page;\n"
        "  for (const char* part : kViewPageParts) page += part;\n"
        "  return page;\n"
-       "}();\n"
+       "}\n"
        "}  // namespace ordo::teach\n")
   file(RENAME ${OUT_HEADER}.partial ${OUT_HEADER})
 endif()
