@@ -165,12 +165,12 @@ bool LineReader::next(Line* line) {
       ++pos_;
       break;
     }
-    if (line->bytes > limit) {  // too long already: the rest is not read now
+    if (!fill()) break;         // the end of the input ends the line (and its CR is dropped below)
+    if (line->bytes > limit) {  // too long already, and more follows: the rest is not read now
       line->whole = false;
       rest_of_line_ = true;
       return true;
     }
-    if (!fill()) break;
   }
   if (last == '\r') {  // CRLF
     --line->bytes;
