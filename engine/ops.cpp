@@ -24,11 +24,12 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
 // The kernel for y = x·Wᵀ + b is chosen by M, the rows of x (measured on the base model from
 // 1 × 8 to 4 × 512; the figures are in docs/performance.md):
 //   M ≤ kSmallM:  linear_small_m, dot products along K, the weights read from memory once;
-//   M ≤ kStreamM: linear_stream (AVX-512), the rows of W read in place as the broadcast operand;
-//   above:        linear_gemm (AVX-512), which packs W once per call and reuses it over many rows;
-// without AVX-512, small-M up to 16 rows and cblas_sgemm above. With AVX-512 the small-M kernel
-// is faster than the stream kernel up to 16 rows (3.5 against 4.8 ms for the 24 products of a
-// forward pass at M = 16) and slower from 24 on (4.8 against 4.5 ms).
+//   M ≤ kStreamM: linear_stream (AVX-512 only), the rows of W read in place as the broadcast operand;
+//   above:        linear_gemm (AVX-512 or AVX2), which packs W once per call and reuses it over many rows;
+// below AVX2, cblas_sgemm at every M. With AVX-512 the small-M kernel is faster than the stream
+// kernel up to 16 rows (3.5 against 4.8 ms for the 24 products of a forward pass at M = 16) and
+// slower from 24 on (4.8 against 4.5 ms); at AVX2 it is faster than linear_gemm up to 16 rows and
+// slower from 24 on, and linear_gemm faster than cblas_sgemm from 24 rows to 1024.
 constexpr int kSmallM = 16;
 // kStreamM: up to 256 rows the stream kernel is as fast as linear_gemm or faster; from 512 rows on
 // linear_gemm is.
@@ -38,7 +39,7 @@ void linear(float* y, const float* x, const float* w, const float* b, int M, int
   if (M == 0 || N == 0) return;
   if (M <= kSmallM && have_simd_dot())
     linear_small_m(y, x, w, b, M, K, N);
-  else if (have_gemm() && M <= kStreamM)
+  else if (have_stream() && M <= kStreamM)
     linear_stream(y, x, w, b, M, K, N);
   else if (have_gemm())
     linear_gemm(y, x, w, b, M, K, N);

@@ -12,7 +12,6 @@
 
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/reduced.h"
-#include "engine/kernels/small_m.h"
 
 namespace ordo {
 
@@ -124,10 +123,10 @@ std::string kernels_chosen() {
   std::string s = std::string("level ") + isa_name(level) + " (highest this CPU allows: " + isa_name(highest_isa()) +
                   "; ORDO_ISA=scalar|avx2|avx512 forces a lower one)\n";
   s += "f32 products: ";
-  if (have_gemm())
+  if (level == Isa::Avx512)
     s += "ordo's AVX-512 kernels (small-M up to 16 rows, then weight streaming, then packed GEMM)\n";
-  else if (have_simd_dot())
-    s += "ordo's AVX2 small-M kernel up to 16 rows, OpenBLAS's sgemm above\n";
+  else if (level == Isa::Avx2)
+    s += "ordo's AVX2 kernels (small-M up to 16 rows, then packed GEMM)\n";
   else
     s += "OpenBLAS's sgemm\n";
   s += std::string("softmax, LayerNorm: ") +

@@ -1,6 +1,6 @@
-// ordo's own packed single-precision GEMM for AVX-512 (engine/kernels/gemm_avx512.cpp; gemm.cpp
-// chooses it at run time, and has the plain loops). It exists so that the
-// weight products run at the machine's FMA rate whichever kernels OpenBLAS picked (an
+// ordo's own packed single-precision GEMM for AVX-512 (engine/kernels/gemm_avx512.cpp) and for AVX2
+// with FMA (gemm_avx2.cpp); gemm.cpp chooses one at run time, and has the plain loops. It exists so
+// that the weight products run at the machine's FMA rate whichever kernels OpenBLAS picked (an
 // environment may force OpenBLAS onto AVX2, half the peak; docs/performance.md).
 #pragma once
 
@@ -8,16 +8,19 @@
 
 namespace ordo {
 
-// Whether the kernels run at AVX-512 (engine/kernels/cpu.h): the functions below are then the
-// AVX-512 ones, else plain loops that the engine does not use for its products (OpenBLAS does).
+// Whether the kernels run at AVX2 or above (engine/kernels/cpu.h): the functions below are then
+// the AVX-512 or the AVX2 ones, else plain loops that the engine does not use for its products
+// (OpenBLAS does).
 bool have_gemm();
+// Whether linear_stream is a kernel of its own (AVX-512 only; at AVX2 it is linear_gemm).
+bool have_stream();
 
 // Per-thread float scratch, `slot` 0 or 1, grown to at least `floats` and kept for the thread's life.
 float* thread_scratch(int slot, size_t floats);
 
 // C (M, N) = α · A (M, K) · op(B) + bias, row by row; op(B) = Bᵀ with B (N, K) when b_is_nk (a weight
 // in PyTorch's layout, or the keys in q·kᵀ), else B (K, N). lda, ldb, ldc are row strides.
-// bias (N) or null. One thread; without AVX-512 it is a plain triple loop.
+// bias (N) or null. One thread; below AVX2 it is a plain triple loop.
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
           float alpha, int M, int N, int K);
 
@@ -46,5 +49,15 @@ void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, fl
 void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 }  // namespace avx512
+
+// The AVX2 bodies (no weight-streaming kernel: linear_stream is linear_gemm there).
+namespace avx2 {
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
+          float alpha, int M, int N, int K);
+size_t packed_b_floats(int N, int K);
+void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K);
+void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K);
+void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
+}  // namespace avx2
 
 }  // namespace ordo

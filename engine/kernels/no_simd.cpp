@@ -61,6 +61,21 @@ void bf16_dot_linear(float*, const uint16_t*, const PackedBf16&, const float*, i
 }  // namespace avx512
 
 namespace avx2 {
+void gemm(float*, int, const float*, int, const float*, int, bool, const float*, float, int, int, int) {
+  none("avx2::gemm");
+}
+size_t packed_b_floats(int, int) {
+  none("avx2::packed_b_floats");
+}
+void pack_b_all(float*, const float*, int, bool, int, int) {
+  none("avx2::pack_b_all");
+}
+void gemm_packed(float*, int, const float*, int, const float*, float, int, int, int) {
+  none("avx2::gemm_packed");
+}
+void linear_gemm(float*, const float*, const float*, const float*, int, int, int) {
+  none("avx2::linear_gemm");
+}
 void softmax_row(float*, int) {
   none("avx2::softmax_row");
 }

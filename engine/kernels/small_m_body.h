@@ -30,12 +30,11 @@ constexpr int kPrefetchAhead = 256;
 // takes part in. Left to itself, GCC 12 folds the loads of W into the FMAs as memory operands (one
 // load per FMA: MR·NR loads a step instead of MR + NR), and with the prefetches that made the loop
 // wait on the load ports, not on the FMAs or on memory: the pinned loads measured 0.55 against
-// 1.0 ms for one layer's products in cache at M = 8 (docs/performance.md). Only with AVX-512: with
-// AVX2's 16 registers the 4 × 4 tile's accumulators fill them all.
+// 1.0 ms for one layer's products in cache at M = 8 (docs/performance.md). AVX2 has 16 registers,
+// so its tile is 4 × 3 (12 accumulators, 3 of W, 1 of x) rather than 4 × 4, whose accumulators
+// alone fill them all and leave every operand of W to be loaded by its FMA.
 inline void in_register([[maybe_unused]] Vec& v) {
-#if defined(__AVX512F__)
   asm("" : "+v"(v));
-#endif
 }
 
 // y[m][n] = b[n] + Σ_k x[m][k]·w[n][k]   for an MR × NR tile: MR rows of x against NR rows of W,
@@ -77,7 +76,9 @@ void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b,
 // With 16 lanes (AVX-512), 4 rows of x against 6 rows of W: 24 accumulators, 6 + 1 registers for
 // the operands, 10 loads and 6 + 6 prefetches for 24 FMAs a step (2 × 8 took 10 loads and 16
 // prefetches for 16). Measured against 2 × 8, 8 × 3, 8 × 2 and 4 × 4 in docs/performance.md.
-constexpr int kTileM = 4, kTileN = kLanes == 16 ? 6 : 4;
+// With 8 lanes (AVX2), 4 × 3: 7 loads and 3 + 3 prefetches for 12 FMAs a step (the 4 × 4 tile
+// took 20 loads for 16; 4 × 3 measured 0.56–0.78 of its time at M = 8 and 16, docs/performance.md).
+constexpr int kTileM = 4, kTileN = kLanes == 16 ? 6 : 3;
 template <int MR, int NR>
 struct Dot {
   static constexpr auto fn = &dot_tile<MR, NR>;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <tuple>
 #include <vector>
 
 #include "engine/kernels/gemm.h"
@@ -59,6 +60,34 @@ TEST(Gemm, AttentionFormsWithLeadingDimensions) {
     for (int dh : {1, 13, 64}) {
       expect_gemm_matches(true, L, L, dh, 0.125f);  // scores (L, L) = α · q (L, dh) · kᵀ
       expect_gemm_matches(false, L, dh, L, 1.0f);   // out (L, dh) = probs (L, L) · v (L, dh)
+    }
+}
+
+TEST(Gemm, EveryEdgeOfTheTilesAndTheDepth) {
+  // Every M from 1 to 40 (the tiles' rows: 6 at AVX2, 12 at AVX-512, and their remainders),
+  // against columns on either side of the panels (8 and 16 at AVX2, 16 and 32 at AVX-512) and
+  // depths with a tail after the 8 or 16 columns that packing transposes at once.
+  for (int M = 1; M <= 40; ++M)
+    for (int N : {1, 5, 8, 15, 16, 17, 31, 33})
+      for (int K : {1, 3, 8, 9, 17}) {
+        expect_gemm_matches(true, M, N, K, 0.5f);
+        expect_gemm_matches(false, M, N, K, 1.0f);
+      }
+}
+
+TEST(Gemm, PackedOnceGivesTheBitsOfGemm) {
+  // pack_b_all then gemm_packed is gemm() with its packing done ahead: the same blocks, the same
+  // sums, the same bits; across depth blocks (K > 512) and column blocks (N > 256) too.
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, std::tuple{7, 33, 13}, std::tuple{40, 100, 64}, std::tuple{13, 300, 600},
+                         std::tuple{25, 17, 1100}})
+    for (bool b_is_nk : {true, false}) {
+      const int ldb = (b_is_nk ? K : N) + 3;
+      const auto A = random_floats(size_t(M) * K, 31 + M), B = random_floats(size_t(b_is_nk ? N : K) * ldb, 37 + N);
+      std::vector<float> direct(size_t(M) * N), packed(size_t(M) * N, -7.0f), Bp(packed_b_floats(N, K));
+      gemm(direct.data(), N, A.data(), K, B.data(), ldb, b_is_nk, nullptr, 0.25f, M, N, K);
+      pack_b_all(Bp.data(), B.data(), ldb, b_is_nk, N, K);
+      gemm_packed(packed.data(), N, A.data(), K, Bp.data(), 0.25f, M, N, K);
+      EXPECT_EQ(packed, direct) << (b_is_nk ? "NT " : "NN ") << M << "x" << N << "x" << K;
     }
 }
 

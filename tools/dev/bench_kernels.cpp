@@ -129,8 +129,8 @@ void bench_linear(const std::vector<int>& ms, int rounds) {
     auto pass = [&](Linear linear) { return [&, linear] { p.run(layers, linear); }; };
     std::vector<Variant> variants;
     if (M <= 32) variants.push_back({"small_m", pass(linear_small_m)});
-    if (M <= 512) variants.push_back({"stream", pass(linear_stream)});
-    if (M >= 64) variants.push_back({"gemm", pass(linear_gemm)});
+    if (M <= 512 && have_stream()) variants.push_back({"stream", pass(linear_stream)});
+    if (M >= 64 || (M > 4 && !have_stream())) variants.push_back({"gemm", pass(linear_gemm)});
     variants.push_back({"cblas", pass(linear_blas)});
     const int calls = std::max(2, std::min(10, 1000 / (M + 20)));
     compare("linear M=" + std::to_string(M), variants, rounds, calls);

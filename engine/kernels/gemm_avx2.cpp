@@ -1,0 +1,195 @@
+// The AVX2 and FMA GEMM (engine/kernels/gemm.h), compiled with -mavx2 -mfma (engine/CMakeLists.txt)
+// and called only where engine/kernels/cpu.h allows AVX2. The blocking of gemm_avx512.cpp (read it
+// first: the picture of the blocks is there) at half the width, with AVX2's 16 registers. No
+// standard container here: their inline functions, compiled with these flags, could be the copy the
+// linker keeps for the whole program.
+#include <algorithm>
+
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/parallel.h"
+#include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
+
+namespace ordo::avx2 {
+
+namespace {
+
+// C (M, N) = α · A (M, K) · B̂ (K, N) + bias, B̂ = Bᵀ or B, A read in place, B̂ packed in panels of
+// NR columns, k-major. The micro-tile is MR × NR = 6 × 16: 12 accumulators, 2 registers of B̂
+// and 1 broadcast of A, 15 of the 16 ymm registers; each step loads 2 vectors of B̂ and 6 values
+// of A for 12 FMAs (4 × 24 would take 3 and 4 for 12 too, with one spare register less).
+constexpr int MR = 6;
+constexpr int NR = 16;
+// KC: 6 rows of A are 12 KB, a B̂ panel 32 KB (from L2); NC: a packed block of B̂ is 512 KB.
+constexpr int KC = 512;
+constexpr int NC = 256;
+
+// The first n lanes (n < 8) set, for a masked load.
+inline __m256i first_lanes(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+// The 8 floats at p, or the first n of them (the others 0): never reads past p + n.
+inline __m256 load_first(const float* p, int n) {
+  return n >= 8 ? _mm256_loadu_ps(p) : n <= 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(p, first_lanes(n));
+}
+
+// C (mr, nr) = α · A (mr, kc) · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR. A whole
+// tile is stored straight from the registers; an edge tile goes through a small array, of which
+// only the rows and columns that exist are written out.
+void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr, float alpha,
+                  const float* bias, bool first) {
+  __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
+  const float* ai[MR];  // rows past mr read the last one again; their results are not stored
+  for (int i = 0; i < MR; ++i) ai[i] = A + size_t(std::min(i, mr - 1)) * lda;
+  for (int k = 0; k < kc; ++k, Bp += NR) {
+    const __m256 b0 = _mm256_loadu_ps(Bp), b1 = _mm256_loadu_ps(Bp + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256 a = _mm256_broadcast_ss(ai[i] + k);
+      c0[i] = _mm256_fmadd_ps(a, b0, c0[i]);
+      c1[i] = _mm256_fmadd_ps(a, b1, c1[i]);
+    }
+  }
+  const __m256 va = _mm256_set1_ps(alpha);
+  if (mr == MR && nr == NR) {
+    __m256 add0 = _mm256_setzero_ps(), add1 = _mm256_setzero_ps();
+    if (first && bias) add0 = _mm256_loadu_ps(bias), add1 = _mm256_loadu_ps(bias + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      float* row = C + size_t(i) * ldc;
+      if (!first) add0 = _mm256_loadu_ps(row), add1 = _mm256_loadu_ps(row + 8);
+      _mm256_storeu_ps(row, _mm256_fmadd_ps(va, c0[i], add0));
+      _mm256_storeu_ps(row + 8, _mm256_fmadd_ps(va, c1[i], add1));
+    }
+    return;
+  }
+  alignas(32) float tile[MR][NR];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    _mm256_store_ps(&tile[i][0], _mm256_mul_ps(va, c0[i]));
+    _mm256_store_ps(&tile[i][8], _mm256_mul_ps(va, c1[i]));
+  }
+  for (int i = 0; i < mr; ++i) {
+    float* row = C + size_t(i) * ldc;
+    for (int j = 0; j < nr; ++j) row[j] = tile[i][j] + (!first ? row[j] : bias ? bias[j] : 0.0f);
+  }
+}
+
+// Writes the transpose of a block of up to 8 rows × kc columns (row stride ld; rows past `rows`
+// read as zeros): for each k, the 8 rows' values side by side at dst + k·dst_ld. 8 columns at a
+// time, transposed in registers: unpack pairs of rows, then pairs of pairs, then the 128-bit halves.
+void pack_transposed(float* dst, int dst_ld, const float* src, int ld, int rows, int kc) {
+  for (int k0 = 0; k0 < kc; k0 += 8) {
+    const int kn = std::min(8, kc - k0);
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = i < rows ? load_first(src + size_t(i) * ld + k0, kn) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i += 2) {  // rows i, i+1 interleaved
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {  // rows i..i+3 interleaved, one column per 4 floats of a half
+      r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; ++j) {  // all 8 rows of one column per vector: column j and j + 4
+      t[j] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x20);
+      t[j + 4] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x31);
+    }
+    for (int k = 0; k < kn; ++k) _mm256_storeu_ps(dst + size_t(k0 + k) * dst_ld, t[k]);
+  }
+}
+
+// Bp (kc, NR) = B̂[p0 : p0+kc, j0 : j0+nr], columns past nr zero. B points at B̂[p0, j0].
+void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
+  if (b_is_nk) {  // B̂ = Bᵀ: column j of B̂ is row j of B
+    pack_transposed(Bp, NR, B, ldb, std::min(nr, 8), kc);
+    pack_transposed(Bp + 8, NR, nr > 8 ? B + size_t(8) * ldb : B, ldb, nr - 8, kc);  // nr ≤ 8: zeros
+  } else {  // B̂ = B: copy rows, zero the tail
+    for (int k = 0; k < kc; ++k) {
+      const float* src = B + size_t(k) * ldb;
+      _mm256_storeu_ps(Bp + k * NR, load_first(src, nr));
+      _mm256_storeu_ps(Bp + k * NR + 8, load_first(src + 8, nr - 8));
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
+          float alpha, int M, int N, int K) {
+  if (M <= 0 || N <= 0) return;
+  float* b_block = thread_scratch(0, size_t(NC) * KC);  // packed panels of B̂
+  if (K <= 0) {                                         // an empty sum: C = bias
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) C[size_t(i) * ldc + j] = bias ? bias[j] : 0.0f;
+    return;
+  }
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc);
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      for (int jr = 0; jr < nc; jr += NR) {
+        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
+        pack_b(b_block + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
+      }
+      for (int ir = 0; ir < M; ir += MR)
+        for (int jr = 0; jr < nc; jr += NR)
+          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda, b_block + size_t(jr) * kc,
+                       kc, std::min(MR, M - ir), std::min(NR, nc - jr), alpha, bias ? bias + jc + jr : nullptr,
+                       pc == 0);
+    }
+  }
+}
+
+// The packed B̂ holds its (NC, KC) blocks in the order gemm() packs them: block (jc, pc) starts at
+// jc·K + pc·nc, and within it panel jr at jr·kc. Columns are padded to whole panels of NR.
+size_t packed_b_floats(int N, int K) {
+  return size_t((N + NR - 1) / NR) * NR * size_t(std::max(K, 0));
+}
+
+void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K) {
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
+      for (int jr = 0; jr < nc; jr += NR) {
+        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
+        pack_b(block + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
+      }
+    }
+  }
+}
+
+void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      const float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
+      for (int ir = 0; ir < M; ir += MR)
+        for (int jr = 0; jr < nc; jr += NR)
+          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda, block + size_t(jr) * kc, kc,
+                       std::min(MR, M - ir), std::min(NR, nc - jr), alpha, nullptr, pc == 0);
+    }
+  }
+}
+
+// The split of avx512::linear_gemm: blocks of columns of y (rows of W), at most NC wide and a whole
+// number per thread; each packs its own rows of W once.
+void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M <= 0 || N <= 0) return;
+  const int threads = kernel_threads();
+  const int tasks = threads * ((N + threads * NC - 1) / (threads * NC));
+  const int cols = ((N + tasks - 1) / tasks + NR - 1) / NR * NR;  // a multiple of NR, ≤ NC
+  parallel_for(tasks, [&](int task, int) {
+    const int n0 = task * cols, n = std::min(cols, N - n0);
+    if (n > 0) gemm(y + n0, N, x, K, w + size_t(n0) * K, K, true, b ? b + n0 : nullptr, 1.0f, M, n, K);
+  });
+}
+
+}  // namespace ordo::avx2
