@@ -92,6 +92,16 @@ std::vector<TensorSpec> hf_tensors(const Config& c, size_t limit) {
       specs.push_back({l + t.name, t.matrix ? Shape{out, in} : Shape{out}});
     }
   }
+  if (c.head == Head::MaskedLM) {  // BertForMaskedLM's cls.predictions.*, XLMRobertaForMaskedLM's lm_head.*
+    const std::string& h = c.head_prefix;
+    const bool bert = h == "cls.predictions.";
+    specs.push_back({h + (bert ? "transform.dense.weight" : "dense.weight"), {d, d}});
+    specs.push_back({h + (bert ? "transform.dense.bias" : "dense.bias"), {d}});
+    specs.push_back({h + (bert ? "transform.LayerNorm.weight" : "layer_norm.weight"), {d}});
+    specs.push_back({h + (bert ? "transform.LayerNorm.bias" : "layer_norm.bias"), {d}});
+    if (c.head_decoder) specs.push_back({h + "decoder.weight", {V, d}});
+    specs.push_back({h + "bias", {V}});
+  }
   if (specs.size() > limit) specs.resize(limit);
   return specs;
 }
@@ -128,6 +138,8 @@ uint64_t expected_parameters(const Config& c, const std::string& where) {
   if (c.embedding_norm) n = add(n, 2 * d);
   if (c.final_norm) n = add(n, 2 * d);
   if (c.head == Head::MaskedLM) n = add(n, V);
+  if (c.head_transform) n = add(n, add(mul(d, d), 3 * d));  // a Hugging Face head: dense and LayerNorm
+  if (c.head_decoder) n = add(n, mul(V, d));                // and its own decoder, untied
   return n;
 }
 
@@ -159,6 +171,16 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
       throw InputError(where, std::string("has no tensor embeddings.word_embeddings.weight: not the weights of a ") +
                                   (config_.family == Family::Bert ? "BertModel" : "RobertaModel") +
                                   " (config.json's model_type)");
+    // A masked-LM head where the file has one: BertForMaskedLM's cls.predictions (its transform's
+    // activation is hidden_act), XLMRobertaForMaskedLM's lm_head (always the erf GELU).
+    for (const char* h : {"cls.predictions.", "lm_head."})
+      if (config_.head == Head::None && file_.find(std::string(h) + "bias")) {
+        config_.head = Head::MaskedLM;
+        config_.head_transform = true;
+        config_.head_prefix = h;
+        config_.head_activation = config_.head_prefix == "lm_head." ? Activation::GELU : config_.activation;
+        config_.head_decoder = file_.find(std::string(h) + "decoder.weight") != nullptr;
+      }
   }
   // Other extra tensors are ignored (a checkpoint may hold more than the encoder), but a head's
   // bias without "head" in config.json means the two files disagree about what the model is.
@@ -242,6 +264,13 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
       l.linear2_weight = take(), l.linear2_bias = take();
       l.norm2_weight = take(), l.norm2_bias = take();
     }
+    weights_.head_decoder = weights_.embedding;
+    if (config_.head == Head::MaskedLM) {
+      weights_.head_dense_weight = take(), weights_.head_dense_bias = take();
+      weights_.head_norm_weight = take(), weights_.head_norm_bias = take();
+      if (config_.head_decoder) weights_.head_decoder = take();
+      weights_.head_bias = take();
+    }
     return;
   }
   weights_.embedding = take();
@@ -254,6 +283,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     weights_.norm_bias = take();
   }
   if (config_.head == Head::MaskedLM) weights_.head_bias = take();
+  weights_.head_decoder = weights_.embedding;
 }
 
 }  // namespace ordo

@@ -37,6 +37,12 @@ struct Weights {
   const float* token_type_embedding = nullptr;   // (token_types, d); row 0 is added (Hugging Face encoders)
   const float* embedding_norm_weight = nullptr;  // (d), embedding_norm only
   const float* embedding_norm_bias = nullptr;    // (d)
+  // A Hugging Face masked-LM head (config head_transform): u = LayerNorm(act(h·W_hᵀ + b_h)), logits = u·Dᵀ + b
+  const float* head_dense_weight = nullptr;  // W_h (d, d)
+  const float* head_dense_bias = nullptr;    // b_h (d)
+  const float* head_norm_weight = nullptr;   // (d)
+  const float* head_norm_bias = nullptr;     // (d)
+  const float* head_decoder = nullptr;       // D (V, d): `embedding` when tied (ordo's head: always)
 };
 
 // The tensor names and shapes a config asks for, in file order; at most `limit` of them (a

@@ -309,4 +309,18 @@ void mlm_logits(double* out, const double* h, const float* E, const float* b, in
     }
 }
 
+// u_t = LayerNorm(act(h_t·W_hᵀ + b_h)) for a Hugging Face head, else u_t = h_t; then logits_t = u_t·Dᵀ + b
+void mlm_logits(double* out, const double* h, int R, const Model& m) {
+  const Config& c = m.config();
+  const Weights& w = m.weights();
+  const int d = c.d_model;
+  std::vector<double> u(h, h + size_t(R) * d);
+  if (c.head_transform) {
+    linear(u.data(), h, w.head_dense_weight, w.head_dense_bias, R, d, d);
+    activation(u.data(), u.size(), c.head_activation);
+    layer_norm(u.data(), u.data(), w.head_norm_weight, w.head_norm_bias, R, d, c.layer_norm_eps);
+  }
+  mlm_logits(out, u.data(), w.head_decoder, w.head_bias, R, c.vocab_size, d);
+}
+
 }  // namespace ordo::reference

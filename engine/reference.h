@@ -165,4 +165,9 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
 void mlm_logits(double* out /* (R, V) */, const double* h /* (R, d) */, const float* E /* (V, d) */,
                 const float* b /* (V) */, int R, int V, int d);
 
+// A model's whole head, the plain twin of engine/head.h's: for a Hugging Face head (head_transform)
+//   u_t = LayerNorm(act(h_t·W_hᵀ + b_h)),   logits_t[v] = Σ_k u_t[k] · D[v][k] + b[v]
+// (D = E unless the file holds a decoder of its own); for ordo's own head u_t = h_t and D = E.
+void mlm_logits(double* out /* (R, V) */, const double* h /* (R, d) */, int R, const Model& m);
+
 }  // namespace ordo::reference

@@ -626,14 +626,19 @@ std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k)
 }
 
 void Pipeline::require_head(bool need_mask) const {
+  const std::string dir = model_dir().empty() ? std::string("model") : model_dir();
+  if (!has_head() && config().family != Family::Ordo)  // a BertModel, as sentence-transformers' models are
+    throw InputError(dir,
+                     "has no masked-LM head (fill and score need a BertForMaskedLM or XLMRobertaForMaskedLM "
+                     "checkpoint, with cls.predictions.* / lm_head.* weights)");
   if (!has_head())
-    throw InputError((model_dir().empty() ? std::string("model") : model_dir()) + "/config.json",
+    throw InputError(dir + "/config.json",
                      "the model has no masked-language-model head (\"head\": \"mlm\"), so it cannot fill or score "
                      "text; the default model has one");
   if (need_mask && mask_id() < 0)
-    throw InputError(impl_->tokenizer.path(),
-                     "has no <mask> piece, so the head cannot be asked about a piece (a masked "
-                     "language model's tokenizer has it as a control symbol)");
+    throw InputError(impl_->tokenizer.path(), std::string("has no ") + impl_->tokenizer.mask_marker() +
+                                                  " piece, so the head cannot be asked about a piece (a masked "
+                                                  "language model's tokenizer has it as a control symbol)");
 }
 
 Tokenization Pipeline::tokenize_masked(std::string_view text, const std::string& where, std::vector<int>* masks) const {
@@ -756,10 +761,11 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
   Filled f;
   std::vector<int> masks;
   f.tokens = tokenize_masked(text, where, &masks);
-  if (masks.empty())
-    throw InputError(where,
-                     "holds no <mask>: write <mask> where a piece should be filled in, e.g. "
-                     "\"the cat sat on the <mask>.\"");
+  if (masks.empty()) {
+    const std::string marker = tokenizer().mask_marker();
+    throw InputError(where, "holds no " + marker + ": write " + marker +
+                                " where a piece should be filled in, e.g. \"the cat sat on the " + marker + ".\"");
+  }
   std::vector<Row> rows;
   for (int m : masks) rows.push_back({0, m});
   const int V = config().vocab_size;

@@ -9,14 +9,14 @@ namespace ordo {
 
 Tokenization Tokenizer::encode_masked(std::string_view text, const std::string& where,
                                       std::vector<int>* positions) const {
-  static constexpr std::string_view kMarker = "<mask>";
+  const std::string_view kMarker = mask_marker();
   size_t bad = 0;
   if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
   const int mask = text.find(kMarker) == std::string_view::npos ? -1 : mask_id();
   if (text.find(kMarker) != std::string_view::npos && mask < 0)
-    throw InputError(path_,
-                     "has no <mask> piece, so it cannot mark the pieces to fill (a masked language model's "
-                     "tokenizer has it as a control symbol)");
+    throw InputError(path_, "has no " + std::string(kMarker) +
+                                " piece, so it cannot mark the pieces to fill (a masked language model's "
+                                "tokenizer has it as a control symbol)");
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
   Tokenization out;
   if (positions) positions->clear();

@@ -61,11 +61,14 @@ class Tokenizer {
   // The control piece `<mask>` a masked language model was trained to fill: its id, or -1 when
   // the model has none. Ordinary text never produces it (encode("<mask>") gives ▁ < ma s k >).
   int mask_id() const;
+  // How a text marks a piece to fill (encode_masked): the mask piece as the tokenizer writes it,
+  // "[MASK]" for WordPiece (BERT), "<mask>" for sentencepiece (ordo's models, XLM-R).
+  const char* mask_marker() const { return wp_ ? "[MASK]" : "<mask>"; }
   // Pieces are printed as the tokenizer stores them: byte-fallback pieces as "<0xC3>", control
   // pieces as "<s>", "</s>", "<mask>". An id outside [0, size()) gives "<?>".
   std::string piece(int id) const;
 
-  // Text in which each literal "<mask>" stands for one masked piece (as `ordo fill` reads it):
+  // Text in which each literal "<mask>" (mask_marker()) stands for one masked piece (as `ordo fill` reads it):
   // the text is split at the markers, each segment (spaces at its ends trimmed) is encoded on its
   // own and the mask id goes between. A segment that follows a marker with no space between
   // ("the <mask>cat", "the <mask>.") is encoded as the inside of a word: without the "▁" that

@@ -22,7 +22,8 @@ inline bool added_to_input(PositionalEncoding p) {
 }
 enum class PeLayout { Interleaved, Split };  // paper: sin at 2i, cos at 2i+1
 // What sits on top of the encoder. MaskedLM: logits_t = h_t·Eᵀ + b (E the token embedding, tied;
-// b the tensor head.bias), config "head": "mlm".
+// b the tensor head.bias), config "head": "mlm"; a Hugging Face checkpoint's head transforms h_t
+// first (head_transform below).
 enum class Head { None, MaskedLM };
 // Whose tensor names model.safetensors uses: ordo's (nn.TransformerEncoder's), or a Hugging Face
 // BertModel's (BERT, MiniLM, bge, e5, gte) or XLMRobertaModel's / RobertaModel's, which differ only in
@@ -53,6 +54,14 @@ struct Config {
   bool add_eos = false;
 
   Head head = Head::None;  // "head": "mlm", or the key absent
+  // A Hugging Face masked-LM head (BertForMaskedLM's cls.predictions, XLMRobertaForMaskedLM's lm_head),
+  // set by Model from the tensors it finds in the file. It transforms h_t before the product:
+  //   u_t = LayerNorm(act(h_t·W_hᵀ + b_h))        (layer_norm_eps)
+  //   logits_t = u_t·Dᵀ + b                       (D = E, tied, unless the file has a decoder of its own)
+  bool head_transform = false;
+  Activation head_activation = Activation::GELU;  // BERT: hidden_act; RoBERTa's lm_head: always the erf GELU
+  std::string head_prefix;                        // "cls.predictions." or "lm_head."
+  bool head_decoder = false;                      // the file holds D as <head_prefix>decoder.weight (untied)
 
   // What a Hugging Face encoder adds (config.json with "model_type"; docs/models.md). With embedding_norm:
   //   x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])     (T[0] only with token_types > 0)

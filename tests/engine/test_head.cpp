@@ -151,6 +151,97 @@ TEST(HeadLogits, OnlyTheRowsAskedForAndZeroRows) {
   mlm_logits(nullptr, nullptr, 0, m);  // nothing to do, nothing touched
 }
 
+// A Hugging Face encoder's config (BertModel's sizes; RoBERTa's position offset), the encoder under
+// `prefix` as a ...ForMaskedLM checkpoint saves it.
+Config hf_config(Family family, Activation act, const std::string& head_prefix, bool decoder) {
+  Config c = test::sized_config(43, 12, 3, 20, 2);
+  c.family = family;
+  c.activation = act;
+  c.layer_norm_eps = 1e-12;
+  c.positional_encoding = PositionalEncoding::Learned;
+  c.max_positions = 24;
+  c.scale_embedding = false;
+  c.embedding_norm = true;
+  c.token_types = 2;
+  c.position_offset = family == Family::Roberta ? 2 : 0;
+  c.weights_prefix = family == Family::Roberta ? "roberta." : "bert.";
+  c.head = Head::MaskedLM;
+  c.head_transform = true;
+  c.head_prefix = head_prefix;
+  c.head_decoder = decoder;
+  return c;
+}
+
+// The head of a BertForMaskedLM / XLMRobertaForMaskedLM checkpoint, found by its tensors:
+//   u = LayerNorm(act(h·W_hᵀ + b_h)),  logits = u·Dᵀ + b
+// fast (engine/head.cpp) against the plain twin in double, and one entry by hand from the plain
+// encoder's rows; the activation is hidden_act for BERT and the erf GELU for RoBERTa's lm_head.
+TEST(HeadLogits, HuggingFaceHeadsMatchThePlainHead) {
+  struct Case {
+    Family family;
+    Activation act;
+    const char* prefix;
+    bool decoder;
+    Activation want;
+  };
+  for (const Case& k : {Case{Family::Bert, Activation::GELUTanh, "cls.predictions.", false, Activation::GELUTanh},
+                        Case{Family::Bert, Activation::ReLU, "cls.predictions.", true, Activation::ReLU},
+                        Case{Family::Roberta, Activation::ReLU, "lm_head.", false, Activation::GELU},
+                        Case{Family::Roberta, Activation::GELUTanh, "lm_head.", true, Activation::GELU}}) {
+    SCOPED_TRACE(k.prefix + std::string(k.decoder ? " with its own decoder" : " tied"));
+    const Config full = hf_config(k.family, k.act, k.prefix, k.decoder);
+    test::TempDir dir;
+    test::write_random_weights(full, dir.path, 11);
+    Config bare = full;  // what parse_hf_config gives: the head is Model's to find
+    bare.head = Head::None, bare.head_transform = false, bare.head_prefix.clear(), bare.head_decoder = false;
+    bare.weights_prefix.clear();
+    const Model m(bare, dir.path + "/model.safetensors");
+    const Config& c = m.config();
+    ASSERT_EQ(c.head, Head::MaskedLM);
+    EXPECT_TRUE(c.head_transform);
+    EXPECT_EQ(c.head_prefix, k.prefix);
+    EXPECT_EQ(c.head_decoder, k.decoder);
+    EXPECT_EQ(c.head_activation, k.want);
+    EXPECT_EQ(m.parameter_count(), expected_parameters(c, "x"));
+    const Weights& w = m.weights();
+    EXPECT_EQ(w.head_decoder == w.embedding, !k.decoder);
+
+    const std::vector<int32_t> ids = {2, 17, 5, 42, 0, 17, 3};
+    const int L = int(ids.size()), V = c.vocab_size, d = c.d_model;
+    Encoder enc(m);
+    const Hidden h = enc.forward({ids});
+    std::vector<float> fast(size_t(L) * V);
+    mlm_logits(fast.data(), h.row(0, 0), L, m);
+    std::vector<double> same(size_t(L) * V);
+    reference::mlm_logits(same.data(), test::widen(h.row(0, 0), size_t(L) * d).data(), L, m);
+    double worst = 0;
+    for (size_t i = 0; i < fast.size(); ++i)
+      worst = std::max(worst, std::fabs(fast[i] - same[i]) / std::max(1.0, std::fabs(same[i])));
+    EXPECT_LT(worst, 1e-5);
+
+    // By hand, one entry of the plain head from the plain encoder's row 3.
+    const std::vector<double> hd = reference::forward(m, ids);
+    std::vector<double> plain(size_t(L) * V);
+    reference::mlm_logits(plain.data(), hd.data(), L, m);
+    std::vector<double> u(d);
+    for (int j = 0; j < d; ++j) {
+      double a = w.head_dense_bias[j];
+      for (int i = 0; i < d; ++i) a += hd[size_t(3) * d + i] * w.head_dense_weight[size_t(j) * d + i];
+      u[j] = k.want == Activation::ReLU   ? std::max(a, 0.0)
+             : k.want == Activation::GELU ? 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)))
+                                          : 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+    }
+    double mean = 0, var = 0;
+    for (double v : u) mean += v / d;
+    for (double v : u) var += (v - mean) * (v - mean) / d;
+    double z = w.head_bias[7];
+    for (int j = 0; j < d; ++j)
+      z += ((u[j] - mean) / std::sqrt(var + 1e-12) * w.head_norm_weight[j] + w.head_norm_bias[j]) *
+           w.head_decoder[size_t(7) * d + j];
+    EXPECT_NEAR(plain[size_t(3) * V + 7], z, 1e-9);
+  }
+}
+
 TEST(HeadLogits, LogSumExpIsStableAndExact) {
   const float z[] = {1000.0f, 1000.0f, -1000.0f};
   EXPECT_NEAR(log_sum_exp(z, 3), 1000.0 + std::log(2.0), 1e-9);

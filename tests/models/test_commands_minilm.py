@@ -4,7 +4,8 @@
                  equal transformers' output_attentions within 1e-5 (absolute);
     attention    prints the table of a head, its weights those of transformers (to the printed digits);
     info         names the sizes and the tokenizer file;
-    fill, score  say in one line that the model has no masked-LM head;
+    fill, score  say in one line that the model has no masked-LM head and what checkpoint they need, the same
+                 words from the command line, the server's /fill and /score (status 422) and Python;
     view --html  writes one page that holds the text's pieces;
     serve        /v1/embeddings answers with the model's name and the vector `ordo encode` gives;
     ordo.Model(path) gives the same vector, and the same weights as transformers (when --python-dir holds the
@@ -19,12 +20,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 TEXTS = ["The cat sat on the mat, and the dog watched it.", "Tokyo 東京 is naïve-ly big!"]
 failed = []
+NO_HEAD = ("has no masked-LM head (fill and score need a BertForMaskedLM or XLMRobertaForMaskedLM checkpoint, "
+           "with cls.predictions.* / lm_head.* weights)")
 
 
 def check(ok, what):
@@ -126,12 +130,12 @@ def main():
     check(r.returncode == 0 and all(str(v) in r.stdout for v in (config["hidden_size"], config["intermediate_size"]))
           and "vocab.txt" in r.stdout, "info names the sizes and vocab.txt " + r.stderr.strip()[:200])
 
-    # fill and score: a model without a masked-LM head gives one line saying so
+    # fill and score: a model without a masked-LM head gives one line saying so, naming the checkpoints they need
     for command, text in (("fill", "the [MASK] sat on the mat"), ("score", "the cat sat on the mat")):
         r = run(a, command, "--model", d, text)
         lines = r.stderr.strip().split("\n")
-        check(r.returncode == 2 and not r.stdout and len(lines) == 1 and lines[0].startswith("error: ")
-              and "no masked-language-model head" in lines[0], f"{command} says in one line that there is no head")
+        check(r.returncode == 2 and not r.stdout and len(lines) == 1 and lines[0] == f"error: {d}: {NO_HEAD}",
+              f"{command} says in one line that there is no head: {lines}")
 
     with tempfile.TemporaryDirectory() as tmp:
         # view --html
@@ -172,6 +176,17 @@ def main():
                 got = np.array(answer["data"][0]["embedding"])
                 check(want is not None and got.shape == want.shape and float(np.abs(got - want).max()) <= 1e-6,
                       "/v1/embeddings gives encode's vector")
+                for route, text in (("fill", "the [MASK] sat on the mat"), ("score", "the cat sat on the mat")):
+                    req = urllib.request.Request(f"http://127.0.0.1:{port}/{route}",
+                                                 data=json.dumps({"text": text}).encode(),
+                                                 headers={"Content-Type": "application/json"})
+                    status, body = None, {}
+                    try:
+                        urllib.request.urlopen(req, timeout=120)
+                    except urllib.error.HTTPError as e:
+                        status, body = e.code, json.loads(e.read())
+                    check(status == 422 and NO_HEAD in json.dumps(body.get("error")),
+                          f"/{route} answers 422 with the same words: {status} {body}")
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -191,6 +206,13 @@ def main():
               and float(np.abs(got - want).max()) <= 1e-6,
               "ordo.Model(path).encode(normalize=True) gives encode's vector " + r.stderr.strip()[-300:])
         weights = np.array(out["a"]) if out else None
+        code = ("import sys, ordo\n"
+                "try:\n    ordo.Model(sys.argv[1]).fill('the [MASK] sat')\n"
+                "except ordo.InputError as e:\n    print(e)\n")
+        r = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": a.python_dir}, timeout=600)
+        check(r.returncode == 0 and NO_HEAD in r.stdout, f"ordo.Model(path).fill raises InputError with the same "
+                                                         f"words: {r.stdout.strip()} {r.stderr.strip()[-300:]}")
         attentions = np.stack(reference_attentions(d, TEXTS[0])[1])
         check(weights is not None and weights.shape == attentions.shape
               and float(np.abs(weights - attentions).max()) <= 1e-5,

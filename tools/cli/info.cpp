@@ -46,9 +46,13 @@ int cmd_info(int argc, char** argv) {
     std::printf(", %s layout, base %g", to_string(c.pe_layout), c.pe_base);
   if (c.positional_encoding == PositionalEncoding::Learned) std::printf(", max_positions %d", c.max_positions);
   std::printf("; embeddings %s sqrt(d)\n", c.scale_embedding ? "scaled by" : "not scaled by");
-  if (c.head == Head::MaskedLM)
-    std::printf("head        masked-language-model: logits = h E^T + head.bias (E the token embedding, tied)%s\n",
-                pipeline.mask_id() >= 0 ? "; ordo fill and ordo score use it" : "; the tokenizer has no <mask> piece");
+  const char* use = pipeline.mask_id() >= 0 ? "; ordo fill and ordo score use it" : "; the tokenizer has no mask piece";
+  if (c.head == Head::MaskedLM && c.head_transform)
+    std::printf("head        masked-language-model (%s*): logits = LayerNorm(%s(h W^T + b)) D^T + bias (%s)%s\n",
+                c.head_prefix.c_str(), to_string(c.head_activation),
+                c.head_decoder ? "D its own decoder" : "D the token embedding, tied", use);
+  else if (c.head == Head::MaskedLM)
+    std::printf("head        masked-language-model: logits = h E^T + head.bias (E the token embedding, tied)%s\n", use);
   else
     std::printf("head        none (ordo fill and ordo score need a masked-language-model head)\n");
   std::printf("parameters  %llu (%.2f MB as float32); file %lld bytes\n", (unsigned long long)m.parameter_count(),

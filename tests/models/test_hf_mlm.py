@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""ordo's fill and score on Hugging Face masked-LM checkpoints against transformers, on random weights:
+BertForMaskedLM (WordPiece vocab.txt, mask [MASK]) and XLMRobertaForMaskedLM (XLM-R sentencepiece.bpe.model,
+mask <mask>), head decoder tied to the word embeddings or a matrix of its own, saved with save_pretrained.
+    fill --json --logits: the ids are transformers' tokenizer's, and each mask's logits
+        max |ordo − transformers| ≤ 1e-5 · max |transformers|
+    with the same top 5 pieces, in the same order;
+    score --json: each piece's log-probability with that piece masked (one masked copy per piece, as
+        transformers computes it here) within 1e-5 · max |logits| of transformers'.
+Shapes: layers 1-3, 1-12 heads, head sizes 3-64, odd vocabulary sizes, the head's activation from hidden_act
+(BERT: erf GELU, tanh GELU, ReLU; XLM-R's lm_head: always the erf GELU).
+Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_hf_parity import bert_vocab, xlmr_spm  # noqa: E402  (the same vocabularies as the encoder's test)
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+BAR = 1e-5
+FILL = ["the cat sat on the {m}", "the {m} sat on the mat.", "{m} dogs run in the {m} of species", "{m}"]
+SCORE = ["the cat sat on the mat", "natural selection is read by the public"]
+
+
+def random_case(rng, arch):
+    h, dh = rng.choice([(1, 8), (2, 3), (3, 5), (4, 16), (12, 32), (6, 64), (5, 7)])
+    d = h * dh
+    return dict(arch=arch, hidden_size=d, num_attention_heads=h, num_hidden_layers=rng.randint(1, 3),
+                intermediate_size=rng.choice([d, 4 * d, rng.randint(5, 99)]),
+                hidden_act=rng.choice(["gelu", "gelu_new", "relu"]), layer_norm_eps=rng.choice([1e-12, 1e-5]),
+                tie=rng.choice([True, False]), extra=rng.choice([0, 3, 17]))
+
+
+def run_case(a, case, rng, seed):
+    import numpy as np
+    import torch
+    import transformers
+    torch.manual_seed(seed)
+    with tempfile.TemporaryDirectory() as out:
+        common = dict(hidden_size=case["hidden_size"], num_attention_heads=case["num_attention_heads"],
+                      num_hidden_layers=case["num_hidden_layers"], intermediate_size=case["intermediate_size"],
+                      hidden_act=case["hidden_act"], layer_norm_eps=case["layer_norm_eps"],
+                      tie_word_embeddings=case["tie"], max_position_embeddings=300)
+        if case["arch"] == "bert":
+            pieces = bert_vocab(rng, case["extra"])
+            with open(os.path.join(out, "vocab.txt"), "w") as f:
+                f.write("\n".join(pieces) + "\n")
+            tok = transformers.BertTokenizerFast(os.path.join(out, "vocab.txt"))
+            model = transformers.BertForMaskedLM(transformers.BertConfig(vocab_size=len(pieces), pad_token_id=0,
+                                                                         **common))
+        else:
+            xlmr_spm(out, rng)
+            tok = transformers.XLMRobertaTokenizer(os.path.join(out, "sentencepiece.bpe.model"))
+            model = transformers.XLMRobertaForMaskedLM(transformers.XLMRobertaConfig(vocab_size=len(tok),
+                                                                                     pad_token_id=1, **common))
+        with torch.no_grad():  # weights larger than init's 0.02, LayerNorms not the identity
+            for p in model.parameters():
+                p.normal_(0.0, 0.3)
+        model.eval()
+        model.save_pretrained(out, safe_serialization=True)
+
+        def logits(ids):
+            with torch.no_grad():
+                return model(input_ids=torch.tensor([ids])).logits[0].double().numpy()
+
+        ok, worst = True, 0.0
+        for pattern in FILL:
+            text = pattern.format(m=tok.mask_token)
+            r = subprocess.run([a.ordo, "fill", "--model", out, "--json", "--logits", "--top", "5", text],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL {case}: fill {text!r} exited {r.returncode}: {r.stderr.strip()}")
+                return False
+            got = json.loads(r.stdout)
+            ids = tok(text)["input_ids"]
+            if got["ids"] != ids:
+                print(f"FAIL {case}\n  ids of {text!r}: ordo {got['ids']}, transformers {ids}")
+                return False
+            want = logits(ids)
+            masks = [t for t, i in enumerate(ids) if i == tok.mask_token_id]
+            if [m["position"] for m in got["masks"]] != masks:
+                print(f"FAIL {case}\n  masks of {text!r}: ordo {[m['position'] for m in got['masks']]}, "
+                      f"transformers {masks}")
+                return False
+            for m in got["masks"]:
+                ref = want[m["position"]]
+                err = np.abs(np.array(m["logits"], dtype=np.float64) - ref).max() / np.abs(ref).max()
+                worst = max(worst, err)
+                top = [p["id"] for p in m["top"]]
+                if not err <= BAR or top != list(np.argsort(-ref, kind="stable")[:5]):
+                    print(f"FAIL {case}\n  fill {text!r} at {m['position']}: relative error {err:.3g}, "
+                          f"top ordo {top}, transformers {list(np.argsort(-ref, kind='stable')[:5])}")
+                    ok = False
+        for text in SCORE:
+            r = subprocess.run([a.ordo, "score", "--model", out, "--json", text], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL {case}: score {text!r} exited {r.returncode}: {r.stderr.strip()}")
+                return False
+            got = json.loads(r.stdout)
+            ids = tok(text)["input_ids"]
+            if got["ids"] != ids:
+                print(f"FAIL {case}\n  ids of {text!r}: ordo {got['ids']}, transformers {ids}")
+                return False
+            for t in range(1, len(ids) - 1):  # [CLS]/<s> and [SEP]/</s> are not scored
+                z = logits(ids[:t] + [tok.mask_token_id] + ids[t + 1:])[t]
+                lp = z[ids[t]] - (z.max() + np.log(np.exp(z - z.max()).sum()))
+                err = abs(got["log_probs"][t] - lp) / np.abs(z).max()
+                worst = max(worst, err)
+                if not err <= BAR:
+                    print(f"FAIL {case}\n  score {text!r} piece {t}: ordo {got['log_probs'][t]}, transformers {lp}")
+                    ok = False
+        print(f"{'ok  ' if ok else 'FAIL'} {case} worst {worst:.2e}")
+        return ok
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ordo", required=True)
+    p.add_argument("--seed", type=int, default=20261127)
+    p.add_argument("--cases", type=int, default=4, help="random cases per architecture")
+    a = p.parse_args()
+    rng = random.Random(a.seed)
+    failed = 0
+    for arch in ["bert", "xlm-roberta"]:
+        for n in range(a.cases):
+            failed += not run_case(a, random_case(rng, arch), rng, a.seed + n)
+    print(f"{2 * a.cases - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
