@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include <ordo/engine/safetensors.h>
@@ -31,7 +33,13 @@ FileImage::FileImage(const std::string& path) {
     if (size > machine_memory_bytes())
       throw InputError(path, "is " + std::to_string(size) + " bytes, more than this machine's memory");
     size_ = size_t(size);
-    data_.reset(new unsigned char[size_ ? size_ : 1]);
+    const size_t bytes = std::max<size_t>(size_, 1);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: where the system has no huge pages, 4 KiB ones
+#endif
+    data_ = std::unique_ptr<unsigned char, Unmap>(static_cast<unsigned char*>(p), Unmap{bytes});
     size_t done = 0;
     while (done < size_) {
       const ssize_t n = ::read(fd, data_.get() + done, std::min<size_t>(size_ - done, size_t(1) << 30));
@@ -45,6 +53,10 @@ FileImage::FileImage(const std::string& path) {
     throw;
   }
   ::close(fd);
+}
+
+void FileImage::Unmap::operator()(unsigned char* p) const {
+  ::munmap(p, bytes);
 }
 
 // ---------------------------------------------------------------------------------------------

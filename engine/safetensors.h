@@ -24,7 +24,9 @@ namespace ordo {
 // A whole file, read into memory. (Not mapped: a mapped file that another program truncates
 // while ordo runs would end the process with SIGBUS at the next read of a lost page, and one
 // rewritten in place would change the weights under a running pass, after they were checked.
-// Every weight is read at load anyway, to check that it is finite.)
+// Every weight is read at load anyway, to check that it is finite.) The buffer is asked for in
+// 2 MiB pages where the system gives them (madvise MADV_HUGEPAGE): the 90 MB of all-MiniLM-L6-v2
+// in 4 KiB pages cost ~22,000 page faults, a third of the CPU time of `ordo encode` on one text.
 class FileImage {
  public:
   FileImage() = default;
@@ -34,7 +36,11 @@ class FileImage {
   size_t size() const { return size_; }
 
  private:
-  std::unique_ptr<unsigned char[]> data_;
+  struct Unmap {
+    size_t bytes;
+    void operator()(unsigned char* p) const;
+  };
+  std::unique_ptr<unsigned char, Unmap> data_;
   size_t size_ = 0;
 };
 
