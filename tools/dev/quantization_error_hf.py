@@ -9,7 +9,11 @@ sentence vectors' cosines to the same model in float32.
 Fake quantization as in quantization_error.py (the post-LN encoder of ordo's own models): x and W are
 rounded to their int8 grid, s = max|row| / 127 per row of x (token) and of W (output channel),
 q = round(v / s), and back, then multiplied in float32. "res2" is two int8 passes (v ≈ s1·q1 + s2·q2,
-the second quantizing what the first left), "g32" int8 per group of 32 along a row, "bf16" bfloat16.
+the second quantizing what the first left), "g32" int8 per group of 32 along a row, "bf16" bfloat16,
+"topK" each row's K entries of largest |v| kept exact and the rest int8 on their own scale (the outlier
+decomposition of Dettmers et al. 2022, per row), "gtT" the entries above T kept exact the same way,
+"colK" the K columns of largest max |v| kept exact (a fixed set, for W). "x-top4-w-top16": x by top4, W by
+top16; "x-top4-output-f32": x by top4, W per row, and `output` (linear2) left in float.
 BERT's Linear layers: query, key, value (ordo's in_proj, one product over one quantized x), the
 attention output (out_proj), intermediate (linear1, GELU after it) and output (linear2, GELU's output in).
 Runs offline (HF_HUB_OFFLINE=1) with the reference environment of tools/dev/install-deps.sh.
@@ -36,6 +40,17 @@ def quantize(v, mode):
     if mode == "res2":
         first = quantize(v, "row")
         return first + quantize(v - first, "row")
+    if mode.startswith("top"):  # the k largest |entries| of each row kept exact, the rest int8 on their own scale
+        k = min(int(mode[3:]), v.shape[-1])
+        keep = torch.zeros_like(v).scatter(-1, v.abs().topk(k, -1).indices, 1.0)
+        return v * keep + quantize(v * (1 - keep), "row")
+    if mode.startswith("col"):  # the k columns of largest max |entry| kept exact (static, for W), the rest per row
+        k = int(mode[3:])
+        keep = torch.zeros(v.shape[-1]).index_fill(0, v.abs().amax(0).topk(k).indices, 1.0)
+        return v * keep + quantize(v * (1 - keep), "row")
+    if mode.startswith("gt"):  # entries above the threshold kept exact (Dettmers et al.'s decomposition, per row)
+        keep = (v.abs() > float(mode[2:])).float()
+        return v * keep + quantize(v * (1 - keep), "row")
     if mode.startswith("g"):
         g = int(mode[1:])
         return quantize(v.reshape(*v.shape[:-1], -1, g), "row").reshape(v.shape)
@@ -81,6 +96,15 @@ SCHEMES = {
     "x-res2-w-res2": everywhere("res2", "res2"),
     "x-g32-w-g32": everywhere("g32", "g32"),
     "bf16": everywhere("bf16", "bf16"),
+    **{f"x-top{k}": everywhere(f"top{k}", "row") for k in (1, 2, 4, 8)},
+    **{f"x-gt{t}": everywhere(f"gt{t}", "row") for t in (2, 3, 6)},
+    **{f"x-top{k}-output-{m}": (lambda k, m: lambda p: ("none" if m == "f32" else "bf16",) * 2 if p == "output"
+                                 else (f"top{k}", "row"))(k, m) for k in (2, 4, 8) for m in ("f32", "bf16")},
+    **{f"x-gt{t}-output-{m}": (lambda t, m: lambda p: ("none" if m == "f32" else "bf16",) * 2 if p == "output"
+                                else (f"gt{t}", "row"))(t, m) for t in (3, 6) for m in ("f32", "bf16")},
+    **{f"x-top{k}-w-top{j}": everywhere(f"top{k}", f"top{j}") for k in (1, 2, 4, 8) for j in (1, 4, 8, 16)},
+    **{f"x-top{k}-w-col{j}": everywhere(f"top{k}", f"col{j}") for k in (1, 4, 8) for j in (4, 8, 16)},
+    "output-f32": lambda p: ("none", "none") if p == "output" else ("row", "row"),
 }
 
 
