@@ -61,7 +61,14 @@ class Encoder {
   // ids: B sequences of token ids in [0, V). Throws InputError for an id out of range, a
   // sequence past a learned position table, or a batch whose working memory (activation_bytes)
   // is more than half of this machine's.
+  // With options.observe set, the first sequence also runs through watch() below, which hands each of
+  // its stages to the observer.
   Hidden forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options = {});
+
+  // The watched pass (engine/watch.cpp): one sequence through the same steps and kernels as forward(),
+  // one step at a time with nothing fused, each stage handed to options.observe as it is computed
+  // (what `ordo trace`, `attention` and the page look at). Each head's whole (L, L) weights are kept.
+  Hidden watch(const std::vector<int32_t>& ids, const EncodeOptions& options);
 
   // Bytes of activations forward() needs for a B × S batch; observed: with an observer, which
   // sees each head's full S × S attention weights.
@@ -83,8 +90,27 @@ class Encoder {
   std::vector<HeadIndex> masked_heads() const;
 
  private:
+  // One pass's activations, borrowed from the encoder and given back when the pass ends (an exception
+  // included), sized for a B × S batch (watched: each head's whole S × S weights kept), with the
+  // compute type and the masked heads fixed for the pass.
+  struct Pass {
+    explicit Pass(Encoder& e) : encoder(e), state(e.borrow_state()) {}
+    ~Pass() { encoder.return_state(std::move(state)); }
+    Pass(const Pass&) = delete;
+    Pass& operator=(const Pass&) = delete;
+    Encoder& encoder;
+    std::unique_ptr<RunState> state;
+    std::shared_ptr<const ReducedModel> reduced;  // kept alive for the pass, whatever set_compute_type does
+  };
+  // The batch's shape (B, S, lengths) after checking every id; then, S > 0, the pass's state sized,
+  // the rotary angles included.
+  Hidden shape(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options) const;
+  void prepare(Pass& pass, int B, int S, bool watched, const EncodeOptions& options);
+
   // x_t = E[id_t]·√d + PE(t)  into s.x (T, d)
   void embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, int S, const EncodeOptions& options) const;
+  // The positions' sinusoids (s.pe, rows first_position .. first_position + S − 1) or learned rows, or null
+  const float* positions(RunState& s, int S, const EncodeOptions& options) const;
   // x = sublayer(SelfAttention), then x = sublayer(FFN), FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2, on s.x (T, d)
   void encoder_layer(RunState& s, int l, int B, int S, const std::vector<int>& lengths,
                      const EncodeOptions& options) const;
@@ -95,14 +121,20 @@ class Encoder {
                 const std::function<void(const float* in)>& f) const;
   // MultiHead(in) = Concat(head_1 .. head_h)·W_oᵀ + b_o, head_i = softmax(q_i·k_iᵀ/√dh)·v_i
   // in (T, d) -> s.sub (T, d), through s.qkv (T, 3d), s.probs and s.context (T, d)
-  void self_attention(RunState& s, const LayerWeights& w, const float* in, int layer, int B, int S,
-                      const std::vector<int>& lengths, const EncodeOptions& options) const;
+  void self_attention(RunState& s, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
+                      const EncodeOptions& options) const;
+  // A layer's four products, y = x·Wᵀ + b on M rows: the model's floats (ops.h's linear), or the
+  // weights converted to the pass's compute type.
+  enum class Product { InProjection, OutProjection, Linear1, Linear2 };
+  void project(const RunState& s, Product p, int layer, float* y, const float* x, int M) const;
+  // q and k of every head (s.qkv, B sequences of S rows) turned by their position's angles
+  void rotate(RunState& s, int B, int S, const std::vector<int>& lengths) const;
 
-  // Hands a view of the first sequence's rows to options.observe, if set.
-  void observe(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows, int cols,
-               int stride) const;
-  void observe_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh, int ld,
-                           float alibi_before, float alibi_after) const;
+  // The watched pass's hand-outs (engine/watch.cpp)
+  void hand_out(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows,
+                int cols, int stride) const;
+  void hand_out_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh, int ld,
+                            float alibi_before, float alibi_after) const;
 
   std::unique_ptr<RunState> borrow_state();
   void return_state(std::unique_ptr<RunState> state);

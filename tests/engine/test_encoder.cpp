@@ -14,6 +14,7 @@
 
 #include "engine/init.h"
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/reduced.h"
 #include "engine/ops.h"
 #include "engine/reference.h"
 #include "test_util.h"
@@ -385,6 +386,73 @@ TEST(Encoder, SetNumThreadsFromAnObserverIsRefused) {
   EXPECT_GT(refused, 0);
   set_num_threads(2);  // and outside a pass it works
   EXPECT_EQ(kernel_threads(), 2);
+}
+
+// The watched pass (engine/watch.cpp) is forward() one step at a time: the same kernels on the same
+// floats, so for a sequence of at most kQueryBlock pieces (forward's blocks of query rows are then the
+// whole sequence too) its output is forward()'s to the bit, and beyond within float rounding; its last
+// stage is that output; a batch with an observer gives the batch's own output while the observer
+// sees the first sequence alone; every position scheme, masked heads, pre-LN and GELU, int8.
+TEST(Encoder, TheWatchedPassIsForwardOneStepAtATime) {
+  const PositionalEncoding schemes[] = {PositionalEncoding::None,    PositionalEncoding::Sinusoidal,
+                                        PositionalEncoding::Learned, PositionalEncoding::Rope,
+                                        PositionalEncoding::Alibi,   PositionalEncoding::AlibiSymmetric};
+  for (const PositionalEncoding p : schemes)
+    for (int variant = 0; variant < 3; ++variant) {
+      Config c = small_config();
+      c.positional_encoding = p;
+      c.max_positions = 160;
+      if (variant == 1) c.norm_first = true, c.final_norm = true, c.activation = Activation::GELU;
+      test::TempDir dir;
+      const Model m = random_model(c, dir.path, 7 + variant);
+      Encoder enc(m);
+      if (variant == 2) enc.set_masked_heads({{0, 1}, {1, 2}});
+      for (const int L : {7, kQueryBlock, kQueryBlock + 37}) {
+        std::vector<int32_t> ids(L);
+        for (int t = 0; t < L; ++t) ids[t] = (t * 7 + 3) % c.vocab_size;
+        const std::string what =
+            std::string(to_string(p)) + ", variant " + std::to_string(variant) + ", L " + std::to_string(L);
+        std::vector<float> last;
+        int stages = 0, rows_other_than_L = 0;
+        EncodeOptions watched;
+        watched.observe = [&](const Stage& s) {
+          ++stages;
+          if (s.rows != L) ++rows_other_than_L;
+          last.clear();
+          for (int t = 0; t < s.rows; ++t)
+            last.insert(last.end(), s.data + size_t(t) * s.stride, s.data + size_t(t) * s.stride + s.cols);
+        };
+        const Hidden w = enc.watch(ids, watched), f = enc.forward({ids});
+        ASSERT_EQ(w.data.size(), f.data.size()) << what;
+        EXPECT_EQ(std::vector<float>(w.data.begin(), w.data.end()), last) << what << ": the last stage is the output";
+        if (L <= kQueryBlock)
+          EXPECT_EQ(w.data, f.data) << what;
+        else
+          EXPECT_LT(max_abs_diff(w.data.data(), f.data.data(), w.data.size()), 1e-5) << what;
+        // per layer: q|k|v, (rope's turn,) 7 or 8 per head, concatenation, projection, two residuals, FFN hidden
+        const int per_head = (p == PositionalEncoding::Alibi || p == PositionalEncoding::AlibiSymmetric) ? 8 : 7;
+        const int per_layer = 1 + (p == PositionalEncoding::Rope) + c.n_heads * per_head + 5;
+        const int embedding =
+            2 + (c.scale_embedding ? 1 : 0) + (p == PositionalEncoding::Sinusoidal || p == PositionalEncoding::Learned);
+        EXPECT_EQ(stages, embedding + c.n_layers * per_layer + (c.final_norm ? 1 : 0)) << what;
+        EXPECT_EQ(rows_other_than_L, 0) << what;
+
+        // a batch with an observer: the batch's output as without one, the observer seeing sequence 0 only
+        const std::vector<std::vector<int32_t>> batch = {ids, {1, 2, 3}};
+        stages = 0, rows_other_than_L = 0;
+        const Hidden b = enc.forward(batch, watched), plain = enc.forward(batch);
+        EXPECT_EQ(b.data, plain.data) << what;
+        EXPECT_GT(stages, 0) << what;
+        EXPECT_EQ(rows_other_than_L, 0) << what;
+      }
+      if (variant == 0 && have_own_kernel(ComputeType::Int8)) {  // the pass's compute type holds when watched
+        enc.set_compute_type(ComputeType::Int8);
+        const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
+        EncodeOptions watched;
+        watched.observe = [](const Stage&) {};
+        EXPECT_EQ(enc.watch(ids, watched).data, enc.forward({ids}).data) << to_string(p) << ", int8";
+      }
+    }
 }
 
 // One head's inside, as an observer sees it: the scores are q·kᵀ of the head's columns of the
