@@ -67,6 +67,16 @@ struct Reader {
     return v.get<double>();
   }
 
+  // An encoder's five sizes under this file's names for them (vocabulary, width, heads, feed-forward
+  // width, layers); the width must split evenly into the heads.
+  void sizes(Config& c, const char* const (&keys)[5]) const {
+    int* const to[] = {&c.vocab_size, &c.d_model, &c.n_heads, &c.d_ff, &c.n_layers};
+    for (int i = 0; i < 5; ++i) *to[i] = size(keys[i], true, 0);
+    if (c.d_model % c.n_heads != 0)
+      throw InputError(where, std::string("key \"") + keys[1] + "\" (" + std::to_string(c.d_model) +
+                                  ") must be divisible by \"" + keys[2] + "\" (" + std::to_string(c.n_heads) + ")");
+  }
+
   std::string choice(const char* key, std::initializer_list<const char*> allowed, const char* fallback,
                      bool required = false) const {
     std::string options;
@@ -91,14 +101,7 @@ Config parse_config(const std::string& text, const std::string& where) {
   Reader r{j, where};
 
   Config c;
-  c.vocab_size = r.size("vocab_size", true, 0);
-  c.d_model = r.size("d_model", true, 0);
-  c.n_heads = r.size("n_heads", true, 0);
-  c.d_ff = r.size("d_ff", true, 0);
-  c.n_layers = r.size("n_layers", true, 0);
-  if (c.d_model % c.n_heads != 0)
-    throw InputError(where, "key \"d_model\" (" + std::to_string(c.d_model) + ") must be divisible by \"n_heads\" (" +
-                                std::to_string(c.n_heads) + ")");
+  r.sizes(c, {"vocab_size", "d_model", "n_heads", "d_ff", "n_layers"});
 
   const std::string act = r.choice("activation", {"relu", "gelu", "gelu-tanh"}, "relu");
   c.activation = act == "gelu" ? Activation::GELU : act == "gelu-tanh" ? Activation::GELUTanh : Activation::ReLU;
@@ -175,14 +178,7 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
   Config c;
   const std::string type = r.choice("model_type", {"bert", "roberta", "xlm-roberta"}, "", true);
   c.family = type == "bert" ? Family::Bert : Family::Roberta;
-  c.vocab_size = r.size("vocab_size", true, 0);
-  c.d_model = r.size("hidden_size", true, 0);
-  c.n_heads = r.size("num_attention_heads", true, 0);
-  c.d_ff = r.size("intermediate_size", true, 0);
-  c.n_layers = r.size("num_hidden_layers", true, 0);
-  if (c.d_model % c.n_heads != 0)
-    throw InputError(where, "key \"hidden_size\" (" + std::to_string(c.d_model) +
-                                ") must be divisible by \"num_attention_heads\" (" + std::to_string(c.n_heads) + ")");
+  r.sizes(c, {"vocab_size", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers"});
   // transformers' names: "gelu" is the erf form; "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" the tanh one
   const std::string act =
       r.choice("hidden_act", {"gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"}, "gelu");

@@ -119,25 +119,17 @@ bool have_own_kernel(ComputeType type) {
 
 std::string reduced_kernel_name(ComputeType type) {
   if (type == ComputeType::Int8) {
-    switch (own_int8()) {
-      case Own::Avx512:
-        return "avx512 vnni (vpdpbusd)";
-      case Own::Avx2:
-        return "avx2 (vpmaddwd, exact)";
-      default:
-        return "plain loop (exact)";
-    }
+    const Own own = own_int8();
+    return own == Own::Avx512 ? "avx512 vnni (vpdpbusd)"
+           : own == Own::Avx2 ? "avx2 (vpmaddwd, exact)"
+                              : "plain loop (exact)";
   }
   if (type == ComputeType::BF16) {
-    switch (own_bf16()) {
-      case Own::Avx512:
-        return "avx512 bf16 (vdpbf16ps)";
-      case Own::Avx2:
-        return "avx2 (bf16 widened to float, fma)";
-      default:
-        if (onednn_bf16()) return "oneDNN";
-        throw InputError("--compute-type bf16", kBf16Needs);
-    }
+    const Own own = own_bf16();
+    if (own == Own::Avx512) return "avx512 bf16 (vdpbf16ps)";
+    if (own == Own::Avx2) return "avx2 (bf16 widened to float, fma)";
+    if (onednn_bf16()) return "oneDNN";
+    throw InputError("--compute-type bf16", kBf16Needs);
   }
   return "f32";
 }

@@ -61,50 +61,39 @@ void HeadInsides::observe(const Stage& s) {
   if (s.kind == StageKind::RotatedQk) turned_[s.layer] = s.equation;
   if (s.head < 0 || !wanted_(s.layer, s.head)) return;
   Inside& in = heads_[{s.layer, s.head}];
-  switch (s.kind) {
-    case StageKind::HeadQuery:
-      copy(&in.q);
-      if (turned_.count(s.layer)) {  // the same columns of q | k | v, before the rotation
-        const Matrix& qkv = qkv_[s.layer];
-        const int d = qkv.cols / 3, dh = s.cols, first = s.head * dh;
-        in.rotation = turned_[s.layer];
-        for (auto [m, col] : {std::pair{&in.q_before, first}, std::pair{&in.k_before, d + first}}) {
-          m->rows = qkv.rows, m->cols = dh;
-          m->v.resize(size_t(qkv.rows) * dh);
-          for (int r = 0; r < qkv.rows; ++r)
-            std::copy_n(qkv.v.begin() + size_t(r) * qkv.cols + col, dh, m->v.begin() + size_t(r) * dh);
-        }
-      }
-      break;
-    case StageKind::HeadKey:
-      copy(&in.k);
-      break;
-    case StageKind::HeadValue:
-      copy(&in.v);
-      in.v_equation = s.equation;
-      break;
-    case StageKind::HeadOutput:
-      copy(&in.output);
-      in.output_equation = s.equation;
-      break;
-    case StageKind::AttentionScores:  // s = q·kᵀ; times 1/√dh (as the engine does next): the scores before any bias
-      copy(&in.unbiased);
-      for (float& v : in.unbiased.v) v *= 1.0f / std::sqrt(static_cast<float>(in.q.cols));
-      break;
-    case StageKind::AlibiBias:
-      copy(&in.bias);
-      in.bias_equation = s.equation;
-      break;
-    case StageKind::ScaledScores:
-      copy(&in.scaled);
-      in.scaled_equation = s.equation;
-      break;
-    case StageKind::AttentionWeights:
-      copy(&in.weights);
-      in.weights_equation = s.equation;
-      break;
-    default:
-      break;
+  // Where each of a head's stages goes, and its equation where the report prints one
+  struct Slot {
+    StageKind kind;
+    Matrix Inside::*matrix;
+    std::string Inside::*equation;
+  };
+  static const Slot kSlots[] = {
+      {StageKind::HeadQuery, &Inside::q, nullptr},
+      {StageKind::HeadKey, &Inside::k, nullptr},
+      {StageKind::HeadValue, &Inside::v, &Inside::v_equation},
+      {StageKind::HeadOutput, &Inside::output, &Inside::output_equation},
+      {StageKind::AttentionScores, &Inside::unbiased, nullptr},
+      {StageKind::AlibiBias, &Inside::bias, &Inside::bias_equation},
+      {StageKind::ScaledScores, &Inside::scaled, &Inside::scaled_equation},
+      {StageKind::AttentionWeights, &Inside::weights, &Inside::weights_equation},
+  };
+  for (const Slot& slot : kSlots)
+    if (slot.kind == s.kind) {
+      copy(&(in.*slot.matrix));
+      if (slot.equation) in.*slot.equation = s.equation;
+    }
+  if (s.kind == StageKind::AttentionScores)  // s = q·kᵀ; times 1/√dh (as the engine does next): before any bias
+    for (float& v : in.unbiased.v) v *= 1.0f / std::sqrt(static_cast<float>(in.q.cols));
+  if (s.kind == StageKind::HeadQuery && turned_.count(s.layer)) {  // the same columns of q | k | v, before rope
+    const Matrix& qkv = qkv_[s.layer];
+    const int d = qkv.cols / 3, dh = s.cols, first = s.head * dh;
+    in.rotation = turned_[s.layer];
+    for (auto [m, col] : {std::pair{&in.q_before, first}, std::pair{&in.k_before, d + first}}) {
+      m->rows = qkv.rows, m->cols = dh;
+      m->v.resize(size_t(qkv.rows) * dh);
+      for (int r = 0; r < qkv.rows; ++r)
+        std::copy_n(qkv.v.begin() + size_t(r) * qkv.cols + col, dh, m->v.begin() + size_t(r) * dh);
+    }
   }
 }
 

