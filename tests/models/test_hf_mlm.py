@@ -11,16 +11,14 @@ Shapes: layers 1-3, 1-12 heads, head sizes 3-64, odd vocabulary sizes, the head'
 (BERT: erf GELU, tanh GELU, ReLU; XLM-R's lm_head: always the erf GELU).
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
-import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_hf_parity import bert_vocab, xlmr_spm  # noqa: E402  (the same vocabularies as the encoder's test)
+from test_hf_parity import random_checkpoint, run_cases  # noqa: E402  (the encoder's test's checkpoints)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -39,33 +37,28 @@ def random_case(rng, arch):
                 tie=rng.choice([True, False]), extra=rng.choice([0, 3, 17]))
 
 
+def ordo_json(a, case, command, out, text, tok):
+    """`ordo COMMAND --model OUT --json ... TEXT`'s answer, or None (said) when it fails or its ids are not
+    transformers'."""
+    r = subprocess.run([a.ordo, command, "--model", out, "--json", *(["--logits", "--top", "5"] if command == "fill"
+                                                                     else []), text], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL {case}: {command} {text!r} exited {r.returncode}: {r.stderr.strip()}")
+        return None
+    got = json.loads(r.stdout)
+    ids = tok(text)["input_ids"]
+    if got["ids"] != ids:
+        print(f"FAIL {case}\n  ids of {text!r}: ordo {got['ids']}, transformers {ids}")
+        return None
+    return got
+
+
 def run_case(a, case, rng, seed):
     import numpy as np
     import torch
-    import transformers
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as out:
-        common = dict(hidden_size=case["hidden_size"], num_attention_heads=case["num_attention_heads"],
-                      num_hidden_layers=case["num_hidden_layers"], intermediate_size=case["intermediate_size"],
-                      hidden_act=case["hidden_act"], layer_norm_eps=case["layer_norm_eps"],
-                      tie_word_embeddings=case["tie"], max_position_embeddings=300)
-        if case["arch"] == "bert":
-            pieces = bert_vocab(rng, case["extra"])
-            with open(os.path.join(out, "vocab.txt"), "w") as f:
-                f.write("\n".join(pieces) + "\n")
-            tok = transformers.BertTokenizerFast(os.path.join(out, "vocab.txt"))
-            model = transformers.BertForMaskedLM(transformers.BertConfig(vocab_size=len(pieces), pad_token_id=0,
-                                                                         **common))
-        else:
-            xlmr_spm(out, rng)
-            tok = transformers.XLMRobertaTokenizer(os.path.join(out, "sentencepiece.bpe.model"))
-            model = transformers.XLMRobertaForMaskedLM(transformers.XLMRobertaConfig(vocab_size=len(tok),
-                                                                                     pad_token_id=1, **common))
-        with torch.no_grad():  # weights larger than init's 0.02, LayerNorms not the identity
-            for p in model.parameters():
-                p.normal_(0.0, 0.3)
-        model.eval()
-        model.save_pretrained(out, safe_serialization=True)
+        tok, model, _ = random_checkpoint(out, case, rng, masked_lm=True, tie_word_embeddings=case["tie"])
 
         def logits(ids):
             with torch.no_grad():
@@ -74,16 +67,10 @@ def run_case(a, case, rng, seed):
         ok, worst = True, 0.0
         for pattern in FILL:
             text = pattern.format(m=tok.mask_token)
-            r = subprocess.run([a.ordo, "fill", "--model", out, "--json", "--logits", "--top", "5", text],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"FAIL {case}: fill {text!r} exited {r.returncode}: {r.stderr.strip()}")
+            got = ordo_json(a, case, "fill", out, text, tok)
+            if got is None:
                 return False
-            got = json.loads(r.stdout)
-            ids = tok(text)["input_ids"]
-            if got["ids"] != ids:
-                print(f"FAIL {case}\n  ids of {text!r}: ordo {got['ids']}, transformers {ids}")
-                return False
+            ids = got["ids"]
             want = logits(ids)
             masks = [t for t, i in enumerate(ids) if i == tok.mask_token_id]
             if [m["position"] for m in got["masks"]] != masks:
@@ -100,15 +87,10 @@ def run_case(a, case, rng, seed):
                           f"top ordo {top}, transformers {list(np.argsort(-ref, kind='stable')[:5])}")
                     ok = False
         for text in SCORE:
-            r = subprocess.run([a.ordo, "score", "--model", out, "--json", text], capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"FAIL {case}: score {text!r} exited {r.returncode}: {r.stderr.strip()}")
+            got = ordo_json(a, case, "score", out, text, tok)
+            if got is None:
                 return False
-            got = json.loads(r.stdout)
-            ids = tok(text)["input_ids"]
-            if got["ids"] != ids:
-                print(f"FAIL {case}\n  ids of {text!r}: ordo {got['ids']}, transformers {ids}")
-                return False
+            ids = got["ids"]
             for t in range(1, len(ids) - 1):  # [CLS]/<s> and [SEP]/</s> are not scored
                 z = logits(ids[:t] + [tok.mask_token_id] + ids[t + 1:])[t]
                 lp = z[ids[t]] - (z.max() + np.log(np.exp(z - z.max()).sum()))
@@ -122,18 +104,7 @@ def run_case(a, case, rng, seed):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ordo", required=True)
-    p.add_argument("--seed", type=int, default=20261127)
-    p.add_argument("--cases", type=int, default=4, help="random cases per architecture")
-    a = p.parse_args()
-    rng = random.Random(a.seed)
-    failed = 0
-    for arch in ["bert", "xlm-roberta"]:
-        for n in range(a.cases):
-            failed += not run_case(a, random_case(rng, arch), rng, a.seed + n)
-    print(f"{2 * a.cases - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_cases(run_case, random_case, 20261127, 4)
 
 
 if __name__ == "__main__":

@@ -70,36 +70,44 @@ def random_case(rng, arch):
                 extra=rng.choice([0, 3, 17]))
 
 
+def random_checkpoint(out, case, rng, masked_lm=False, **config):
+    """Writes a random-weight Hugging Face checkpoint of `case` into `out` as save_pretrained does, with its
+    tokenizer's files: BertModel or XLMRobertaModel (their ForMaskedLM with masked_lm). Returns the
+    tokenizer, the model and the padding id."""
+    import torch
+    import transformers
+    common = dict(hidden_size=case["hidden_size"], num_attention_heads=case["num_attention_heads"],
+                  num_hidden_layers=case["num_hidden_layers"], intermediate_size=case["intermediate_size"],
+                  hidden_act=case["hidden_act"], layer_norm_eps=case["layer_norm_eps"], max_position_embeddings=300,
+                  **config)
+    if case["arch"] == "bert":
+        pieces = bert_vocab(rng, case["extra"])
+        with open(os.path.join(out, "vocab.txt"), "w") as f:
+            f.write("\n".join(pieces) + "\n")
+        tok = transformers.BertTokenizerFast(os.path.join(out, "vocab.txt"))
+        pad, config = 0, transformers.BertConfig(vocab_size=len(pieces), pad_token_id=0, **common)
+        model = transformers.BertForMaskedLM(config) if masked_lm else transformers.BertModel(config, add_pooling_layer=False)
+    else:
+        xlmr_spm(out, rng)
+        tok = transformers.XLMRobertaTokenizer(os.path.join(out, "sentencepiece.bpe.model"))
+        pad, config = 1, transformers.XLMRobertaConfig(vocab_size=len(tok), pad_token_id=1, **common)
+        if not masked_lm:
+            config.max_position_embeddings = 302
+        model = transformers.XLMRobertaForMaskedLM(config) if masked_lm else transformers.XLMRobertaModel(config, add_pooling_layer=False)
+    with torch.no_grad():  # weights larger than init's 0.02, LayerNorms not the identity
+        for p in model.parameters():
+            p.normal_(0.0, 0.3)
+    model.eval()
+    model.save_pretrained(out, safe_serialization=True)
+    return tok, model, pad
+
+
 def run_case(a, case, rng, seed):
     import numpy as np
     import torch
-    import transformers
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as out:
-        common = dict(hidden_size=case["hidden_size"], num_attention_heads=case["num_attention_heads"],
-                      num_hidden_layers=case["num_hidden_layers"], intermediate_size=case["intermediate_size"],
-                      hidden_act=case["hidden_act"], layer_norm_eps=case["layer_norm_eps"],
-                      type_vocab_size=case["type_vocab_size"], max_position_embeddings=300)
-        if case["arch"] == "bert":
-            pieces = bert_vocab(rng, case["extra"])
-            with open(os.path.join(out, "vocab.txt"), "w") as f:
-                f.write("\n".join(pieces) + "\n")
-            tok = transformers.BertTokenizerFast(os.path.join(out, "vocab.txt"))
-            config = transformers.BertConfig(vocab_size=len(pieces), pad_token_id=0, **common)
-            model = transformers.BertModel(config, add_pooling_layer=False)
-            pad = 0
-        else:
-            xlmr_spm(out, rng)
-            tok = transformers.XLMRobertaTokenizer(os.path.join(out, "sentencepiece.bpe.model"))
-            config = transformers.XLMRobertaConfig(vocab_size=len(tok), pad_token_id=1, **common)
-            config.max_position_embeddings = 302
-            model = transformers.XLMRobertaModel(config, add_pooling_layer=False)
-            pad = 1
-        with torch.no_grad():  # weights larger than init's 0.02, LayerNorms not the identity
-            for p in model.parameters():
-                p.normal_(0.0, 0.3)
-        model.eval()
-        model.save_pretrained(out, safe_serialization=True)
+        tok, model, pad = random_checkpoint(out, case, rng, type_vocab_size=case["type_vocab_size"])
         r = subprocess.run([a.ordo, "encode", "--model", out, "--pooling", "none", "--json", *TEXTS],
                            capture_output=True, text=True)
         if r.returncode != 0:
@@ -132,11 +140,12 @@ def run_case(a, case, rng, seed):
         return ok
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_cases(run_case, random_case, default_seed, default_cases):
+    """The command line of a random-checkpoint test: --ordo, --seed, --cases per architecture."""
+    p = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__.splitlines()[0])
     p.add_argument("--ordo", required=True)
-    p.add_argument("--seed", type=int, default=20261126)
-    p.add_argument("--cases", type=int, default=6, help="random cases per architecture")
+    p.add_argument("--seed", type=int, default=default_seed)
+    p.add_argument("--cases", type=int, default=default_cases, help="random cases per architecture")
     a = p.parse_args()
     rng = random.Random(a.seed)
     failed = 0
@@ -145,6 +154,10 @@ def main():
             failed += not run_case(a, random_case(rng, arch), rng, a.seed + n)
     print(f"{2 * a.cases - failed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def main():
+    return run_cases(run_case, random_case, 20261126, 6)
 
 
 if __name__ == "__main__":
