@@ -114,14 +114,15 @@ Config parse_config(const std::string& text, const std::string& where) {
 
   // "alibi" is the name alibi-pairs had before, kept so that a model written then (models/position-alibi)
   // loads with the meaning it was trained with; the paper's form for encoders is alibi-symmetric.
-  const std::string pe =
-      r.choice("positional_encoding",
-               {"sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"}, "", true);
+  const std::string pe = r.choice(
+      "positional_encoding",
+      {"sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi", "t5-buckets"}, "", true);
   c.positional_encoding = pe == "sinusoidal"                     ? PositionalEncoding::Sinusoidal
                           : pe == "learned"                      ? PositionalEncoding::Learned
                           : pe == "rope"                         ? PositionalEncoding::Rope
                           : pe == "alibi-pairs" || pe == "alibi" ? PositionalEncoding::Alibi
                           : pe == "alibi-symmetric"              ? PositionalEncoding::AlibiSymmetric
+                          : pe == "t5-buckets"                   ? PositionalEncoding::T5Buckets
                                                                  : PositionalEncoding::None;
   c.pe_layout = r.choice("pe_layout", {"interleaved", "split"}, "interleaved") == std::string("split")
                     ? PeLayout::Split
@@ -131,6 +132,16 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where,
                      "key \"pe_base\" is " + brief(j.at("pe_base")) + ", too small for finite positional encodings");
   c.max_positions = r.size("max_positions", c.positional_encoding == PositionalEncoding::Learned, 0);
+  const bool buckets = c.positional_encoding == PositionalEncoding::T5Buckets;
+  c.relative_buckets = r.size("relative_attention_num_buckets", buckets, 0);
+  c.relative_max_distance = r.size("relative_attention_max_distance", buckets, 0);
+  if (buckets && c.relative_buckets % 4 != 0)
+    throw InputError(where, "key \"relative_attention_num_buckets\" (" + std::to_string(c.relative_buckets) +
+                                ") must be a multiple of 4 (half the buckets each side, a half's first half exact)");
+  if (buckets && c.relative_max_distance <= c.relative_buckets / 4)
+    throw InputError(where, "key \"relative_attention_max_distance\" (" + std::to_string(c.relative_max_distance) +
+                                ") must be above " + std::to_string(c.relative_buckets / 4) +
+                                ", the exact distances of " + std::to_string(c.relative_buckets) + " buckets");
   c.scale_embedding = r.flag("scale_embedding", true);
 
   if (r.has("tokenizer")) {
@@ -303,6 +314,7 @@ const char* to_string(PositionalEncoding p) {
          : p == PositionalEncoding::Rope           ? "rope"
          : p == PositionalEncoding::Alibi          ? "alibi-pairs"
          : p == PositionalEncoding::AlibiSymmetric ? "alibi-symmetric"
+         : p == PositionalEncoding::T5Buckets      ? "t5-buckets"
                                                    : "none";
 }
 const char* to_string(Family f) {
@@ -330,6 +342,10 @@ std::string config_to_json(const Config& c) {
   j["pe_layout"] = to_string(c.pe_layout);
   j["pe_base"] = c.pe_base;
   if (c.positional_encoding == PositionalEncoding::Learned) j["max_positions"] = c.max_positions;
+  if (c.positional_encoding == PositionalEncoding::T5Buckets) {
+    j["relative_attention_num_buckets"] = c.relative_buckets;
+    j["relative_attention_max_distance"] = c.relative_max_distance;
+  }
   j["scale_embedding"] = c.scale_embedding;
   j["tokenizer"] = c.tokenizer;
   j["add_bos"] = c.add_bos;

@@ -167,6 +167,16 @@ void Encoder::prepare(Pass& pass, int B, int S, bool watched, const EncodeOption
     s.rope_first = options.first_position;
     rope_table(s.rope_cos.data(), s.rope_sin.data(), S, c.head_dim(), c.pe_base, s.rope_first);
   }
+  if (options.positions && c.positional_encoding == PositionalEncoding::T5Buckets) {
+    // each head's bias by offset j − i, −(S − 1) .. S − 1: the one table read through the buckets
+    const int span = 2 * S - 1;
+    s.offset_bias.resize(size_t(c.n_heads) * span);
+    for (int head = 0; head < c.n_heads; ++head)
+      for (int o = -(S - 1); o <= S - 1; ++o)
+        s.offset_bias[size_t(head) * span + o + S - 1] =
+            model_.weights().position_bias[size_t(head) * c.relative_buckets +
+                                           reference::relative_bucket(o, c.relative_buckets, c.relative_max_distance)];
+  }
 }
 
 Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options) {
@@ -308,7 +318,7 @@ void Encoder::self_attention(RunState& s, const float* in, int layer, int B, int
     float* out = s.context.data() + size_t(b) * S * d + size_t(i) * dh;
     const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i);  // 0 and 0 without alibi
     attention_head(out, q, q + d, q + 2 * d, s.probs.data() + size_t(thread) * scratch, L, dh, 3 * d, d, block,
-                   static_cast<float>(m.before), static_cast<float>(m.after));
+                   static_cast<float>(m.before), static_cast<float>(m.after), relative_bias(s, pe, i, S));
     if (s.masked[size_t(layer) * h + i])  // a masked head adds nothing: zeros in its slot of the concatenation
       for (int t = 0; t < L; ++t) std::fill_n(out + size_t(t) * d, dh, 0.0f);
   };

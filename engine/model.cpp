@@ -113,6 +113,8 @@ std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit) {
   std::vector<TensorSpec> specs = {{"embedding.weight", {V, d}}};
   if (c.positional_encoding == PositionalEncoding::Learned)
     specs.push_back({"position_embedding.weight", {uint64_t(c.max_positions), d}});
+  if (c.positional_encoding == PositionalEncoding::T5Buckets)
+    specs.push_back({"position_bias", {uint64_t(c.n_heads), uint64_t(c.relative_buckets)}});
   for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     for (const LayerTensor& t : kLayerTensors) specs.push_back({p + t.name, t.shape(d, F)});
@@ -134,6 +136,8 @@ uint64_t expected_parameters(const Config& c, const std::string& where) {
   const uint64_t layer = add(add(mul(4 * d, d), mul(2 * F, d)), add(F, 9 * d));
   uint64_t n = add(mul(V, d), mul(layer, uint64_t(c.n_layers)));
   if (c.positional_encoding == PositionalEncoding::Learned) n = add(n, mul(uint64_t(c.max_positions), d));
+  if (c.positional_encoding == PositionalEncoding::T5Buckets)
+    n = add(n, mul(uint64_t(c.n_heads), uint64_t(c.relative_buckets)));
   n = add(n, mul(uint64_t(c.token_types), d));  // Hugging Face encoders: the token-type table
   if (c.embedding_norm) n = add(n, 2 * d);
   if (c.final_norm) n = add(n, 2 * d);
@@ -275,9 +279,12 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
   }
   weights_.embedding = take();
   if (config_.positional_encoding == PositionalEncoding::Learned) weights_.position_embedding = take();
+  if (config_.positional_encoding == PositionalEncoding::T5Buckets) weights_.position_bias = take();
   weights_.layers.resize(config_.n_layers);
-  for (LayerWeights& l : weights_.layers)
+  for (LayerWeights& l : weights_.layers) {
     for (const LayerTensor& t : kLayerTensors) l.*t.field = take();
+    l.position_bias = weights_.position_bias;
+  }
   if (config_.final_norm) {
     weights_.norm_weight = take();
     weights_.norm_bias = take();

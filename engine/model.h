@@ -25,11 +25,15 @@ struct LayerWeights {
   const float* norm1_bias = nullptr;       // (d)
   const float* norm2_weight = nullptr;     // (d)
   const float* norm2_bias = nullptr;       // (d)
+  // t5-buckets only: the model's one table of biases (h, relative_buckets), Weights::position_bias,
+  // the same pointer in every layer (T5 shares it across layers)
+  const float* position_bias = nullptr;
 };
 
 struct Weights {
   const float* embedding = nullptr;              // (V, d)
   const float* position_embedding = nullptr;     // (max_positions, d), learned positions only
+  const float* position_bias = nullptr;          // (h, relative_buckets), t5-buckets only: one for all layers
   std::vector<LayerWeights> layers;              // n_layers
   const float* norm_weight = nullptr;            // (d), final_norm only
   const float* norm_bias = nullptr;              // (d)

@@ -99,7 +99,7 @@ size_t attention_scratch_floats(int L, int dh, int block) {
 }
 
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
-                    int ld_qkv, int ld_out, int block, float alibi_before, float alibi_after) {
+                    int ld_qkv, int ld_out, int block, float alibi_before, float alibi_after, const float* relative) {
   if (L == 0) return;
   blas_setup();
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
@@ -126,6 +126,12 @@ void attention_head(float* out, const float* q, const float* k, const float* v, 
         float* row = probs + size_t(r) * L;
         for (int j = 0; j < i; ++j) row[j] -= alibi_before * float(i - j);     // behind: −m_before·(i − j)
         for (int j = i + 1; j < L; ++j) row[j] -= alibi_after * float(j - i);  // ahead: −m_after·(j − i)
+      }
+    if (relative)  // + W[h, bucket(j − i)], looked up by offset
+      for (int r = 0; r < n; ++r) {
+        const int i = r0 + r;
+        float* row = probs + size_t(r) * L;
+        for (int j = 0; j < L; ++j) row[j] += relative[j - i];
       }
     softmax_rows(probs, n, L, L);
     // out[r0 : r0+n] (n, dh) = probs (n, L) · V (L, dh)

@@ -64,10 +64,13 @@ constexpr int kQueryBlock = 96;  // a multiple of the GEMM's 12-row tile; docs/p
 // −m_after·(j − i) for one after it, added to each score q_i·k_j/√dh before the softmax
 // (reference::attention_head has the equation); an infinite slope leaves that side no weight (its
 // −∞ scores become exp(−104) = 0 in the softmax); 0 and 0: none.
+// relative: null, or a bias that depends on the offset j − i alone, relative[j − i] added to each
+// score in the same place (t5-buckets: W[h, bucket(j − i)]); it points at offset 0 of 2L − 1 values,
+// offsets −(L − 1) .. L − 1.
 size_t attention_scratch_floats(int L, int dh, int block);
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
                     int ld_qkv, int ld_out, int block = kQueryBlock, float alibi_before = 0.0f,
-                    float alibi_after = 0.0f);
+                    float alibi_after = 0.0f, const float* relative = nullptr);
 
 // RoPE [Su et al. 2021, eq. 34]: the angles t·θ_i, θ_i = base^(−2i/dh), of positions
 // t = first_position .. first_position+S−1, as cos and sin tables (S, dh/2) (computed in double).

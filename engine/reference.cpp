@@ -64,9 +64,9 @@ void softmax(double* z, int n) {
   for (int j = 0; j < n; ++j) z[j] /= sum;
 }
 
-// Attention(Q, K, V) = softmax(Q·Kᵀ / √dh + B)·V, B the ALiBi bias (0 without it)
+// Attention(Q, K, V) = softmax(Q·Kᵀ / √dh + B)·V, B the ALiBi bias or the given one (0 without either)
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs, int L, int dh,
-                    int ld_qkv, int ld_out, double alibi_before, double alibi_after) {
+                    int ld_qkv, int ld_out, double alibi_before, double alibi_after, const double* bias) {
   see(StageKind::HeadQuery, q, L, dh, ld_qkv);
   see(StageKind::HeadKey, k, L, dh, ld_qkv);
   see(StageKind::HeadValue, v, L, dh, ld_qkv);
@@ -85,6 +85,9 @@ void attention_head(double* out, const double* q, const double* k, const double*
       for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = alibi_bias(i, j, alibi_before, alibi_after);
     see(StageKind::AlibiBias, bias.data(), L, L, L);
     residual(probs, bias.data(), bias.size());
+  } else if (bias) {
+    see(StageKind::AlibiBias, bias, L, L, L);
+    residual(probs, bias, size_t(L) * L);
   }
   see(StageKind::ScaledScores, probs, L, L, L);
   for (int i = 0; i < L; ++i) softmax(probs + size_t(i) * L, L);  // each query's weights sum to 1
@@ -120,6 +123,17 @@ AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head) {
   return head % 2 == 0 ? AlibiSlopes{slope, unseen} : AlibiSlopes{unseen, slope};
 }
 
+// n = |j − i|:  n                                                      for n < exact
+//               min(half − 1, exact + ⌊(half − exact)·ln(n/exact)/ln(max_distance/exact)⌋)  else,
+// plus half for a key after the query
+int relative_bucket(int offset, int num_buckets, int max_distance) {
+  const int half = num_buckets / 2, exact = half / 2, n = std::abs(offset);
+  const int side = offset > 0 ? half : 0;
+  if (n < exact) return side + n;
+  const double spaced = (half - exact) * std::log(double(n) / exact) / std::log(double(max_distance) / exact);
+  return side + std::min(half - 1, exact + int(std::floor(spaced + 1e-9)));
+}
+
 // x'_2i = x_2i·cos(tθ_i) − x_2i+1·sin(tθ_i),  x'_2i+1 = x_2i·sin(tθ_i) + x_2i+1·cos(tθ_i),  θ_i = base^(−2i/dh)
 void rope(double* x, int S, int ld, int h, int dh, double base, int first_position) {
   for (int s = 0; s < S; ++s)
@@ -135,7 +149,8 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,  head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ)
 void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h,
-                    PositionalEncoding positions, double base, const std::vector<bool>& masked) {
+                    PositionalEncoding positions, double base, const std::vector<bool>& masked, int buckets,
+                    int max_distance) {
   const int dh = d / h;
   std::vector<double> qkv(size_t(S) * 3 * d), concat(size_t(S) * d), probs(size_t(S) * S);
   linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * d);  // [q k v] = x·W_inᵀ + b_in
@@ -149,8 +164,16 @@ void self_attention(double* out, const double* x, const LayerWeights& w, int S, 
     const double* q = qkv.data() + size_t(i) * dh;
     head_now = i;
     const AlibiSlopes m = alibi_head_slopes(positions, h, i);
+    std::vector<double> bias;  // t5-buckets: b_jk = W[i, bucket(k − j)], query j, key k
+    if (positions == PositionalEncoding::T5Buckets) {
+      bias.resize(size_t(S) * S);
+      for (int j = 0; j < S; ++j)
+        for (int k = 0; k < S; ++k)
+          bias[size_t(j) * S + k] =
+              w.position_bias[size_t(i) * buckets + relative_bucket(k - j, buckets, max_distance)];
+    }
     attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d, m.before,
-                   m.after);
+                   m.after, bias.empty() ? nullptr : bias.data());
     if (!masked.empty() && masked[i])  // switched off: head_i = 0
       for (int t = 0; t < S; ++t)
         for (int e = 0; e < dh; ++e) concat[size_t(t) * d + size_t(i) * dh + e] = 0.0;
@@ -224,7 +247,7 @@ void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, boo
   const int d = c.d_model;
   const PositionalEncoding inside = positions ? c.positional_encoding : PositionalEncoding::None;
   sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps, [&](double* out, const double* in) {
-    self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base, masked);
+    self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base, masked, c.relative_buckets, c.relative_max_distance);
   });
   see(StageKind::AttentionResidual, x, S, d, d);
   sublayer(x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,

@@ -51,8 +51,10 @@ void softmax(double* z, int n);
 //   b_ij = −m_after·(j − i)    for a key after it (j > i),   b_ii = 0
 // (alibi_head_slopes below gives the two slopes of a head; an infinite slope, −∞: that side gets no
 // weight). Both slopes 0: no bias.
+// bias: null, or an (L, L) bias b_ij added in the same place (t5-buckets: W[h, bucket(j − i)], below).
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs /* (L, L) */, int L,
-                    int dh, int ld_qkv, int ld_out, double alibi_before = 0.0, double alibi_after = 0.0);
+                    int dh, int ld_qkv, int ld_out, double alibi_before = 0.0, double alibi_after = 0.0,
+                    const double* bias = nullptr);
 
 // ALiBi's slopes m_0 .. m_{h−1}: the geometric sequence 2^(−8/h), 2^(−16/h), ..., 2^(−8) for h a power
 // of two; for other h, the slopes of the power of two below h, then every other slope of the one above.
@@ -78,6 +80,22 @@ T alibi_bias(int i, int j, T before, T after) {
   return j < i ? T(0) - before * T(i - j) : j > i ? T(0) - after * T(j - i) : T(0);
 }
 
+// T5's relative position buckets [Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a
+// Unified Text-to-Text Transformer", §2.1], bidirectional: the bucket of a key at offset j − i from its
+// query, of num_buckets (a multiple of 4). Half the buckets for keys before the query and the query
+// itself, half for keys after it; in each half the distances n = |j − i| below exact = num_buckets/4
+// get a bucket each, the longer ones share buckets spaced by log n up to max_distance, and every
+// distance from there on falls in the side's last bucket:
+//   half = num_buckets/2,  exact = half/2,  side = half if j > i else 0
+//   bucket = side + n                                                               for n < exact
+//   bucket = side + min(half − 1, exact + ⌊(half − exact)·ln(n/exact)/ln(max_distance/exact) + 10⁻⁹⌋)  else
+// (the 10⁻⁹ settles the n whose log ratio is a whole number, e.g. n = 16 of 32 buckets and
+// max_distance 32, as exact arithmetic would, whatever the last bit of the machine's log).
+// A t5-buckets head h adds b_ij = W[h, bucket(j − i)] to its scores, W (h, num_buckets) one learned
+// table shared by all layers: a scalar per head and offset class, where Shaw et al. 2018 learn a
+// vector per clipped offset and need one more product q·a_(j−i) per pair for it.
+int relative_bucket(int offset, int num_buckets, int max_distance);
+
 // RoPE [Su et al. 2021, "RoFormer", eq. 34]: the dh columns of each of h heads, S rows of stride ld,
 // rotated in place pair by pair — pairs (2i, 2i+1), as in the paper's equation and in the
 // interleaved sinusoids — by the angle t·θ_i of the row's position t = first_position + row,
@@ -88,13 +106,14 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,                          [§3.2.2]
 // head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ); the three projections are one Linear, in_proj.
-// positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi and
-// AlibiSymmetric bias the scores; anything else leaves attention as it is.
+// positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi,
+// AlibiSymmetric and T5Buckets bias the scores (T5Buckets from w.position_bias, with `buckets` and
+// `max_distance`: relative_bucket above); anything else leaves attention as it is.
 // masked: empty, or h flags; head i with masked[i] true is switched off, head_i = 0 (its slot of the
 // concatenation stays zero, so W_o adds only b_o for it).
 void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h,
                     PositionalEncoding positions = PositionalEncoding::None, double base = 10000.0,
-                    const std::vector<bool>& masked = {});
+                    const std::vector<bool>& masked = {}, int buckets = 0, int max_distance = 0);
 
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
 void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */,

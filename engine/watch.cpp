@@ -25,9 +25,9 @@ void Encoder::hand_out(const EncodeOptions& options, StageKind kind, int layer, 
 }
 
 // One head's inside before its softmax: its q, k and v columns, and the scores s = q·kᵀ and s/√dh
-// (with ALiBi's bias), in plain loops: attention_head fuses them into one product.
+// (with ALiBi's bias, or T5's by offset), in plain loops: attention_head fuses them into one product.
 void Encoder::hand_out_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh,
-                                   int ld, float alibi_before, float alibi_after) const {
+                                   int ld, float alibi_before, float alibi_after, const float* relative) const {
   const int d = model_.config().d_model;
   hand_out(options, StageKind::HeadQuery, layer, head, q, L, dh, ld);
   hand_out(options, StageKind::HeadKey, layer, head, q + d, L, dh, ld);
@@ -46,6 +46,12 @@ void Encoder::hand_out_head_inputs(const EncodeOptions& options, int layer, int 
     std::vector<float> bias(size_t(L) * L);
     for (int i = 0; i < L; ++i)
       for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = reference::alibi_bias(i, j, alibi_before, alibi_after);
+    hand_out(options, StageKind::AlibiBias, layer, head, bias.data(), L, L, L);
+    for (size_t n = 0; n < scores.size(); ++n) scores[n] += bias[n];
+  } else if (relative) {  // as attention_head adds it: relative[j − i]
+    std::vector<float> bias(size_t(L) * L);
+    for (int i = 0; i < L; ++i)
+      for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = relative[j - i];
     hand_out(options, StageKind::AlibiBias, layer, head, bias.data(), L, L, L);
     for (size_t n = 0; n < scores.size(); ++n) scores[n] += bias[n];
   }
@@ -98,8 +104,9 @@ Hidden Encoder::watch(const std::vector<int32_t>& ids, const EncodeOptions& opti
         float* head = s.context.data() + size_t(i) * dh;
         const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i);
         const float before = static_cast<float>(m.before), after = static_cast<float>(m.after);
-        hand_out_head_inputs(options, l, i, q, L, dh, 3 * d, before, after);
-        attention_head(head, q, q + d, q + 2 * d, s.probs.data(), L, dh, 3 * d, d, L, before, after);
+        const float* relative = relative_bias(s, pe, i, L);  // t5-buckets
+        hand_out_head_inputs(options, l, i, q, L, dh, 3 * d, before, after, relative);
+        attention_head(head, q, q + d, q + 2 * d, s.probs.data(), L, dh, 3 * d, d, L, before, after, relative);
         if (s.masked[size_t(l) * h + i])  // switched off: its weights are shown, its output is zeros
           for (int t = 0; t < L; ++t) std::fill_n(head + size_t(t) * d, dh, 0.0f);
         show(StageKind::AttentionWeights, l, i, s.probs.data(), L, L);

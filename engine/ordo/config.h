@@ -13,9 +13,10 @@ enum class Activation { ReLU, GELU, GELUTanh };
 // Sinusoidal and Learned add a vector to each token's before the first layer; Rope, Alibi (config name
 // "alibi-pairs": heads in pairs, one looking back and one ahead, ordo's own scheme; "alibi" is read as
 // it too, the name it had first) and AlibiSymmetric ("alibi-symmetric", one slope both ways, the form
-// Press et al. give for encoders) add nothing there and act in every head's attention
+// Press et al. give for encoders) add nothing there and act in every head's attention, as does
+// T5Buckets ("t5-buckets": a learned bias per head and bucket of the offset j − i, Raffel et al. 2020)
 // (engine/reference.h has their equations).
-enum class PositionalEncoding { Sinusoidal, Learned, None, Rope, Alibi, AlibiSymmetric };
+enum class PositionalEncoding { Sinusoidal, Learned, None, Rope, Alibi, AlibiSymmetric, T5Buckets };
 // Whether positions are added to the token vectors (sinusoidal, learned).
 inline bool added_to_input(PositionalEncoding p) {
   return p == PositionalEncoding::Sinusoidal || p == PositionalEncoding::Learned;
@@ -45,8 +46,13 @@ struct Config {
 
   PositionalEncoding positional_encoding = PositionalEncoding::Sinusoidal;  // required
   PeLayout pe_layout = PeLayout::Interleaved;
-  double pe_base = 10000.0;     // the sinusoids' base; rope's too (θ_i = base^(−2i/dh))
-  int max_positions = 0;        // learned positions only
+  double pe_base = 10000.0;  // the sinusoids' base; rope's too (θ_i = base^(−2i/dh))
+  int max_positions = 0;     // learned positions only
+  // t5-buckets only: "relative_attention_num_buckets" (a multiple of 4: half each side of the query, the
+  // first half of each half one distance per bucket) and "relative_attention_max_distance" (the distance
+  // the last bucket of a side starts at the latest; reference::relative_bucket has the function)
+  int relative_buckets = 0;
+  int relative_max_distance = 0;
   bool scale_embedding = true;  // multiply token embeddings by √d
 
   std::string tokenizer = "tokenizer.model";

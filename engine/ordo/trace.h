@@ -40,7 +40,8 @@ enum class StageKind {
 
 // A stage's name and equation. Where a model's options change the equation, the variant picks
 // the row: Input, 1 for the √d scale + 2 for positions; ScaledScores and AttentionWeights, 1 for
-// alibi, 2 for alibi-symmetric; AlibiBias, 1 for alibi-symmetric; the residual stages, 1 for pre-LN;
+// alibi and t5-buckets, 2 for alibi-symmetric; AlibiBias (the bias of any scheme that adds one to
+// the scores), 1 for alibi-symmetric, 2 for t5-buckets; the residual stages, 1 for pre-LN;
 // FeedForwardHidden, 1 for GELU, 2 for its tanh form; Input, 4 and 6 for a Hugging Face encoder's
 // normed embedding sum (6 with positions).
 struct StageText {
@@ -73,6 +74,8 @@ inline constexpr StageText kStageTable[] = {
      "b_ij = -m (i - j) for j <= i, -inf for j > i (an even head, m = m_h); the odd head after it: -m (j - i) for "
      "j >= i, -inf for j < i"},
     {StageKind::AlibiBias, 1, "ALiBi bias", "b_ij = -m_h |i - j|   (the same slope m_h both ways)"},
+    {StageKind::AlibiBias, 2, "T5 bucket bias",
+     "b_ij = W[h, bucket(j - i)]   (one learned number per head and bucket of the offset; W shared by all layers)"},
     {StageKind::ScaledScores, 0, "scaled scores", "s / sqrt(dh)"},
     {StageKind::ScaledScores, 1, "scaled scores + bias", "s / sqrt(dh) + b_ij"},
     {StageKind::ScaledScores, 2, "scaled scores + bias", "s / sqrt(dh) - m_h |i - j|"},
@@ -101,8 +104,12 @@ inline const StageText& stage_text(StageKind kind, const Config& c, bool positio
     variant = c.embedding_norm ? 4 + (positions ? 2 : 0)
                                : (c.scale_embedding ? 1 : 0) + (positions && added_to_input(p) ? 2 : 0);
   if (kind == StageKind::ScaledScores || kind == StageKind::AttentionWeights)
-    variant = !positions ? 0 : p == PositionalEncoding::Alibi ? 1 : p == PositionalEncoding::AlibiSymmetric ? 2 : 0;
-  if (kind == StageKind::AlibiBias) variant = p == PositionalEncoding::AlibiSymmetric ? 1 : 0;
+    variant = !positions                                                             ? 0
+              : p == PositionalEncoding::Alibi || p == PositionalEncoding::T5Buckets ? 1
+              : p == PositionalEncoding::AlibiSymmetric                              ? 2
+                                                                                     : 0;
+  if (kind == StageKind::AlibiBias)
+    variant = p == PositionalEncoding::AlibiSymmetric ? 1 : p == PositionalEncoding::T5Buckets ? 2 : 0;
   if (kind == StageKind::AttentionResidual || kind == StageKind::FeedForwardResidual) variant = c.norm_first ? 1 : 0;
   if (kind == StageKind::FeedForwardHidden)
     variant = c.activation == Activation::GELU ? 1 : c.activation == Activation::GELUTanh ? 2 : 0;

@@ -4,6 +4,8 @@
 #include <ordo/config.h>
 #include <ordo/errors.h>
 
+#include "test_util.h"
+
 namespace ordo {
 namespace {
 
@@ -100,6 +102,38 @@ TEST(Config, AlibiNames) {
   EXPECT_EQ(with("alibi-symmetric").positional_encoding, PositionalEncoding::AlibiSymmetric);
   EXPECT_STREQ(to_string(PositionalEncoding::Alibi), "alibi-pairs");
   EXPECT_NE(config_to_json(with("alibi")).find("\"alibi-pairs\""), std::string::npos);
+}
+
+// t5-buckets needs its two sizes (T5's names for them), a bucket count that splits in four, and a
+// max_distance past the exact distances; a config written back keeps them.
+TEST(Config, T5Buckets) {
+  auto with = [](const std::string& extra) {
+    return parse_config(R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, )"
+                        R"("positional_encoding": "t5-buckets")" +
+                            extra + "}",
+                        "config.json");
+  };
+  const Config c = with(R"(, "relative_attention_num_buckets": 32, "relative_attention_max_distance": 32)");
+  EXPECT_EQ(c.positional_encoding, PositionalEncoding::T5Buckets);
+  EXPECT_EQ(c.relative_buckets, 32);
+  EXPECT_EQ(c.relative_max_distance, 32);
+  EXPECT_STREQ(to_string(PositionalEncoding::T5Buckets), "t5-buckets");
+  const Config again = parse_config(config_to_json(c), "config.json");
+  EXPECT_EQ(again.positional_encoding, PositionalEncoding::T5Buckets);
+  EXPECT_EQ(again.relative_buckets, 32);
+  EXPECT_EQ(again.relative_max_distance, 32);
+  EXPECT_EQ(test::input_error([&] { with(R"(, "relative_attention_max_distance": 32)"); }),
+            "config.json: missing required key \"relative_attention_num_buckets\"");
+  EXPECT_EQ(test::input_error([&] { with(R"(, "relative_attention_num_buckets": 32)"); }),
+            "config.json: missing required key \"relative_attention_max_distance\"");
+  EXPECT_EQ(test::input_error(
+                [&] { with(R"(, "relative_attention_num_buckets": 30, "relative_attention_max_distance": 32)"); }),
+            "config.json: key \"relative_attention_num_buckets\" (30) must be a multiple of 4 (half the buckets each "
+            "side, a half's first half exact)");
+  EXPECT_EQ(test::input_error(
+                [&] { with(R"(, "relative_attention_num_buckets": 32, "relative_attention_max_distance": 8)"); }),
+            "config.json: key \"relative_attention_max_distance\" (8) must be above 8, the exact distances of 32 "
+            "buckets");
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ struct RandomEncoder {
   static Config with(PositionalEncoding p) {
     Config c = small_config();
     c.positional_encoding = p;
+    if (p == PositionalEncoding::T5Buckets) c.relative_buckets = 8, c.relative_max_distance = 5;
     return c;
   }
   test::TempDir dir;
@@ -77,6 +78,16 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
       {"alibi, 4 heads, pre-LN",
        [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi, c.n_heads = 4, c.norm_first = true; }},
       {"alibi-symmetric, 3 heads", [](Config& c) { c.positional_encoding = PositionalEncoding::AlibiSymmetric; }},
+      // 7 pieces: offsets to ±6, past max_distance 5 (the last bucket of each side); and ordo's 32 to 32
+      {"t5-buckets, 8 buckets to distance 5",
+       [](Config& c) {
+         c.positional_encoding = PositionalEncoding::T5Buckets, c.relative_buckets = 8, c.relative_max_distance = 5;
+       }},
+      {"t5-buckets, 32 buckets to distance 32, 4 heads, pre-LN",
+       [](Config& c) {
+         c.positional_encoding = PositionalEncoding::T5Buckets, c.relative_buckets = 32, c.relative_max_distance = 32;
+         c.n_heads = 4, c.norm_first = true;
+       }},
   };
   for (const Variant& v : variants) {
     Config c = small_config();
@@ -155,7 +166,7 @@ TEST(Encoder, HuggingFaceEncoderMatchesThePlainEncoder) {
 // while the other heads' slots of that layer are what they were, and its weights are still there.
 TEST(Encoder, MaskedHeadsMatchThePlainEncoderAndAddNothing) {
   for (PositionalEncoding p : {PositionalEncoding::Sinusoidal, PositionalEncoding::Rope, PositionalEncoding::Alibi,
-                               PositionalEncoding::AlibiSymmetric}) {
+                               PositionalEncoding::AlibiSymmetric, PositionalEncoding::T5Buckets}) {
     RandomEncoder r(p);
     const Config& c = r.model.config();
     const int d = c.d_model, dh = c.head_dim();
@@ -231,8 +242,8 @@ double largest_move(const Hidden& h, int b0, int b1, const std::vector<int>& to)
 // With rope or alibi switched off the encoder sees no order, as a model without positions: a
 // permutation of the tokens permutes the outputs, and with them on it does not.
 TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
-  for (PositionalEncoding p :
-       {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
+  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric,
+                               PositionalEncoding::T5Buckets}) {
     RandomEncoder r(p);
     Encoder& enc = r.enc;
     const std::vector<int32_t> a = {5, 9, 2, 7}, b = {9, 5, 2, 7};  // b: a's first two swapped
@@ -246,10 +257,11 @@ TEST(Encoder, RelativeSchemesOffAreOrderBlind) {
 
 // Symmetric ALiBi sees distances |i − j| only, and reading a text backwards keeps every distance:
 // an alibi-symmetric encoder gives a reversed text the same outputs, reversed. ALiBi's pairs of heads
-// tell the two apart (each head sees one side), and so does RoPE (its rotation has a direction).
+// tell the two apart (each head sees one side), and so does RoPE (its rotation has a direction), and
+// T5's buckets (a key before the query and one after it fall in different buckets).
 TEST(Encoder, SymmetricAlibiCannotTellATextFromItsReverse) {
-  for (PositionalEncoding p :
-       {PositionalEncoding::AlibiSymmetric, PositionalEncoding::Alibi, PositionalEncoding::Rope}) {
+  for (PositionalEncoding p : {PositionalEncoding::AlibiSymmetric, PositionalEncoding::Alibi, PositionalEncoding::Rope,
+                               PositionalEncoding::T5Buckets}) {
     RandomEncoder re(p);
     Encoder& enc = re.enc;
     const std::vector<int32_t> a = {5, 9, 2, 7, 11}, r = {11, 7, 2, 9, 5};
@@ -588,10 +600,9 @@ TEST(Init, RngStreamIsFixed) {
 // formula; a learned table must hold the shifted positions.
 TEST(Encoder, FirstPositionMovesOnlyAbsolutePositions) {
   const std::vector<std::vector<int32_t>> ids = {{3, 1, 4, 1, 5, 9, 2}, {6, 5}};
-  for (PositionalEncoding p :
-       {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric}) {
-    Config c = small_config();
-    c.positional_encoding = p;
+  for (PositionalEncoding p : {PositionalEncoding::Rope, PositionalEncoding::Alibi, PositionalEncoding::AlibiSymmetric,
+                               PositionalEncoding::T5Buckets}) {
+    Config c = RandomEncoder::with(p);
     test::TempDir dir;
     const Model m = random_model(c, dir.path);
     Encoder enc(m);

@@ -1,6 +1,7 @@
 // The math core against hand-computed values and against its plain reference twins.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -191,6 +192,40 @@ TEST(Attention, AlibiBiasMatchesReference) {
         EXPECT_LT(max_abs_diff(fast.data(), slow.data(), fast.size()), 1e-5)
             << "L " << L << " block " << block << " slopes " << before << ", " << after;
       }
+}
+
+// T5's buckets in the fast head: a bias by offset, relative[j − i], added to every block of query
+// rows as the plain twin adds the same bias given as an (L, L) matrix.
+TEST(Attention, RelativeBiasMatchesReference) {
+  for (int L : {1, 37, 130})
+    for (int block : {7, kQueryBlock}) {
+      const int dh = 16, ld = 3 * 48;
+      const auto qkv = random_floats(size_t(L) * ld, 11 + L, 2.0f);
+      const auto by_offset = random_floats(size_t(2 * L - 1), 3 + L, 3.0f);  // offsets −(L − 1) .. L − 1
+      const float* relative = by_offset.data() + (L - 1);
+      std::vector<double> bias(size_t(L) * L);
+      for (int i = 0; i < L; ++i)
+        for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = relative[j - i];
+      std::vector<float> fast(size_t(L) * dh), scratch(attention_scratch_floats(L, dh, block));
+      attention_head(fast.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block,
+                     0.0f, 0.0f, relative);
+      const size_t n = size_t(L - 1) * ld + dh;
+      std::vector<double> slow(size_t(L) * dh), probs(size_t(L) * L);
+      reference::attention_head(slow.data(), test::widen(qkv.data(), n).data(), test::widen(qkv.data() + 48, n).data(),
+                                test::widen(qkv.data() + 96, n).data(), probs.data(), L, dh, ld, dh, 0.0, 0.0,
+                                bias.data());
+      double worst = 0, moved = 0;  // and the bias moved the result: without it the outputs differ
+      std::vector<float> plain(size_t(L) * dh);
+      attention_head(plain.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block);
+      for (size_t k = 0; k < fast.size(); ++k) {
+        worst = std::max(worst, std::fabs(fast[k] - slow[k]));
+        moved = std::max(moved, double(std::fabs(fast[k] - plain[k])));
+      }
+      EXPECT_LT(worst, 1e-5) << "L " << L << " block " << block;
+      if (L > 1) {
+        EXPECT_GT(moved, 1e-2) << "L " << L;
+      }
+    }
 }
 
 // ALiBi by hand: with q = 0 every score is 0, so row i of the weights is the softmax of the bias alone.

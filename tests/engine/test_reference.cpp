@@ -197,5 +197,70 @@ TEST(Reference, AlibiHeadSlopes) {
   EXPECT_EQ(none.after, 0.0);
 }
 
+// T5's buckets by hand. 32 buckets: 16 a side, distances 0..7 exact, 8 log-spaced buckets after.
+// To distance 32 (ordo's): bucket 8 + ⌊8·ln(n/8)/ln 4⌋ = 8 + ⌊4·log2(n/8)⌋: n = 8, 9 → 8; 10 → 9
+// (4·log2 1.25 = 1.29); 16 → 12 (exactly 4: the whole-number case); 26 → 14 (6.80); 27 → 15 (7.02);
+// 32 and anything past it → 15 (8 and more, held to the side's last bucket). To distance 128 (T5's):
+// 8 + ⌊2·log2(n/8)⌋: 16 → 10, 32 → 12, 64 → 14, 90 → 14 (6.98), 127 → 15 (7.98), 128 and past → 15.
+// A key after the query (j − i > 0) adds 16; j − i = 0 is the query itself, bucket 0.
+TEST(Reference, T5BucketsByHand) {
+  const std::pair<int, int> to32[] = {{0, 0},   {1, 1},   {7, 7},   {8, 8},   {9, 8},   {10, 9},  {15, 11},  {16, 12},
+                                      {26, 14}, {27, 15}, {31, 15}, {32, 15}, {33, 15}, {96, 15}, {1000, 15}};
+  for (const auto& [n, bucket] : to32) {
+    EXPECT_EQ(reference::relative_bucket(-n, 32, 32), bucket) << "key " << n << " before the query";
+    if (n > 0) {
+      EXPECT_EQ(reference::relative_bucket(n, 32, 32), 16 + bucket) << "key " << n << " after it";
+    }
+  }
+  const std::pair<int, int> to128[] = {{7, 7},   {8, 8},   {11, 8},   {12, 9},   {16, 10},  {32, 12},
+                                       {64, 14}, {90, 14}, {127, 15}, {128, 15}, {129, 15}, {5000, 15}};
+  for (const auto& [n, bucket] : to128) {
+    EXPECT_EQ(reference::relative_bucket(-n, 32, 128), bucket) << n;
+    EXPECT_EQ(reference::relative_bucket(n, 32, 128), 16 + bucket) << n;
+  }
+  // 8 buckets to distance 5: 4 a side, distances 0, 1 exact, then 2 + ⌊2·ln(n/2)/ln 2.5⌋ held to 3:
+  // n = 2 → 2, 3 → 2 (0.88), 4 → 3 (1.51), 5 and past → 3
+  const int eight[] = {0, 1, 2, 2, 3, 3, 3, 3};
+  for (int n = 0; n < 8; ++n) {
+    EXPECT_EQ(reference::relative_bucket(-n, 8, 5), eight[n]) << n;
+    if (n > 0) {
+      EXPECT_EQ(reference::relative_bucket(n, 8, 5), 4 + eight[n]) << n;
+    }
+  }
+}
+
+// Against the formula in float64, written here from the paper's description: every offset to ±300
+// for several sizes, each bucket in range and the buckets of a side never decreasing with distance.
+TEST(Reference, T5BucketsFollowTheFormula) {
+  for (const auto& [buckets, distance] : {std::pair<int, int>{32, 32}, {32, 128}, {16, 10}, {64, 50}, {8, 3}}) {
+    const int half = buckets / 2, exact = half / 2;
+    int last_before = 0, last_after = half;
+    for (int n = 0; n <= 300; ++n) {
+      double b = n;
+      if (n >= exact) {
+        const double frac =
+            std::log(double(n) / exact) / std::log(double(distance) / exact);  // 0 at exact, 1 at distance
+        b = std::min<double>(half - 1, exact + std::floor(frac * (half - exact) + 1e-9));
+      }
+      const int before = reference::relative_bucket(-n, buckets, distance);
+      EXPECT_EQ(before, int(b)) << buckets << "/" << distance << ", n " << n;
+      if (n > 0) {
+        EXPECT_EQ(reference::relative_bucket(n, buckets, distance), half + int(b)) << n;
+      }
+      EXPECT_GE(before, last_before);
+      EXPECT_LT(before, half);
+      last_before = before;
+      if (n > 0) {
+        const int after = reference::relative_bucket(n, buckets, distance);
+        EXPECT_GE(after, last_after);
+        EXPECT_LT(after, buckets);
+        last_after = after;
+      }
+    }
+    EXPECT_EQ(last_before, half - 1) << "past max_distance: the side's last bucket";
+    EXPECT_EQ(last_after, buckets - 1);
+  }
+}
+
 }  // namespace
 }  // namespace ordo

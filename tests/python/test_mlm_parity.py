@@ -8,7 +8,9 @@
 --model DIR: a committed model (models/default, ...); skipped (not an error) when DIR has no head.
 --random rope|alibi|alibi-symmetric|...: a module of that positional encoding with random weights (every
   parameter drawn, biases and LayerNorms included, so that a wrong wire shows), exported and checked the
-  same way; alibi and alibi-symmetric also with 3 heads (slopes of a head count that is not a power of two).
+  same way; alibi and alibi-symmetric also with 3 heads (slopes of a head count that is not a power of two);
+  t5-buckets with ordo's 32 buckets to distance 32 and with 16 buckets to distance 10, on a long text too
+  (40+ pieces: offsets past max_distance, in the last bucket of either side).
 
 For each model, texts with <mask> markers go through `ordo fill --json --logits` (with and without
 positions); ordo's ids are fed to the module rebuilt from the same directory (mlm.load) and every
@@ -45,6 +47,9 @@ TEXTS = [
     "caf\u00e9 <mask> \u732b",  # byte pieces
     "<mask>",
 ]
+# t5-buckets only (the learned models cannot run past 32 pieces): offsets beyond max_distance
+LONG = ["the old house at the end of the lane had stood empty for many years before a family of five came "
+        "to live in it and the <mask> of the village were glad to see smoke rise from its <mask> again"]
 SCORED = ["the cat sat on the mat.", "the mat sat on the cat.", "birds sing in the morning", "x"]
 TOLERANCE = 2e-5
 
@@ -66,10 +71,12 @@ def check_model(ordo, model_dir):
             return 0
     module = mlm.load(model_dir)
     mask = mask_id(model_dir)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        texts = TEXTS + (LONG if json.load(f)["positional_encoding"] == "t5-buckets" else [])
     worst, worst_lp, n = 0.0, 0.0, 0
     for positions in (True, False):
         flags = [] if positions else ["--no-pe"]
-        for text in TEXTS:
+        for text in texts:
             out = json.loads(run(ordo, "fill", "--json", "--logits", "--top", "3", "--model", model_dir, text, *flags))
             ids = torch.tensor([out["ids"]])
             with torch.no_grad():
@@ -132,21 +139,24 @@ def train_small(tmp):
     return out
 
 
-def random_model(tmp, positions, n_heads, seed):
-    """A MaskedLM with every parameter drawn, exported to tmp/<positions>-<n_heads>."""
+def random_model(tmp, positions, n_heads, seed, buckets=(32, 32)):
+    """A MaskedLM with every parameter drawn, exported to tmp/<positions>-<n_heads>[-<buckets>-<distance>];
+    t5-buckets' table N(0, 1), so that a bucket read wrong moves the scores."""
     sys.path.insert(0, os.path.join(ROOT, "tools", "pytorch"))
     from export_pytorch import export
     torch.manual_seed(seed)
     tokenizer = os.path.join(ROOT, "models", "default", "tokenizer.model")
-    m = mlm.MaskedLM(8000, 8 * n_heads, n_heads, 48, 2, positions, 32)
+    m = mlm.MaskedLM(8000, 8 * n_heads, n_heads, 48, 2, positions, 32, num_buckets=buckets[0], max_distance=buckets[1])
     with torch.no_grad():
         for name, p in m.named_parameters():
             if "embedding" in name:
                 continue
-            p.add_(torch.randn_like(p) * (0.3 if p.dim() == 1 else 0.1))
-    out = os.path.join(tmp, f"{positions}-{n_heads}")
+            p.add_(torch.randn_like(p) * (1.0 if name == "position_bias" else 0.3 if p.dim() == 1 else 0.1))
+    out = os.path.join(tmp, f"{positions}-{n_heads}" + (f"-{buckets[0]}-{buckets[1]}" if m.position_bias is not None
+                                                        else ""))
     export(m.encoder, m.embedding, out, tokenizer=tokenizer, positional_encoding=positions, scale_embedding=True,
-           position_embedding=m.position_embedding, head=m.head)
+           position_embedding=m.position_embedding, head=m.head, position_bias=m.position_bias,
+           max_distance=buckets[1] if m.position_bias is not None else None)
     return out
 
 
@@ -155,7 +165,8 @@ def main():
     p.add_argument("--ordo", required=True)
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--train", action="store_true")
-    p.add_argument("--random", action="append", default=[], choices=("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"))
+    p.add_argument("--random", action="append", default=[], choices=("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi",
+                                                                        "t5-buckets"))
     a = p.parse_args()
     torch.set_num_threads(1)
     checked = 0
@@ -163,6 +174,10 @@ def main():
         if a.train:
             checked += check_model(a.ordo, train_small(tmp))
         for k, positions in enumerate(a.random):
+            if positions == "t5-buckets":
+                for buckets in ((32, 32), (16, 10)):
+                    checked += check_model(a.ordo, random_model(tmp, positions, 4, 1000 + k, buckets))
+                continue
             for heads in (4, 3) if positions.startswith("alibi") else (4,):
                 checked += check_model(a.ordo, random_model(tmp, positions, heads, 1000 + k))
         for d in a.model:

@@ -193,23 +193,61 @@ void print_cosine_by_distance(const char* label, const std::vector<double>& C, i
   std::printf("\n");
 }
 
-// `ordo pe --model DIR` for rope and alibi(-symmetric), which add nothing to the token vectors: what they apply
-// inside every head's attention, and the property that makes them relative: shifting every position
-// by k changes no score (checked here in double with seeded random q and k through the plain code).
-int relative_positions(const cxxopts::ParseResult& args, const std::string& dir, const Config& c) {
+// `ordo pe --model DIR` for rope, alibi(-symmetric) and t5-buckets, which add nothing to the token vectors:
+// what they apply inside every head's attention, and the property that makes them relative: shifting
+// every position by k changes no score (checked here in double with seeded random q and k through the
+// plain code).
+int relative_positions(const cxxopts::ParseResult& args, const std::string& dir, const Model& model) {
+  const Config& c = model.config();
   const int h = c.n_heads, dh = c.head_dim();
   const int N = args.count("positions") ? args["positions"].as<int>() : 16;
   if (N <= 1 || N > 4096) throw UsageError("--positions must be in 2 .. 4096");
   const PositionalEncoding pe = c.positional_encoding;
-  const bool alibi = pe == PositionalEncoding::Alibi || pe == PositionalEncoding::AlibiSymmetric;
-  // The bias of head `head` on a key at offset j − i from its query (reference::attention_head's b_ij).
+  const bool buckets = pe == PositionalEncoding::T5Buckets;
+  const bool alibi = pe == PositionalEncoding::Alibi || pe == PositionalEncoding::AlibiSymmetric || buckets;
+  // The bias of head `head` on a key at offset j − i from its query (reference::attention_head's b_ij);
+  // t5-buckets: W[head, bucket(j − i)] of the model's table.
   auto bias = [&](int head, int offset) {
+    if (buckets)
+      return double(model.weights().position_bias[size_t(head) * c.relative_buckets +
+                                                  reference::relative_bucket(offset, c.relative_buckets,
+                                                                             c.relative_max_distance)]);
     const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, head);
     return reference::alibi_bias(0, offset, m.before, m.after);  // query 0, key at the offset
   };
   std::vector<float> picture;  // rows × cols
   int rows = 0, cols = 0;
-  if (alibi) {
+  double steepest = 0;  // the picture's scale: the largest |bias| drawn
+  if (buckets) {
+    std::printf(
+        "positions of %s: t5-buckets, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
+        "b_ij = W[h, bucket(j - i)] before the softmax, W (%d heads x %d buckets) learned and shared by all layers:\n"
+        "%d buckets a side, distances 0 .. %d one bucket each, then log-spaced to %d, every distance past it in\n"
+        "the side's last bucket\n",
+        dir.c_str(), h, c.relative_buckets, c.relative_buckets / 2, c.relative_buckets / 4 - 1,
+        c.relative_max_distance);
+    const int shown = std::min(N - 1, 40);
+    auto listed = [&](int o) { return std::abs(o) <= 4 || o % 8 == 0 || std::abs(o) == shown; };
+    std::printf("%-8s", "offset");
+    for (int o = -shown; o <= shown; ++o)
+      if (listed(o)) std::printf(" %7d", o);
+    std::printf("\n%-8s", "bucket");
+    for (int o = -shown; o <= shown; ++o)
+      if (listed(o)) std::printf(" %7d", reference::relative_bucket(o, c.relative_buckets, c.relative_max_distance));
+    std::printf("\n");
+    for (int k = 0; k < h; ++k) {
+      std::printf("head %-3d", k);
+      for (int o = -shown; o <= shown; ++o)
+        if (listed(o)) std::printf(" %7.3f", bias(k, o));
+      std::printf("\n");
+    }
+    rows = h, cols = 2 * N - 1;
+    for (int k = 0; k < h; ++k)
+      for (int o = -(N - 1); o <= N - 1; ++o) {
+        picture.push_back(float(bias(k, o)));
+        steepest = std::max(steepest, std::fabs(double(picture.back())));
+      }
+  } else if (alibi) {
     if (pe == PositionalEncoding::Alibi)
       std::printf(
           "positions of %s: alibi, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
@@ -301,14 +339,17 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
   if (args.count("png")) {
     teach::Heatmap hm;
     hm.rows = rows, hm.cols = cols, hm.values.assign(picture.begin(), picture.end());
-    const double m = alibi ? reference::alibi_slopes(h)[0] * (N - 1) : M_PI;  // the steepest slope's far end
+    const double m = buckets ? std::max(steepest, 1e-6)
+                     : alibi ? reference::alibi_slopes(h)[0] * (N - 1)
+                             : M_PI;  // the steepest slope's far end
     hm.vmin = -m, hm.vmax = m;
     scale(args, &hm.vmin, &hm.vmax);
     hm.value_name = alibi ? "bias b_ij" : "angle t*theta_i (wrapped to -pi .. pi)";
     teach::choose_cells(rows, cols, false, &hm.cell_w, &hm.cell_h);
     const teach::Figure f{
-        alibi ? "ALiBi bias by offset, " + dir + ": one row per head, N = " + std::to_string(N)
-              : "RoPE rotation angles, " + dir + ": N = " + std::to_string(N) + ", dh = " + std::to_string(dh),
+        buckets ? "T5 bucket bias by offset, " + dir + ": one row per head, N = " + std::to_string(N)
+        : alibi ? "ALiBi bias by offset, " + dir + ": one row per head, N = " + std::to_string(N)
+                : "RoPE rotation angles, " + dir + ": N = " + std::to_string(N) + ", dh = " + std::to_string(dh),
         alibi ? "offset j - i (keys before the query on the left)" : "pair i", alibi ? "head" : "position t"};
     const std::string path = args["png"].as<std::string>();
     const auto drawn = teach::draw(path, f, hm);
@@ -343,7 +384,7 @@ int model_positions(const cxxopts::ParseResult& args) {
   if (!added_to_input(c.positional_encoding)) {
     if (args.count("similarity-png"))
       throw UsageError("--similarity-png compares position vectors; this model adds none");
-    return relative_positions(args, dir, c);
+    return relative_positions(args, dir, model);
   }
   const bool learned = c.positional_encoding == PositionalEncoding::Learned;
   const int most = learned ? c.max_positions : 4096;

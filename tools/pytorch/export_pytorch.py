@@ -48,7 +48,8 @@ class ExportError(Exception):
 
 CONFIG_CHOICES = {
     "activation": ("relu", "gelu"),
-    "positional_encoding": ("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"),
+    "positional_encoding": ("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi",
+                            "t5-buckets"),
     "pe_layout": ("interleaved", "split"),
 }
 
@@ -145,7 +146,8 @@ def _from_module(encoder, settings):
         where = f"encoder.layers.{i}"
         # relative_positions.PositionalLayer: the same layer with rope or alibi(-symmetric) inside its
         # attention, exported as such when the config says so.
-        relative = getattr(layer, "positions", None) in ("rope", "alibi-pairs", "alibi-symmetric", "alibi")
+        relative = getattr(layer, "positions", None) in ("rope", "alibi-pairs", "alibi-symmetric", "alibi",
+                                                         "t5-buckets")
         named = settings.get("positional_encoding")
         if relative and layer.positions != ("alibi-pairs" if named == "alibi" else named):
             raise ExportError(f"{where} applies {layer.positions} positions but positional_encoding is "
@@ -273,6 +275,16 @@ def _check_tensors(tensors, settings):
     elif "position_embedding.weight" in tensors:
         raise ExportError(f"a position embedding was given but positional_encoding is "
                           f"\"{settings['positional_encoding']}\" (use \"learned\")")
+    if settings["positional_encoding"] == "t5-buckets":
+        if "position_bias" not in tensors:
+            raise ExportError("positional_encoding is \"t5-buckets\" but no table of biases (position_bias=) was given")
+        table = tensors["position_bias"]
+        if table.ndim != 2:
+            raise ExportError(f"tensor position_bias has shape {_shape(table)}, expected [n_heads,num_buckets]")
+        expected["position_bias"] = tuple(table.shape)
+    elif "position_bias" in tensors:
+        raise ExportError(f"a table of position biases was given but positional_encoding is "
+                          f"\"{settings['positional_encoding']}\" (use \"t5-buckets\")")
     for i in range(n_layers):
         for name, shape in LAYER_TENSORS:
             expected[f"layers.{i}.{name}"] = tuple(sizes[s] for s in shape)
@@ -301,6 +313,9 @@ def _check_tensors(tensors, settings):
         raise ExportError("the number of heads is not recorded in a state_dict; give n_heads")
     if not isinstance(h, int) or h <= 0 or d % h != 0:
         raise ExportError(f"n_heads={h!r} must be a positive divisor of d_model={d}")
+    if "position_bias" in tensors and tensors["position_bias"].shape[0] != h:
+        raise ExportError(f"tensor position_bias has {tensors['position_bias'].shape[0]} rows, one per head: "
+                          f"expected {h} (n_heads)")
     if settings.get("final_norm") is not None and settings["final_norm"] != ("norm.weight" in tensors):
         raise ExportError(f"final_norm={settings['final_norm']} but the encoder "
                           f"{'has' if 'norm.weight' in tensors else 'has no'} final norm (norm.weight)")
@@ -331,7 +346,7 @@ def _check_tokenizer(path, vocab_size, add_bos, add_eos):
 def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinusoidal", pe_layout="interleaved",
            scale_embedding=True, activation=None, norm_first=None, final_norm=None, position_embedding=None,
            pe_base=10000.0, add_bos=False, add_eos=False, layer_norm_eps=None, n_heads=None, head=None,
-           verbose=True):
+           position_bias=None, max_distance=None, verbose=True):
     """Writes out_dir/{config.json, model.safetensors, tokenizer.model}.
 
     encoder: an nn.TransformerEncoder (or a single nn.TransformerEncoderLayer), or its state_dict
@@ -341,6 +356,9 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
       whose parameter is `bias` (as tools/train/mlm.py's MaskedLMHead), a {"bias": ...} dict, or the
       bias itself ([vocab_size]). Written as the tensor head.bias and "head": "mlm" in config.json.
       None: no head (the key is left out).
+    position_bias, max_distance: t5-buckets' table (n_heads, num_buckets), one for all layers, written as
+      the tensor position_bias, and the distance its last buckets reach (relative_positions.py);
+      config.json gets relative_attention_num_buckets and relative_attention_max_distance.
     verbose: print every setting used, one line each, to stderr.
     tokenizer: path of the sentencepiece model whose ids index `embedding`; None writes no tokenizer
       (the directory then serves only the engine, which takes ids: ordo's reference tests).
@@ -375,12 +393,24 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
         tensors["head.bias"] = _head_bias(head)
     if position_embedding is not None:
         tensors["position_embedding.weight"] = _embedding_weight(position_embedding, "position_embedding")
+    if "position_bias" in tensors:
+        raise ExportError("the encoder holds a tensor named position_bias; pass it separately (position_bias=)")
+    if position_bias is not None:
+        tensors["position_bias"] = _array(position_bias.detach() if hasattr(position_bias, "detach") else position_bias)
 
     for key, value in (("positional_encoding", positional_encoding), ("pe_layout", pe_layout)):
         if value not in CONFIG_CHOICES[key]:
             raise ExportError(f"{key}={value!r} must be one of {', '.join(CONFIG_CHOICES[key])}")
     settings["positional_encoding"] = positional_encoding
     sizes = _check_tensors(tensors, settings)
+    if positional_encoding == "t5-buckets":
+        buckets = tensors["position_bias"].shape[1]
+        if buckets < 4 or buckets % 4 != 0:
+            raise ExportError(f"tensor position_bias has {buckets} buckets; t5-buckets needs a multiple of 4 "
+                              "(half each side, a half's first half exact)")
+        if max_distance is None or not isinstance(max_distance, int) or max_distance <= buckets // 4:
+            raise ExportError(f"max_distance={max_distance!r} must be a whole number above {buckets // 4} "
+                              f"(the exact distances of {buckets} buckets)")
     eps = float(settings["layer_norm_eps"])
     if not (eps > 0 and math.isfinite(eps)):
         raise ExportError(f"layer_norm_eps={eps} must be a positive number")
@@ -401,6 +431,9 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
     })
     if positional_encoding == "learned":
         config["max_positions"] = int(tensors["position_embedding.weight"].shape[0])
+    if positional_encoding == "t5-buckets":
+        config["relative_attention_num_buckets"] = int(tensors["position_bias"].shape[1])
+        config["relative_attention_max_distance"] = int(max_distance)
     config.update({"scale_embedding": bool(scale_embedding), "tokenizer": "tokenizer.model",
                    "add_bos": bool(add_bos), "add_eos": bool(add_eos)})
     if head is not None:
@@ -408,6 +441,7 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
 
     # The order ordo lists them in: embeddings, then layer by layer, then the final norm.
     order = ["embedding.weight"] + (["position_embedding.weight"] if positional_encoding == "learned" else [])
+    order += ["position_bias"] if positional_encoding == "t5-buckets" else []
     order += [f"layers.{i}.{name}" for i in range(sizes["n_layers"]) for name, _ in LAYER_TENSORS]
     order += ["norm.weight", "norm.bias"] if config["final_norm"] else []
     order += ["head.bias"] if head is not None else []

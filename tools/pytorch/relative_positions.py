@@ -1,7 +1,7 @@
-"""Rotary (RoPE) and ALiBi positions in PyTorch: the module ordo's rope and alibi models are trained
-with, and the formulas engine/reference.cpp has in C++.
+"""Rotary (RoPE), ALiBi and T5's bucketed positions in PyTorch: the module ordo's rope, alibi and
+t5-buckets models are trained with, and the formulas engine/reference.cpp has in C++.
 
-Neither adds anything to the token vectors. Both act inside each head's attention:
+None adds anything to the token vectors. All act inside each head's attention:
 
   rope   q and k of every head rotated pair by pair by the angle t·θ_i of their position t
          (Su et al., "RoFormer", 2021, eq. 34), θ_i = base^(−2i/dh); pairs are the interleaved
@@ -22,6 +22,17 @@ Neither adds anything to the token vectors. Both act inside each head's attentio
   alibi-symmetric  one slope both ways, −m_h·|i − j|, every head seeing both sides: a head cannot tell
          the piece before from the piece after by the bias alone, and a reversed text keeps every
          distance (the encoder gives it the same outputs reversed, and the same score).
+  t5-buckets  a learned bias added to each head's scores q·k/√dh before the softmax (Raffel et al.,
+         "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer", 2020,
+         §2.1): the offset j − i of key and query falls in one of num_buckets buckets, and head h adds
+         the scalar W[h, bucket(j − i)] of one table W (n_heads, num_buckets) that every layer shares:
+             b_ij = W[h, bucket(j − i)]
+         bucket() (relative_bucket below): half the buckets for keys before the query (and itself),
+         half for keys after it; in each half, distances n = |j − i| below exact = num_buckets/4 have a
+         bucket each, the rest are spaced by log(n) up to max_distance, and every distance past it
+         shares the last bucket of its side. So the bias is Shaw et al.'s relative positions
+         ("Self-Attention with Relative Position Representations", 2018) made a scalar per head,
+         their clipping made logarithmic.
 
 PositionalLayer is nn.TransformerEncoderLayer (post-LN, the same parameters under the same names,
 so ordo's export reads it unchanged) with the self-attention written out so that the rotation or
@@ -78,14 +89,56 @@ def rope(x, base=10000.0, first_position=0):
     return out
 
 
+# T5's buckets as ordo trains them: 32 buckets (T5's), 16 each side, distances 0..7 exact, 8..31 in
+# eight log-spaced buckets; max_distance 32 (T5's is 128) is the training length, so that every
+# bucket holds distances seen in training and every distance past it shares a trained bucket.
+T5_BUCKETS, T5_MAX_DISTANCE = 32, 32
+
+
+def relative_bucket(offset, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE):
+    """The bucket of offset j − i (an int), computed in float64:
+
+        half = num_buckets // 2, exact = half // 2, n = |j − i|
+        bucket = (half if j > i else 0) + (n                                                    if n < exact
+                                           min(half − 1, exact + ⌊(half − exact)·log(n / exact)
+                                                                   / log(max_distance / exact) + 1e-9⌋)  else)
+
+    The 1e-9 puts an n where the log ratio is a whole number (n = 16 of 32 buckets, max_distance 32)
+    in the bucket the exact arithmetic gives, whatever the last bit of log() on the machine."""
+    half = num_buckets // 2
+    exact = half // 2
+    n = abs(offset)
+    side = half if offset > 0 else 0
+    if n < exact:
+        return side + n
+    k = exact + math.floor((half - exact) * math.log(n / exact) / math.log(max_distance / exact) + 1e-9)
+    return side + min(half - 1, k)
+
+
+def bucket_table(S, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE):
+    """(S, S) long: bucket(j − i) at row i, column j."""
+    by_offset = [relative_bucket(o, num_buckets, max_distance) for o in range(-(S - 1), S)]
+    index = torch.arange(S)[None, :] - torch.arange(S)[:, None] + (S - 1)  # j − i + S − 1
+    return torch.tensor(by_offset, dtype=torch.long)[index]
+
+
+def bucket_bias(table, S, num_buckets, max_distance):
+    """(n_heads, S, S): table[h, bucket(j − i)] for the table (n_heads, num_buckets)."""
+    return table[:, bucket_table(S, num_buckets, max_distance)]
+
+
 # The schemes that act inside the attention; "alibi" is alibi-pairs' first name, read as it.
-POSITIONS = ("rope", "alibi-pairs", "alibi-symmetric", "alibi")
+POSITIONS = ("rope", "alibi-pairs", "alibi-symmetric", "alibi", "t5-buckets")
 
 
 class PositionalLayer(nn.TransformerEncoderLayer):
-    """A post-LN encoder layer whose attention applies `positions` ("rope", "alibi-pairs" or "alibi-symmetric")."""
+    """A post-LN encoder layer whose attention applies `positions` ("rope", "alibi-pairs", "alibi-symmetric"
+    or "t5-buckets"). For t5-buckets the table of biases belongs to the model, shared by its layers:
+    share_table() hands it to each layer (held outside the layer's parameters, so that it is one
+    tensor, saved once)."""
 
-    def __init__(self, *args, positions="rope", base=10000.0, **kwargs):
+    def __init__(self, *args, positions="rope", base=10000.0, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         if positions not in POSITIONS:
             raise ValueError(f"positions {positions!r}: expected one of {', '.join(POSITIONS)}")
@@ -93,6 +146,11 @@ class PositionalLayer(nn.TransformerEncoderLayer):
             raise ValueError("PositionalLayer is post-LN (norm_first=False)")
         self.positions, self.base = "alibi-pairs" if positions == "alibi" else positions, base
         self.use_positions = True  # False: the layer without its rotation or bias (ordo's --no-pe)
+        self.num_buckets, self.max_distance = num_buckets, max_distance
+        self._table = ()  # t5-buckets: (the shared (n_heads, num_buckets) table,)
+
+    def share_table(self, table):
+        self._table = (table,)
 
     def attention(self, x, key_padding_mask):
         B, S, d = x.shape
@@ -104,7 +162,11 @@ class PositionalLayer(nn.TransformerEncoderLayer):
         if self.use_positions and self.positions == "rope":
             q, k = rope(q, self.base), rope(k, self.base)
         scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # (B, h, S, S)
-        if self.use_positions and self.positions != "rope":
+        if self.use_positions and self.positions == "t5-buckets":
+            if not self._table:
+                raise ValueError("a t5-buckets layer needs its model's table (share_table)")
+            scores = scores + bucket_bias(self._table[0], S, self.num_buckets, self.max_distance).to(scores.dtype)
+        elif self.use_positions and self.positions != "rope":
             scores = scores + alibi_bias(S, h, dtype=scores.dtype, kind=self.positions)
         if key_padding_mask is not None:  # keys past a sequence's end get no weight
             mask = key_padding_mask[:, None, None, :]

@@ -3,14 +3,16 @@ same module rebuilt from an exported ordo model directory (config.json + model.s
 
     x_t    = E[id_t]·√d + P(t)                 E: the token embedding (one row per piece)
                                                P: sinusoidal (ordo's float64 formula), learned, or none;
-                                               rope and alibi(-symmetric) add nothing here and act in each layer's
-                                               attention (tools/pytorch/relative_positions.py)
+                                               rope, alibi(-symmetric) and t5-buckets add nothing here and act in
+                                               each layer's attention (tools/pytorch/relative_positions.py);
+                                               t5-buckets' table of biases, position_bias (n_heads, num_buckets),
+                                               is one for all layers
     h      = nn.TransformerEncoder(x)          post-LN layers, ReLU, then a final LayerNorm (norm.*)
     logits = h·Eᵀ + b                          the head: the input embedding tied as the output matrix,
                                                plus one bias per piece (head.bias)
 
 The names of the parameters are the names ordo's files use: embedding.weight, position_embedding.weight,
-layers.i.* and norm.* (the encoder's own names), head.bias.
+position_bias, layers.i.* and norm.* (the encoder's own names), head.bias.
 
 head="bert" puts BERT's transform before the tied matrix, logits = LayerNorm(GELU(h·Wᵀ + c))·Eᵀ + b
 (head.transform.*): an experiment to compare the two heads by; ordo runs only the plain one.
@@ -28,7 +30,7 @@ from torch import nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pytorch"))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from torch_encoder import sinusoidal  # noqa: E402  (tools/pytorch/)
-from relative_positions import POSITIONS as RELATIVE, PositionalLayer  # noqa: E402  (rope and alibi)
+from relative_positions import POSITIONS as RELATIVE, PositionalLayer, T5_BUCKETS, T5_MAX_DISTANCE  # noqa: E402
 
 
 class MaskedLMHead(nn.Module):
@@ -51,7 +53,7 @@ class MaskedLMHead(nn.Module):
 
 class MaskedLM(nn.Module):
     def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, positions="sinusoidal", max_positions=32,
-                 dropout=0.0, layer_norm_eps=1e-5, head="tied"):
+                 dropout=0.0, layer_norm_eps=1e-5, head="tied", num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE):
         super().__init__()
         self.d_model, self.positions = d_model, positions
         self.embedding = nn.Embedding(vocab_size, d_model)
@@ -65,16 +67,27 @@ class MaskedLM(nn.Module):
                              f"{', '.join(RELATIVE)}")
         sizes = dict(dim_feedforward=d_ff, dropout=dropout, activation="relu", layer_norm_eps=layer_norm_eps,
                      batch_first=True, norm_first=False)
+        self.position_bias = None
         if positions in RELATIVE:  # inside the attention: tools/pytorch/relative_positions.py
-            layer = PositionalLayer(d_model, n_heads, positions=positions, **sizes)
+            layer = PositionalLayer(d_model, n_heads, positions=positions, num_buckets=num_buckets,
+                                    max_distance=max_distance, **sizes)
+            if positions == "t5-buckets":  # zeros: training starts from no preference for any distance
+                self.position_bias = nn.Parameter(torch.zeros(n_heads, num_buckets))
         else:
             layer = nn.TransformerEncoderLayer(d_model, n_heads, **sizes)
         self.encoder = nn.TransformerEncoder(layer, n_layers, norm=nn.LayerNorm(d_model, eps=layer_norm_eps),
                                              enable_nested_tensor=False)
+        self._share_table()
         if head not in ("tied", "bert"):
             raise ValueError(f"head {head!r}: expected tied or bert")
         self.head = MaskedLMHead(vocab_size, d_model if head == "bert" else None, layer_norm_eps)
         self._pe = torch.zeros(0, d_model)
+
+    def _share_table(self):
+        """Hands t5-buckets' one table to every layer (after a copy of the model too)."""
+        if self.position_bias is not None:
+            for layer in self.encoder.layers:
+                layer.share_table(self.position_bias)
 
     def pe(self, S):
         if self._pe.shape[0] < S:
@@ -92,6 +105,7 @@ class MaskedLM(nn.Module):
         for layer in self.encoder.layers:  # rope and alibi act in every layer's attention
             if isinstance(layer, PositionalLayer):
                 layer.use_positions = use_positions
+        self._share_table()
         return self.encoder(x, src_key_padding_mask=padding)
 
     def logits(self, h):
@@ -137,7 +151,9 @@ def load(model_dir):
     if c.get("head") != "mlm":
         raise ValueError(f"{model_dir}: config.json has no \"head\": \"mlm\"")
     m = MaskedLM(c["vocab_size"], c["d_model"], c["n_heads"], c["d_ff"], c["n_layers"], c["positional_encoding"],
-                 c.get("max_positions", 32), 0.0, c["layer_norm_eps"])
+                 c.get("max_positions", 32), 0.0, c["layer_norm_eps"],
+                 num_buckets=c.get("relative_attention_num_buckets", T5_BUCKETS),
+                 max_distance=c.get("relative_attention_max_distance", T5_MAX_DISTANCE))
     tensors = read_safetensors(os.path.join(model_dir, "model.safetensors"))
     state = {("encoder." + k if k.startswith(("layers.", "norm.")) else k): torch.from_numpy(v)
              for k, v in tensors.items()}

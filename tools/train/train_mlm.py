@@ -9,8 +9,9 @@ texts' licences, train.log, training.json) through tools/export_pytorch.py.
     tools/train/train_mlm.py --positions rope       --out models/position-rope
     tools/train/train_mlm.py --positions alibi-pairs --out models/position-alibi   (trained as "alibi", its first name)
     tools/train/train_mlm.py --positions alibi-symmetric --out models/position-alibi-symmetric
+    tools/train/train_mlm.py --positions t5-buckets --out models/position-t5-buckets
 
-The six differ only in positions: same data, packing, sizes, steps and seed.
+The seven differ only in positions: same data, packing, sizes, steps and seed.
 
 Data (tools/train/corpus.py): the WordNet glosses and examples and the sentences of Jane Austen's six
 novels (r-cran-janeaustenr), each minus its held-out lines, Austen's sentences cut at spaces into parts
@@ -54,7 +55,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description="Train an ordo masked language model on WordNet and Jane Austen.")
-    p.add_argument("--positions", choices=("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi"), default="sinusoidal")
+    p.add_argument("--positions", choices=("sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi",
+                                                 "t5-buckets"), default="sinusoidal")
     p.add_argument("--corpus", choices=("wordnet", "wordnet+austen"), default="wordnet+austen",
                    help="training text: WordNet alone, or with Jane Austen's novels (r-cran-janeaustenr)")
     p.add_argument("--head", choices=("tied", "bert"), default="tied",
@@ -158,8 +160,10 @@ def main():
     log(f"model: d_model {D_MODEL}, {N_HEADS} heads, d_ff {D_FF}, {N_LAYERS} layers, positions {a.positions}, "
         f"{n_params} parameters, {a.head} head; batch {BATCH}, {a.steps} steps, lr {LR} (warm-up {WARMUP}, cosine to "
         f"{LR_FLOOR}x), weight decay {WEIGHT_DECAY}, dropout {DROPOUT}, seed {a.seed}, threads {a.threads}")
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "embedding" not in n]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "embedding" not in n)]
+    def decays(n, p):  # weight matrices; not the embeddings or t5-buckets' table (a lookup table as they are)
+        return p.dim() == 2 and "embedding" not in n and n != "position_bias"
+    decay = [p for n, p in model.named_parameters() if decays(n, p)]
+    rest = [p for n, p in model.named_parameters() if not decays(n, p)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": rest, "weight_decay": 0.0}],
                             lr=LR, betas=BETAS)
 
@@ -209,7 +213,8 @@ def main():
 
     export(model.encoder, model.embedding, a.out, tokenizer=corpus.TOKENIZER,
                     positional_encoding=a.positions, pe_layout="interleaved", scale_embedding=True,
-                    position_embedding=model.position_embedding, head=model.head)
+                    position_embedding=model.position_embedding, head=model.head, position_bias=model.position_bias,
+                    max_distance=model.encoder.layers[0].max_distance if model.position_bias is not None else None)
     for name in ("LICENSE.wordnet",) + (("LICENSE.janeaustenr",) if a.corpus == "wordnet+austen" else ()):
         licence, copy = os.path.join(ROOT, "models", "default", name), os.path.join(a.out, name)
         if not (os.path.exists(copy) and os.path.samefile(licence, copy)):
