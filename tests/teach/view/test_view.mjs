@@ -251,7 +251,7 @@ try {
     const shownHead = await page.evaluate(() => ({ hidden: document.getElementById("inside").hidden, title: document.querySelector("#inside-body p").textContent }));
     check(!shownHead.hidden && shownHead.title.startsWith(`Layer ${L2}, head ${H2} of A, with positions`), `section 2b shows layer ${L2}, head ${H2} (${file})`);
     const stepOrder = await page.$$eval("#inside-body .step", (ss) => ss.map((x) => x.id).join(" "));
-    const bias = stage("ALiBi bias");
+    const bias = stage("ALiBi bias") || stage("T5 bucket bias");  // a bias added to the scores: alibi or t5-buckets
     if (bias) {
       // Two significant digits in each cell: within 5% of the engine's value (and of 0 where it is 0).
       const cells = await numbersIn("#inside-bias");

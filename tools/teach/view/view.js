@@ -675,14 +675,25 @@ function renderRope(box, P) {
     angles.root, el("div", { class: "legend-row" }, el("span", { class: "legend-title" }, "angle, after whole turns (radians)"), colourBar(DIVERGING, -Math.PI, Math.PI)))));
 }
 
-// ALiBi adds nothing to the input: each head adds a bias to its scores. Each head's b_ij, as layer 0 added it.
+// Whose bias a "bias" model adds: ALiBi's fixed slopes, or T5's learned number per bucket of the offset.
+function biasName() {
+  return model.positional_encoding === "t5-buckets" ? "T5's bucket bias" : "ALiBi's bias";
+}
+
+// ALiBi and T5's buckets add nothing to the input: each head adds a bias to its scores. Each head's b_ij,
+// as layer 0 added it.
 function renderAlibi(box, P) {
   const n = P.count, positions = range(n).map(String);
+  const t5 = model.positional_encoding === "t5-buckets";
   box.append(el("p", {}, `This model adds nothing to its pieces' vectors: x_t = E[id_t]${model.scale_embedding ? "·√d" : ""}. ` +
-    "Its positions act inside every head, after the scores and before the softmax (ALiBi, attention with linear biases): ",
+    "Its positions act inside every head, after the scores and before the softmax (" +
+    (t5 ? "T5's relative position buckets" : "ALiBi, attention with linear biases") + "): ",
     el("span", { class: "equation" }, P.equation), `. Below, each head's bias b_ij for positions 0 .. ${n - 1} as the engine ` +
-    "added it in layer 0 (row = query i, column = key j): a head with a steep slope looks near, a gentle one far; " +
-    "−∞ (grey) is a key the head does not see, which gets no weight. " +
+    "added it in layer 0 (row = query i, column = key j): " +
+    (t5 ? "each diagonal is one offset j − i, and one learned number per bucket of offsets; keys before and after " +
+          "the query have buckets of their own. "
+        : "a head with a steep slope looks near, a gentle one far; " +
+          "−∞ (grey) is a key the head does not see, which gets no weight. ") +
     "Section 2b shows the chosen head's bias as a step of its own."));
   const lo = -largest(P.bias);
   const size = side(Math.max(120, Math.min(300, 44 * n)), n);
@@ -733,7 +744,8 @@ function runNote() {
   if (model.positional_encoding === "none") return "This model has no positional encoding: both settings show the same numbers.";
   const scale = model.scale_embedding ? "·√d" : "";
   const acts = { rotation: ["rope turns q and k of every head by their positions' angles", "q and k are not turned"],
-    bias: ["ALiBi adds its bias to every head's scores", "no bias is added"] }[data.positions && data.positions.kind];
+    bias: [model.positional_encoding === "t5-buckets" ? "T5's bucket bias is added to every head's scores"
+      : "ALiBi adds its bias to every head's scores", "no bias is added"] }[data.positions && data.positions.kind];
   if (acts)
     return state.run === "with_pe"
       ? `x_t = E[id_t]${scale}, and ${acts[0]} (section 2b): the same pieces in another order get other weights.`
@@ -931,7 +943,7 @@ function drawInside() {
   const steps = [];
   if (j.alibi) {
     steps.push(belowMax("scores", "1. q·k/√dh", "s_ij = q_i · k_j / √dh", j.alibi.scores, "score"),
-      belowMax("bias", "2. + ALiBi's bias", j.alibi.equation, unseen(j.alibi.bias), "bias b_ij", biasText),
+      belowMax("bias", `2. + ${biasName()}`, j.alibi.equation, unseen(j.alibi.bias), "bias b_ij", biasText),
       belowMax("biased", "3. = the softmax's input", j.equations.scaled_scores, unseen(j.scaled_scores), "score + bias"));
   } else {
     steps.push(belowMax("scores", "1. q·k/√dh", j.equations.scaled_scores, j.scaled_scores, "score"));
