@@ -167,6 +167,18 @@ class Head(InTempDir):
         tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
         np.testing.assert_array_equal(tensors["head.bias"], 2 * bias.numpy())
 
+    def test_t5_buckets_writes_its_table_and_two_keys(self):
+        table = torch.randn(h, 16)
+        config = export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, positional_encoding="t5-buckets",
+                        position_bias=table, max_distance=20, verbose=False)
+        self.assertEqual(config["relative_attention_num_buckets"], 16)
+        self.assertEqual(config["relative_attention_max_distance"], 20)
+        self.assertEqual(read_json(os.path.join(self.out, "config.json")), config)
+        tensors, _ = read_safetensors(os.path.join(self.out, "model.safetensors"))
+        np.testing.assert_array_equal(tensors["position_bias"], table.numpy())
+        self.assertEqual(list(read_header(os.path.join(self.out, "model.safetensors")))[:2],
+                         ["embedding.weight", "position_bias"])
+
     def test_no_head_no_key_no_tensor(self):
         export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, verbose=False)
         self.assertNotIn("head", read_json(os.path.join(self.out, "config.json")))
@@ -252,6 +264,20 @@ class Refuses(InTempDir):
         self.refuse("use \"learned\"", encoder(), position_embedding=nn.Embedding(10, d))
         self.refuse("max_norm", encoder(), nn.Embedding(V, d, max_norm=1.0))
         self.refuse("pe_layout='paper'", encoder(), pe_layout="paper")
+
+    def test_t5_buckets_table(self):
+        """t5-buckets needs its table (n_heads rows, buckets a multiple of 4) and a max_distance past the
+        exact distances; a table without the scheme is refused too."""
+        table = torch.zeros(h, 32)
+        self.refuse(r"no table of biases \(position_bias=\)", encoder(), positional_encoding="t5-buckets", n_heads=h)
+        self.refuse("use \"t5-buckets\"", encoder(), position_bias=table)
+        self.refuse(r"position_bias has 3 rows, one per head: expected 4", encoder(), positional_encoding="t5-buckets",
+                    position_bias=torch.zeros(3, 32), max_distance=32)
+        self.refuse("a multiple of 4", encoder(), positional_encoding="t5-buckets", position_bias=torch.zeros(h, 30),
+                    max_distance=32)
+        self.refuse(r"max_distance=8 must be a whole number above 8", encoder(), positional_encoding="t5-buckets",
+                    position_bias=table, max_distance=8)
+        self.refuse(r"max_distance=None", encoder(), positional_encoding="t5-buckets", position_bias=table)
 
     def test_tokenizer_larger_than_the_embedding(self):
         self.refuse("8000 pieces but the embedding has only 100 rows", encoder(), nn.Embedding(100, d))
