@@ -39,25 +39,17 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 // broadcast operand, and x is the packed one; nothing of W is copied.
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 
-// The AVX-512 bodies of the functions above.
-namespace avx512 {
-void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
-          float alpha, int M, int N, int K);
-size_t packed_b_floats(int N, int K);
-void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K);
-void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K);
-void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
-void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
-}  // namespace avx512
-
-// The AVX2 bodies (no weight-streaming kernel: linear_stream is linear_gemm there).
-namespace avx2 {
-void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
-          float alpha, int M, int N, int K);
-size_t packed_b_floats(int N, int K);
-void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K);
-void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K);
-void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
-}  // namespace avx2
+// One instruction set's bodies of the functions above: gemm_avx512.cpp's and gemm_avx2.cpp's tables
+// (gemm_blocks.h builds both from their tiles); gemm.cpp calls the one the CPU allows. linear_stream is
+// null where there is no kernel of its own (AVX2: linear_gemm serves).
+struct GemmKernels {
+  decltype(&ordo::gemm) gemm;
+  decltype(&ordo::packed_b_floats) packed_b_floats;
+  decltype(&ordo::pack_b_all) pack_b_all;
+  decltype(&ordo::gemm_packed) gemm_packed;
+  decltype(&ordo::linear_gemm) linear_gemm;
+  decltype(&ordo::linear_stream) linear_stream;
+};
+extern const GemmKernels kGemmAvx512, kGemmAvx2;
 
 }  // namespace ordo

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/kernels/gemm.h"
+#include "engine/kernels/gemm_blocks.h"
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
 
@@ -180,81 +181,17 @@ void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float
     pack_transposed(y + i0, ldy, first_n(rows - i0), &tile[i0][0], 16 * V, std::min(16, rows - i0), tokens);
 }
 
-}  // namespace
-
-void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
-          float alpha, int M, int N, int K) {
-  if (M <= 0 || N <= 0) return;
-  float* b_block = thread_scratch(0, size_t(NC) * KC);  // packed panels of B̂
-  if (K <= 0) {                                         // an empty sum: C = bias
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < N; ++j) C[size_t(i) * ldc + j] = bias ? bias[j] : 0.0f;
-    return;
+// The tile gemm_blocks.h's loops run.
+struct Tile {
+  static constexpr int MR = ordo::avx512::MR, NR = ordo::avx512::NR, KC = ordo::avx512::KC, NC = ordo::avx512::NC;
+  static void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr,
+                           float alpha, const float* bias, bool first) {
+    ordo::avx512::micro_kernel(C, ldc, A, lda, Bp, kc, mr, nr, alpha, bias, first);
   }
-  for (int jc = 0; jc < N; jc += NC) {
-    const int nc = std::min(NC, N - jc);
-    for (int pc = 0; pc < K; pc += KC) {
-      const int kc = std::min(KC, K - pc);
-      for (int jr = 0; jr < nc; jr += NR) {
-        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
-        pack_b(b_block + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
-      }
-      for (int ir = 0; ir < M; ir += MR)
-        for (int jr = 0; jr < nc; jr += NR)
-          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda, b_block + size_t(jr) * kc,
-                       kc, std::min(MR, M - ir), std::min(NR, nc - jr), alpha, bias ? bias + jc + jr : nullptr,
-                       pc == 0);
-    }
+  static void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
+    ordo::avx512::pack_b(Bp, B, ldb, b_is_nk, nr, kc);
   }
-}
-
-// The packed B̂ holds its (NC, KC) blocks in the order gemm() packs them: block (jc, pc) starts at
-// jc·K + pc·nc, and within it panel jr at jr·kc. Columns are padded to whole panels of NR.
-size_t packed_b_floats(int N, int K) {
-  return size_t((N + NR - 1) / NR) * NR * size_t(std::max(K, 0));
-}
-
-void pack_b_all(float* Bp, const float* B, int ldb, bool b_is_nk, int N, int K) {
-  for (int jc = 0; jc < N; jc += NC) {
-    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
-    for (int pc = 0; pc < K; pc += KC) {
-      const int kc = std::min(KC, K - pc);
-      float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
-      for (int jr = 0; jr < nc; jr += NR) {
-        const float* src = b_is_nk ? B + size_t(jc + jr) * ldb + pc : B + size_t(pc) * ldb + jc + jr;
-        pack_b(block + size_t(jr) * kc, src, ldb, b_is_nk, std::min(NR, nc - jr), kc);
-      }
-    }
-  }
-}
-
-void gemm_packed(float* C, int ldc, const float* A, int lda, const float* Bp, float alpha, int M, int N, int K) {
-  if (M <= 0 || N <= 0 || K <= 0) return;
-  for (int jc = 0; jc < N; jc += NC) {
-    const int nc = std::min(NC, N - jc), nc_panels = (nc + NR - 1) / NR * NR;
-    for (int pc = 0; pc < K; pc += KC) {
-      const int kc = std::min(KC, K - pc);
-      const float* block = Bp + size_t(jc) * K + size_t(pc) * nc_panels;
-      for (int ir = 0; ir < M; ir += MR)
-        for (int jr = 0; jr < nc; jr += NR)
-          micro_kernel(C + size_t(ir) * ldc + jc + jr, ldc, A + size_t(ir) * lda + pc, lda, block + size_t(jr) * kc, kc,
-                       std::min(MR, M - ir), std::min(NR, nc - jr), alpha, nullptr, pc == 0);
-    }
-  }
-}
-
-// Tasks are blocks of columns of y (rows of W), at most NC wide and a whole number per thread; each
-// packs its own rows of W once.
-void linear_gemm(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  if (M <= 0 || N <= 0) return;
-  const int threads = kernel_threads();
-  const int tasks = threads * ((N + threads * NC - 1) / (threads * NC));
-  const int cols = ((N + tasks - 1) / tasks + NR - 1) / NR * NR;  // a multiple of NR, ≤ NC
-  parallel_for(tasks, [&](int task, int) {
-    const int n0 = task * cols, n = std::min(cols, N - n0);
-    if (n > 0) gemm(y + n0, N, x, K, w + size_t(n0) * K, K, true, b ? b + n0 : nullptr, 1.0f, M, n, K);
-  });
-}
+};
 
 // Tasks are equal runs of rows of W (columns of y), one per thread; x is packed first, 32 rows to a
 // panel (16 when there are at most 16). Within a task each tile of W meets every panel of x: the
@@ -264,7 +201,7 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 // measurements against small blocks of tiles handed out as threads came free: docs/performance.md).
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) return gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+  if (K <= 0) return gemm_blocks::gemm<Tile>(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
   const int V = M <= 16 ? 1 : 2, width = 16 * V, R = V == 2 ? kStreamRows<2> : kStreamRows<1>;
   const int panels = (M + width - 1) / width;
   float* xp = thread_scratch(1, size_t(panels) * width * K);
@@ -293,4 +230,10 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
   });
 }
 
+}  // namespace
+
 }  // namespace ordo::avx512
+
+namespace ordo {
+const GemmKernels kGemmAvx512 = gemm_blocks::kernels<avx512::Tile>(avx512::linear_stream);
+}  // namespace ordo

@@ -18,25 +18,10 @@ namespace {
 }
 }  // namespace
 
+// gemm.h's tables: empty, never chosen
+const GemmKernels kGemmAvx512{}, kGemmAvx2{};
+
 namespace avx512 {
-void gemm(float*, int, const float*, int, const float*, int, bool, const float*, float, int, int, int) {
-  none("avx512::gemm");
-}
-size_t packed_b_floats(int, int) {
-  none("avx512::packed_b_floats");
-}
-void pack_b_all(float*, const float*, int, bool, int, int) {
-  none("avx512::pack_b_all");
-}
-void gemm_packed(float*, int, const float*, int, const float*, float, int, int, int) {
-  none("avx512::gemm_packed");
-}
-void linear_gemm(float*, const float*, const float*, const float*, int, int, int) {
-  none("avx512::linear_gemm");
-}
-void linear_stream(float*, const float*, const float*, const float*, int, int, int) {
-  none("avx512::linear_stream");
-}
 void softmax_row(float*, int) {
   none("avx512::softmax_row");
 }
@@ -61,21 +46,6 @@ void bf16_dot_linear(float*, const uint16_t*, const PackedBf16&, const float*, i
 }  // namespace avx512
 
 namespace avx2 {
-void gemm(float*, int, const float*, int, const float*, int, bool, const float*, float, int, int, int) {
-  none("avx2::gemm");
-}
-size_t packed_b_floats(int, int) {
-  none("avx2::packed_b_floats");
-}
-void pack_b_all(float*, const float*, int, bool, int, int) {
-  none("avx2::pack_b_all");
-}
-void gemm_packed(float*, int, const float*, int, const float*, float, int, int, int) {
-  none("avx2::gemm_packed");
-}
-void linear_gemm(float*, const float*, const float*, const float*, int, int, int) {
-  none("avx2::linear_gemm");
-}
 void softmax_row(float*, int) {
   none("avx2::softmax_row");
 }

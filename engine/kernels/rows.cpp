@@ -7,18 +7,11 @@
 
 namespace ordo {
 
-namespace {
-Isa level() {
-  static const Isa at = isa_level();
-  return at;
-}
-}  // namespace
-
 // Below AVX2: the same steps one float at a time; the softmax's and LayerNorm's sums in double.
 
 void softmax_row(float* row, int valid) {
-  if (level() == Isa::Avx512) return avx512::softmax_row(row, valid);
-  if (level() == Isa::Avx2) return avx2::softmax_row(row, valid);
+  if (isa_level() == Isa::Avx512) return avx512::softmax_row(row, valid);
+  if (isa_level() == Isa::Avx2) return avx2::softmax_row(row, valid);
   const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
   double sum = 0.0;
   for (int j = 0; j < valid; ++j) {
@@ -30,8 +23,8 @@ void softmax_row(float* row, int valid) {
 }
 
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps) {
-  if (level() == Isa::Avx512) return avx512::layer_norm_row(y, x, r, gamma, beta, d, eps);
-  if (level() == Isa::Avx2) return avx2::layer_norm_row(y, x, r, gamma, beta, d, eps);
+  if (isa_level() == Isa::Avx512) return avx512::layer_norm_row(y, x, r, gamma, beta, d, eps);
+  if (isa_level() == Isa::Avx2) return avx2::layer_norm_row(y, x, r, gamma, beta, d, eps);
   if (r) {
     for (int j = 0; j < d; ++j) y[j] = x[j] + r[j];
     x = y;
@@ -50,13 +43,13 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
 // ½v·erfc(−v/√2), and ½v·(1 + tanh u) as v / (1 + e^(−2u)).
 
 void gelu(float* x, size_t n) {
-  if (level() != Isa::Scalar) return avx2::gelu(x, n);
+  if (isa_level() != Isa::Scalar) return avx2::gelu(x, n);
   const float inv_sqrt2 = 0.70710678118654752f;
   for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * inv_sqrt2);
 }
 
 void gelu_tanh(float* x, size_t n) {
-  if (level() != Isa::Scalar) return avx2::gelu_tanh(x, n);
+  if (isa_level() != Isa::Scalar) return avx2::gelu_tanh(x, n);
   const float c = 0.79788456080286536f;  // √(2/π)
   for (size_t i = 0; i < n; ++i) {
     const float v = x[i], u = c * (v + 0.044715f * v * v * v);
