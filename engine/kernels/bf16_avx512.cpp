@@ -56,7 +56,8 @@ constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();
 // Tasks as in int8_vnni.cpp (tiles::for_each_tile, in panels).
 void bf16_dot_linear(float* y, const uint16_t* xh, const PackedBf16& w, const float* b, int M, int threads) {
   const size_t panel_elems = size_t(w.K2) * 16;
-  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, [&](int m, int mr, int p, int np) {
+  const double flops = 2.0 * M * w.K * w.N;
+  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, flops, [&](int m, int mr, int p, int np) {
     const int n = 16 * p, cols = std::min(16 * np, w.N - n);
     kTiles[mr - 1][np - 1](xh + size_t(m) * w.K2, w.K2, w.w.data() + p * panel_elems, panel_elems, b ? b + n : nullptr,
                            cols, y + size_t(m) * w.N + n, w.N);

@@ -193,11 +193,11 @@ struct Tile {
   }
 };
 
-// Tasks are equal runs of rows of W (columns of y), one per thread; x is packed first, 32 rows to a
-// panel (16 when there are at most 16). Within a task each tile of W meets every panel of x: the
-// first meeting reads it from memory, asking for the line 1 KB ahead in each row and for the same
-// columns of the next tile's rows, the others read it from cache. As in linear_small_m, one
-// contiguous run per thread with the next tile asked for ahead is what keeps the memory busy (the
+// Tasks are equal runs of rows of W (columns of y), as many as split_tasks says; x is packed first,
+// 32 rows to a panel (16 when there are at most 16). Within a task each tile of W meets every panel
+// of x: the first meeting reads it from memory, asking for the line 1 KB ahead in each row and for
+// the same columns of the next tile's rows, the others read it from cache. As in linear_small_m,
+// long contiguous runs with the next tile asked for ahead are what keep the memory busy (the
 // measurements against small blocks of tiles handed out as threads came free: docs/performance.md).
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M <= 0 || N <= 0) return;
@@ -212,7 +212,8 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
     pack_transposed(dst, width, 0xFFFF, src, K, std::min(16, rows), K);
     if (V == 2) pack_transposed(dst + 16, width, 0xFFFF, src + size_t(16) * K, K, rows - 16, K);
   });
-  const int tiles = (N + R - 1) / R, tiles_per_task = (tiles + kernel_threads() - 1) / kernel_threads();
+  const int tiles = (N + R - 1) / R, runs = split_tasks(2.0 * M * K * N, tiles, kernel_threads());
+  const int tiles_per_task = (tiles + runs - 1) / runs;
   parallel_for((tiles + tiles_per_task - 1) / tiles_per_task, [&](int task, int) {
     const int t_end = std::min(tiles, (task + 1) * tiles_per_task);
     for (int t = task * tiles_per_task; t < t_end; ++t) {

@@ -120,7 +120,8 @@ constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr âˆ’ 1][np â
 // each) stays in cache while a block's rows pass over it.
 void run(const uint8_t* xu, const PackedInt8& w, int M, int threads, const Out& out) {
   const size_t panel_bytes = size_t(w.K4) * 16;
-  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, [&](int m, int mr, int p, int np) {
+  const double flops = 2.0 * M * w.K * w.N;
+  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, flops, [&](int m, int mr, int p, int np) {
     const int n = 16 * p, cols = std::min(16 * np, w.N - n);
     const Out o{out.acc ? out.acc + size_t(m) * out.ld + n : nullptr,
                 out.y ? out.y + size_t(m) * out.ld + n : nullptr,

@@ -50,6 +50,8 @@ struct JobWord {
 
 void reset_after_fork();
 
+std::atomic<void (*)(int)> helper_hook{nullptr};
+
 class Pool {
  public:
   Pool() {
@@ -233,6 +235,7 @@ class Pool {
         until = std::chrono::steady_clock::now() + kSpin;
       }
       seen = JobWord::generation(word_.load(std::memory_order_acquire));
+      if (auto* hook = helper_hook.load(std::memory_order_acquire)) hook(thread);
       work(thread, seen);
     }
   }
@@ -340,6 +343,15 @@ int kernel_threads() {
 
 void parallel_for(int n_tasks, const std::function<void(int, int)>& body) {
   pool().run(n_tasks, body);
+}
+
+int split_tasks(double flops, int units, int threads) {
+  if (threads <= 1 || units <= 1 || flops < kMinSplitFlops) return 1;
+  return std::min(units, threads * kRunsPerThread);
+}
+
+void set_helper_hook(void (*hook)(int)) {
+  helper_hook.store(hook, std::memory_order_release);
 }
 
 void parallel_for(int n_tasks, double flops, const std::function<void(int, int)>& body) {

@@ -52,4 +52,19 @@ void parallel_for(int n_tasks, const std::function<void(int task, int thread)>& 
 constexpr double kMinSplitFlops = 2e5;
 void parallel_for(int n_tasks, double flops, const std::function<void(int task, int thread)>& body);
 
+// The one place a job's split is decided: how many tasks to cut a job of about `flops` operations
+// into, over `threads` threads, when it has `units` pieces that cannot be cut further. One (the
+// caller alone) below kMinSplitFlops or with one thread; otherwise kRunsPerThread runs per thread
+// (at most `units`), which parallel_for hands out as threads come for them. A helper that comes
+// late, or runs slowly because another process shares its core, then holds the job up by one run,
+// not by half of it: the caller takes the runs the helper has not come for. With one run per
+// thread, two threads at 1 × 8 ran up to 2.0 times as long in one fresh process as in another,
+// and some processes were slower than one thread (docs/performance.md).
+constexpr int kRunsPerThread = 4;
+int split_tasks(double flops, int units, int threads);
+
+// For the tests: called by each helper when it sees a new job, before it takes a task (nullptr:
+// nothing). A test holds a helper back with it to check that the job is still done, each task once.
+void set_helper_hook(void (*hook)(int thread));
+
 }  // namespace ordo

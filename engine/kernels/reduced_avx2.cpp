@@ -97,7 +97,8 @@ constexpr auto kBf16Tiles = tiles::table<Bf16Tile, kBf16TileM, 1>();
 void int8_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
                    const float* b, int M, int N, int K2, int threads) {
   const size_t panel_bytes = size_t(K2) * 16;
-  tiles::for_each_tile(M, (N + 15) / 16, kInt8TileM, kInt8TileN, 1, threads, [&](int m, int mr, int p, int np) {
+  const double flops = 2.0 * M * K2 * N;
+  tiles::for_each_tile(M, (N + 15) / 16, kInt8TileM, kInt8TileN, 1, threads, flops, [&](int m, int mr, int p, int np) {
     const int n = 16 * p, cols = std::min(16 * np, N - n);
     kInt8Tiles[mr - 1][np - 1](xw + size_t(m) * K2, K2, w + p * panel_bytes, panel_bytes, cols,
                                acc ? acc + size_t(m) * N + n : nullptr, y ? y + size_t(m) * N + n : nullptr,
@@ -107,7 +108,8 @@ void int8_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, c
 
 void bf16_linear(float* y, const float* xr, const uint16_t* w, const float* b, int M, int N, int K, int threads) {
   const size_t panel_elems = size_t(K) * 16;
-  tiles::for_each_tile(M, (N + 15) / 16, kBf16TileM, 1, 1, threads, [&](int m, int mr, int p, int) {
+  const double flops = 2.0 * M * K * N;
+  tiles::for_each_tile(M, (N + 15) / 16, kBf16TileM, 1, 1, threads, flops, [&](int m, int mr, int p, int) {
     const int n = 16 * p, cols = std::min(16, N - n);
     kBf16Tiles[mr - 1][0](xr + size_t(m) * K, K, w + p * panel_elems, cols, b ? b + n : nullptr, y + size_t(m) * N + n,
                           N);

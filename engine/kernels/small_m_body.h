@@ -91,7 +91,8 @@ constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr âˆ’ 1][nr â
 // after tile, which is what the prefetch above follows (handing out 32-column blocks as threads came
 // free measured slower).
 void linear_small_m(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  tiles::for_each_tile(M, N, kTileM, kTileN, kTileN, kernel_threads(), [&](int m, int mr, int n, int nr) {
+  const double flops = 2.0 * M * K * N;
+  tiles::for_each_tile(M, N, kTileM, kTileN, kTileN, kernel_threads(), flops, [&](int m, int mr, int n, int nr) {
     kTiles[mr - 1][nr - 1](y + size_t(m) * N + n, N, x + size_t(m) * K, w + size_t(n) * K, b ? b + n : nullptr, K);
   });
 }

@@ -34,23 +34,27 @@ constexpr auto table() {
 }
 
 // Runs tile(m, mr, u, nu) over y of M rows × `units` columns (or panels of 16), in tiles of at most
-// tile_m × tile_n. Tasks are blocks of 64 rows × an equal share of the units per thread (a
-// multiple of `round`): each thread streams its own run of W, and inside a task each tile's
-// weights stay in cache while the block's rows pass over them.
+// tile_m × tile_n, for a job of about `flops` operations. Tasks are blocks of 64 rows × runs of
+// units (multiples of `round`): the tasks split_tasks asks for (kRunsPerThread per thread, one
+// below kMinSplitFlops), but at least one run per thread across each row block, handed out as
+// threads come for them, so a late helper holds the job up by one run. Each run of W is streamed
+// in order, and inside a task each tile's weights stay in cache while the block's rows pass over them.
 template <class Tile>
-void for_each_tile(int M, int units, int tile_m, int tile_n, int round, int threads, const Tile& tile) {
+void for_each_tile(int M, int units, int tile_m, int tile_n, int round, int threads, double flops, const Tile& tile) {
   if (M == 0 || units == 0) return;
   constexpr int kRowsPerTask = 64;
-  threads = std::max(threads, 1);
-  const int share = (units + threads * round - 1) / (threads * round) * round;
-  const int row_blocks = (M + kRowsPerTask - 1) / kRowsPerTask, tasks = row_blocks * ((units + share - 1) / share);
+  const int row_blocks = (M + kRowsPerTask - 1) / kRowsPerTask, rounds = (units + round - 1) / round;
+  const int wanted = split_tasks(flops, row_blocks * rounds, threads);
+  const int runs = wanted == 1 ? 1 : std::min(rounds, std::max(threads, (wanted + row_blocks - 1) / row_blocks));
+  const int share = (rounds + runs - 1) / runs * round;
+  const int tasks = row_blocks * ((units + share - 1) / share);
   auto task = [&](int t, int) {
     const int m0 = t % row_blocks * kRowsPerTask, m_end = std::min(M, m0 + kRowsPerTask);
     const int u0 = t / row_blocks * share, u_end = std::min(units, u0 + share);
     for (int u = u0; u < u_end; u += tile_n)
       for (int m = m0; m < m_end; m += tile_m) tile(m, std::min(tile_m, m_end - m), u, std::min(tile_n, u_end - u));
   };
-  if (threads == 1 || tasks == 1)
+  if (wanted == 1 || tasks == 1)
     for (int t = 0; t < tasks; ++t) task(t, 0);
   else
     parallel_for(tasks, task);

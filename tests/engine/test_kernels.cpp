@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <optional>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/small_m.h"
+#include "engine/kernels/tiles.h"
 #include "engine/ops.h"
 #include "test_util.h"
 
@@ -422,6 +424,88 @@ TEST(Parallel, SmallJobsStayOnTheCaller) {
     ASSERT_TRUE(thread == 0 || thread == 1);
   });
   EXPECT_EQ(runs.load(), 64);
+}
+
+// A helper that comes for a job late holds nothing up and takes nothing twice: the caller takes the
+// runs it has not come for. The hook holds the helper back until the caller has computed `release`
+// tiles (no clock: the order is forced), for jobs cut as split_tasks cuts them at 1 × 8 and 8 × 768.
+struct LateHelper {
+  static inline std::atomic<int> caller_tiles{0}, release{0};
+  static void hold(int) {
+    while (caller_tiles.load() < release.load()) std::this_thread::yield();
+  }
+  explicit LateHelper(int tiles) {
+    caller_tiles = 0, release = tiles;
+    set_helper_hook(hold);
+  }
+  ~LateHelper() {
+    release = 0;  // a helper still held goes on (to a job that has ended: it takes nothing)
+    set_helper_hook(nullptr);
+  }
+};
+
+TEST(Parallel, ALateHelperLeavesEveryOutputWrittenOnce) {
+  ThreadsGuard guard;
+  set_kernel_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (const int M : {8, 64, 200}) {
+    const int N = 768, tile_m = 4, tile_n = 6;
+    const double flops = 2.0 * M * 768 * N;
+    ASSERT_GT(split_tasks(flops, N / tile_n, 2), 2);  // runs for the helper to come late for
+    // Never, while the job lasts (the helper is let go after it has ended); after the caller's
+    // first tile, waiting then until the helper has computed one itself (both take part); after 3.
+    for (const int late : {1 << 30, 1, 3}) {
+      std::vector<std::atomic<int>> writes(size_t(M) * N);
+      std::atomic<int> helper_tiles{0};
+      {
+        const LateHelper hold(late);
+        tiles::for_each_tile(M, N, tile_m, tile_n, tile_n, 2, flops, [&](int m, int mr, int n, int nr) {
+          for (int i = 0; i < mr; ++i)
+            for (int j = 0; j < nr; ++j) writes[size_t(m + i) * N + n + j].fetch_add(1);
+          if (std::this_thread::get_id() != caller) {
+            helper_tiles.fetch_add(1);
+            return;
+          }
+          if (LateHelper::caller_tiles.fetch_add(1) + 1 == 1 && late == 1)
+            while (helper_tiles.load() == 0) std::this_thread::yield();
+        });
+      }
+      for (size_t i = 0; i < writes.size(); ++i)
+        ASSERT_EQ(writes[i].load(), 1) << "M " << M << ", helper after " << late << " tiles, output " << i;
+      if (late == 1 << 30) {
+        EXPECT_EQ(helper_tiles.load(), 0) << M;
+      }
+      if (late == 1) {
+        EXPECT_GT(helper_tiles.load(), 0) << M;
+      }
+    }
+  }
+}
+
+// The same through a kernel: with the helper late, linear_small_m's bits are those of one thread.
+TEST(Parallel, ALateHelperLeavesSmallMBitsAsOneThread) {
+  ThreadsGuard guard;
+  const int M = 8, K = 384, N = 1536;
+  const auto x = random_floats(size_t(M) * K, 5), w = random_floats(size_t(N) * K, 6), b = random_floats(N, 7);
+  std::vector<float> one(size_t(M) * N), late(size_t(M) * N, -1.0f);
+  set_kernel_threads(1);
+  linear_small_m(one.data(), x.data(), w.data(), b.data(), M, K, N);
+  set_kernel_threads(2);
+  {
+    const LateHelper hold(1 << 30);
+    linear_small_m(late.data(), x.data(), w.data(), b.data(), M, K, N);
+  }
+  EXPECT_EQ(one, late);
+}
+
+// The decision in one place: the caller alone below the threshold or with one thread, then
+// kRunsPerThread runs per thread, never more than the pieces there are.
+TEST(Parallel, SplitTasksFollowsTheThreshold) {
+  EXPECT_EQ(split_tasks(kMinSplitFlops / 2, 1000, 2), 1);
+  EXPECT_EQ(split_tasks(kMinSplitFlops * 2, 1000, 1), 1);
+  EXPECT_EQ(split_tasks(kMinSplitFlops * 2, 1000, 2), 2 * kRunsPerThread);
+  EXPECT_EQ(split_tasks(kMinSplitFlops * 2, 3, 2), 3);
+  EXPECT_EQ(split_tasks(kMinSplitFlops * 2, 1, 2), 1);
 }
 
 }  // namespace
