@@ -95,7 +95,7 @@ class Pool {
     for (int i = 0; i < std::max(threads, 1); ++i) cpu_[i].store(-1, std::memory_order_relaxed);
     for (int i = 1; i < threads; ++i) {
       try {
-        helpers_.emplace_back([this, i] { helper(i); });
+        helpers_.emplace_back([this, i, seen = JobWord::generation(word_.load())] { helper(i, seen); });
       } catch (const std::system_error& e) {
         const int started = int(helpers_.size()) + 1;
         stop_helpers();
@@ -206,8 +206,9 @@ class Pool {
     }
   }
 
-  void helper(int thread) {
-    uint64_t seen = JobWord::generation(word_.load(std::memory_order_acquire));
+  // `seen`: the last job when the helper was made (resize holds the job lock, so none was running).
+  // Read by the thread itself, a job handed out before it first ran would be taken for an old one.
+  void helper(int thread, uint64_t seen) {
     for (;;) {
       // Between jobs of a pass, spin (a pass hands out a job every few to few hundred µs, and waking
       // a sleeping thread costs tens of µs on a virtual machine); with no pass running, or after
