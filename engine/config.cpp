@@ -142,6 +142,18 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where, "key \"relative_attention_max_distance\" (" + std::to_string(c.relative_max_distance) +
                                 ") must be above " + std::to_string(c.relative_buckets / 4) +
                                 ", the exact distances of " + std::to_string(c.relative_buckets) + " buckets");
+  if (r.has("alibi_slopes")) {
+    const json& v = j["alibi_slopes"];
+    if (c.positional_encoding != PositionalEncoding::Alibi && c.positional_encoding != PositionalEncoding::AlibiSymmetric)
+      throw InputError(where, "key \"alibi_slopes\" is for \"alibi-pairs\" or \"alibi-symmetric\", not \"" + pe + "\"");
+    bool ok = v.is_array() && v.size() == size_t(c.n_heads);
+    for (size_t k = 0; ok && k < v.size(); ++k)
+      ok = v[k].is_number() && v[k].get<double>() > 0 && std::isfinite(v[k].get<double>());
+    if (!ok)
+      throw InputError(where, "key \"alibi_slopes\" must be a list of " + std::to_string(c.n_heads) +
+                                  " positive numbers, one per head, got " + brief(v));
+    for (const json& m : v) c.alibi_slopes.push_back(m.get<double>());
+  }
   c.scale_embedding = r.flag("scale_embedding", true);
 
   if (r.has("tokenizer")) {
@@ -346,6 +358,7 @@ std::string config_to_json(const Config& c) {
     j["relative_attention_num_buckets"] = c.relative_buckets;
     j["relative_attention_max_distance"] = c.relative_max_distance;
   }
+  if (!c.alibi_slopes.empty()) j["alibi_slopes"] = c.alibi_slopes;
   j["scale_embedding"] = c.scale_embedding;
   j["tokenizer"] = c.tokenizer;
   j["add_bos"] = c.add_bos;

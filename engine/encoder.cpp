@@ -316,7 +316,7 @@ void Encoder::self_attention(RunState& s, const float* in, int layer, int B, int
     const int b = task / h, i = task % h, L = lengths[b];  // keys past L are padding: never attended to
     const float* q = s.qkv.data() + size_t(b) * S * 3 * d + size_t(i) * dh;
     float* out = s.context.data() + size_t(b) * S * d + size_t(i) * dh;
-    const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i);  // 0 and 0 without alibi
+    const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i, c.alibi_slopes);  // 0 and 0 without alibi
     attention_head(out, q, q + d, q + 2 * d, s.probs.data() + size_t(thread) * scratch, L, dh, 3 * d, d, block,
                    static_cast<float>(m.before), static_cast<float>(m.after), relative_bias(s, pe, i, S));
     if (s.masked[size_t(layer) * h + i])  // a masked head adds nothing: zeros in its slot of the concatenation

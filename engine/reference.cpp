@@ -115,11 +115,11 @@ std::vector<double> alibi_slopes(int h) {
   return m;
 }
 
-AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head) {
+AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head, const std::vector<double>& slopes) {
   if (p != PositionalEncoding::Alibi && p != PositionalEncoding::AlibiSymmetric) return {};
-  const std::vector<double> m = alibi_slopes(h);
+  const std::vector<double> m = slopes.empty() ? alibi_slopes(h) : slopes;
   if (p == PositionalEncoding::AlibiSymmetric) return {m[head], m[head]};
-  const double slope = m[head - head % 2], unseen = std::numeric_limits<double>::infinity();
+  const double slope = slopes.empty() ? m[head - head % 2] : m[head], unseen = std::numeric_limits<double>::infinity();
   return head % 2 == 0 ? AlibiSlopes{slope, unseen} : AlibiSlopes{unseen, slope};
 }
 
@@ -150,7 +150,7 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,  head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ)
 void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h,
                     PositionalEncoding positions, double base, const std::vector<bool>& masked, int buckets,
-                    int max_distance) {
+                    int max_distance, const std::vector<double>& alibi_slopes) {
   const int dh = d / h;
   std::vector<double> qkv(size_t(S) * 3 * d), concat(size_t(S) * d), probs(size_t(S) * S);
   linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * d);  // [q k v] = x·W_inᵀ + b_in
@@ -163,7 +163,7 @@ void self_attention(double* out, const double* x, const LayerWeights& w, int S, 
   for (int i = 0; i < h; ++i) {  // head i reads columns [i·dh, (i+1)·dh) of q, k and v
     const double* q = qkv.data() + size_t(i) * dh;
     head_now = i;
-    const AlibiSlopes m = alibi_head_slopes(positions, h, i);
+    const AlibiSlopes m = alibi_head_slopes(positions, h, i, alibi_slopes);
     std::vector<double> bias;  // t5-buckets: b_jk = W[i, bucket(k − j)], query j, key k
     if (positions == PositionalEncoding::T5Buckets) {
       bias.resize(size_t(S) * S);
@@ -247,7 +247,8 @@ void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, boo
   const int d = c.d_model;
   const PositionalEncoding inside = positions ? c.positional_encoding : PositionalEncoding::None;
   sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps, [&](double* out, const double* in) {
-    self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base, masked, c.relative_buckets, c.relative_max_distance);
+    self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base, masked, c.relative_buckets, c.relative_max_distance,
+                   c.alibi_slopes);
   });
   see(StageKind::AttentionResidual, x, S, d, d);
   sublayer(x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,

@@ -68,10 +68,13 @@ std::vector<double> alibi_slopes(int h);
 // (an odd h's last head looks back alone). Nothing is learned, as in the paper. AlibiSymmetric:
 // m_head both ways, −m_head·|i − j|, every head seeing both sides, which a text read backwards cannot
 // tell from itself (every distance stays). Any other encoding: 0 and 0.
+// `slopes` (config.json's alibi_slopes, h of them), when given, replaces m_head (symmetric) and the
+// pair's m (pairs) by slopes[head]; e.g. 8 heads in pairs, a pair for each of the four slopes of the
+// paper's 4-head set: 1/4 1/4 1/16 1/16 1/64 1/64 1/256 1/256.
 struct AlibiSlopes {
   double before = 0.0, after = 0.0;
 };
-AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head);
+AlibiSlopes alibi_head_slopes(PositionalEncoding p, int h, int head, const std::vector<double>& slopes = {});
 
 // b_ij of a head with these slopes: −before·(i − j) for j < i, −after·(j − i) for j > i, 0 for j = i
 // (an infinite slope gives −∞ on its side, never ∞·0).
@@ -108,12 +111,14 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 // head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ); the three projections are one Linear, in_proj.
 // positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi,
 // AlibiSymmetric and T5Buckets bias the scores (T5Buckets from w.position_bias, with `buckets` and
-// `max_distance`: relative_bucket above); anything else leaves attention as it is.
+// `max_distance`: relative_bucket above; ALiBi with `alibi_slopes`: alibi_head_slopes above); anything
+// else leaves attention as it is.
 // masked: empty, or h flags; head i with masked[i] true is switched off, head_i = 0 (its slot of the
 // concatenation stays zero, so W_o adds only b_o for it).
 void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h,
                     PositionalEncoding positions = PositionalEncoding::None, double base = 10000.0,
-                    const std::vector<bool>& masked = {}, int buckets = 0, int max_distance = 0);
+                    const std::vector<bool>& masked = {}, int buckets = 0, int max_distance = 0,
+                    const std::vector<double>& alibi_slopes = {});
 
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
 void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */,

@@ -102,7 +102,7 @@ Hidden Encoder::watch(const std::vector<int32_t>& ids, const EncodeOptions& opti
       for (int i = 0; i < h; ++i) {          // in order, each head's whole (L, L) weights at once
         const float* q = s.qkv.data() + size_t(i) * dh;
         float* head = s.context.data() + size_t(i) * dh;
-        const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i);
+        const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i, c.alibi_slopes);
         const float before = static_cast<float>(m.before), after = static_cast<float>(m.after);
         const float* relative = relative_bias(s, pe, i, L);  // t5-buckets
         hand_out_head_inputs(options, l, i, q, L, dh, 3 * d, before, after, relative);

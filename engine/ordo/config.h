@@ -53,6 +53,9 @@ struct Config {
   // the last bucket of a side starts at the latest; reference::relative_bucket has the function)
   int relative_buckets = 0;
   int relative_max_distance = 0;
+  // alibi-pairs and alibi-symmetric only: "alibi_slopes", one slope per head for the side(s) it sees;
+  // empty (the key absent): reference::alibi_head_slopes's default rule
+  std::vector<double> alibi_slopes;
   bool scale_embedding = true;  // multiply token embeddings by √d
 
   std::string tokenizer = "tokenizer.model";

@@ -104,6 +104,28 @@ TEST(Config, AlibiNames) {
   EXPECT_NE(config_to_json(with("alibi")).find("\"alibi-pairs\""), std::string::npos);
 }
 
+// alibi_slopes: one positive number per head, for the two ALiBi schemes only; written back as given.
+TEST(Config, AlibiSlopes) {
+  auto with = [](const std::string& pe, const std::string& slopes) {
+    return parse_config(R"({"vocab_size": 100, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 1, )"
+                        R"("positional_encoding": ")" +
+                            pe + "\", \"alibi_slopes\": " + slopes + "}",
+                        "config.json");
+  };
+  const Config c = with("alibi-pairs", "[0.5, 0.125]");
+  EXPECT_EQ(c.alibi_slopes, (std::vector<double>{0.5, 0.125}));
+  EXPECT_EQ(parse_config(config_to_json(c), "x").alibi_slopes, c.alibi_slopes);
+  EXPECT_EQ(with("alibi-symmetric", "[1, 2]").alibi_slopes, (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(with("alibi-pairs", "null").alibi_slopes, std::vector<double>{});  // the default rule
+  for (const char* bad : {"[0.5]", "[0.5, 0.1, 0.1]", "[0.5, 0]", "[0.5, -1]", "[0.5, \"x\"]", "0.5"})
+    EXPECT_EQ(test::input_error([&] { with("alibi-pairs", bad); }).rfind(
+                  "config.json: key \"alibi_slopes\" must be a list of 2 positive numbers, one per head, got ", 0),
+              0u)
+        << bad;
+  EXPECT_EQ(test::input_error([&] { with("rope", "[0.5, 0.125]"); }),
+            "config.json: key \"alibi_slopes\" is for \"alibi-pairs\" or \"alibi-symmetric\", not \"rope\"");
+}
+
 // t5-buckets needs its two sizes (T5's names for them), a bucket count that splits in four, and a
 // max_distance past the exact distances; a config written back keeps them.
 TEST(Config, T5Buckets) {

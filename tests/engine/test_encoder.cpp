@@ -78,6 +78,12 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
       {"alibi, 4 heads, pre-LN",
        [](Config& c) { c.positional_encoding = PositionalEncoding::Alibi, c.n_heads = 4, c.norm_first = true; }},
       {"alibi-symmetric, 3 heads", [](Config& c) { c.positional_encoding = PositionalEncoding::AlibiSymmetric; }},
+      {"alibi-pairs, 4 heads, slopes given",
+       [](Config& c) {
+         c.positional_encoding = PositionalEncoding::Alibi, c.n_heads = 4, c.alibi_slopes = {0.5, 0.5, 0.125, 0.125};
+       }},
+      {"alibi-symmetric, 3 heads, slopes given",
+       [](Config& c) { c.positional_encoding = PositionalEncoding::AlibiSymmetric, c.alibi_slopes = {1.0, 0.3, 0.01}; }},
       // 7 pieces: offsets to ±6, past max_distance 5 (the last bucket of each side); and ordo's 32 to 32
       {"t5-buckets, 8 buckets to distance 5",
        [](Config& c) {

@@ -192,6 +192,16 @@ TEST(Reference, AlibiHeadSlopes) {
   EXPECT_EQ(h1.after, 0.0625);
   EXPECT_EQ(h2.before, 0.25);
   EXPECT_EQ(h2.after, inf);
+  // Slopes given (config.json's alibi_slopes): each head its own, on the side(s) it sees.
+  const std::vector<double> given = {0.25, 0.25, 0.0625, 0.0625, 0.015625, 0.015625, 0.00390625, 0.00390625};
+  for (int head = 0; head < 8; ++head) {
+    const auto two = reference::alibi_head_slopes(PositionalEncoding::Alibi, 8, head, given);
+    EXPECT_EQ(two.before, head % 2 == 0 ? given[head] : inf) << head;
+    EXPECT_EQ(two.after, head % 2 == 1 ? given[head] : inf) << head;
+    const auto one = reference::alibi_head_slopes(PositionalEncoding::AlibiSymmetric, 8, head, given);
+    EXPECT_EQ(one.before, given[head]);
+    EXPECT_EQ(one.after, given[head]);
+  }
   const auto none = reference::alibi_head_slopes(PositionalEncoding::Rope, 4, 0);
   EXPECT_EQ(none.before, 0.0);
   EXPECT_EQ(none.after, 0.0);

@@ -179,6 +179,16 @@ class Head(InTempDir):
         self.assertEqual(list(read_header(os.path.join(self.out, "model.safetensors")))[:2],
                          ["embedding.weight", "position_bias"])
 
+    def test_alibi_slopes_are_written_as_given(self):
+        slopes = [0.25, 0.25, 0.0625, 0.0625]
+        config = export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, positional_encoding="alibi-pairs",
+                        alibi_slopes=slopes, verbose=False)
+        self.assertEqual(read_json(os.path.join(self.out, "config.json"))["alibi_slopes"], slopes)
+        self.assertEqual(config["alibi_slopes"], slopes)
+        export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, positional_encoding="alibi-pairs",
+               verbose=False)
+        self.assertNotIn("alibi_slopes", read_json(os.path.join(self.out, "config.json")))  # the default rule
+
     def test_no_head_no_key_no_tensor(self):
         export(encoder(), nn.Embedding(V, d), self.out, tokenizer=TOKENIZER, verbose=False)
         self.assertNotIn("head", read_json(os.path.join(self.out, "config.json")))
@@ -278,6 +288,15 @@ class Refuses(InTempDir):
         self.refuse(r"max_distance=8 must be a whole number above 8", encoder(), positional_encoding="t5-buckets",
                     position_bias=table, max_distance=8)
         self.refuse(r"max_distance=None", encoder(), positional_encoding="t5-buckets", position_bias=table)
+
+    def test_alibi_slopes(self):
+        """One positive slope per head, and only for the two ALiBi schemes."""
+        self.refuse(r"alibi_slopes=\[0.5\] must be 4 positive numbers, one per head", encoder(),
+                    positional_encoding="alibi-pairs", alibi_slopes=[0.5])
+        self.refuse(r"must be 4 positive numbers", encoder(), positional_encoding="alibi-symmetric",
+                    alibi_slopes=[0.5, 0.5, 0.0, 0.1])
+        self.refuse(r"alibi_slopes was given but positional_encoding is \"rope\"", encoder(),
+                    positional_encoding="rope", alibi_slopes=[0.5] * 4)
 
     def test_tokenizer_larger_than_the_embedding(self):
         self.refuse("8000 pieces but the embedding has only 100 rows", encoder(), nn.Embedding(100, d))

@@ -38,6 +38,7 @@ except ImportError as e:
     sys.exit(77)
 sys.path.insert(0, TRAIN)
 import mlm  # noqa: E402
+import relative_positions  # noqa: E402  (tools/pytorch/, on the path mlm puts it on)
 
 TEXTS = [
     "the cat sat on the <mask>.",
@@ -139,21 +140,23 @@ def train_small(tmp):
     return out
 
 
-def random_model(tmp, positions, n_heads, seed, buckets=(32, 32)):
-    """A MaskedLM with every parameter drawn, exported to tmp/<positions>-<n_heads>[-<buckets>-<distance>];
-    t5-buckets' table N(0, 1), so that a bucket read wrong moves the scores."""
+def random_model(tmp, positions, n_heads, seed, buckets=(32, 32), slopes=None):
+    """A MaskedLM with every parameter drawn, exported to tmp/<positions>-<n_heads>[-<buckets>-<distance>]
+    [-slopes]; t5-buckets' table N(0, 1), so that a bucket read wrong moves the scores; `slopes`: ALiBi's
+    slopes given per head (config.json's alibi_slopes)."""
     sys.path.insert(0, os.path.join(ROOT, "tools", "pytorch"))
     from export_pytorch import export
     torch.manual_seed(seed)
     tokenizer = os.path.join(ROOT, "models", "default", "tokenizer.model")
-    m = mlm.MaskedLM(8000, 8 * n_heads, n_heads, 48, 2, positions, 32, num_buckets=buckets[0], max_distance=buckets[1])
+    m = mlm.MaskedLM(8000, 8 * n_heads, n_heads, 48, 2, positions, 32, num_buckets=buckets[0], max_distance=buckets[1],
+                     alibi_slopes=slopes)
     with torch.no_grad():
         for name, p in m.named_parameters():
             if "embedding" in name:
                 continue
             p.add_(torch.randn_like(p) * (1.0 if name == "position_bias" else 0.3 if p.dim() == 1 else 0.1))
     out = os.path.join(tmp, f"{positions}-{n_heads}" + (f"-{buckets[0]}-{buckets[1]}" if m.position_bias is not None
-                                                        else ""))
+                                                        else "") + ("-slopes" if slopes else ""))
     export(m.encoder, m.embedding, out, tokenizer=tokenizer, positional_encoding=positions, scale_embedding=True,
            position_embedding=m.position_embedding, head=m.head, position_bias=m.position_bias,
            max_distance=buckets[1] if m.position_bias is not None else None)
@@ -180,6 +183,11 @@ def main():
                 continue
             for heads in (4, 3) if positions.startswith("alibi") else (4,):
                 checked += check_model(a.ordo, random_model(tmp, positions, heads, 1000 + k))
+            if positions.startswith("alibi"):  # slopes given: a pair per slope of the 4-head set (8 heads)
+                slopes = relative_positions.all_slopes_in_pairs(8)
+                if positions == "alibi-symmetric":  # any positive slope per head, not in order
+                    slopes = [0.5, 0.03, 0.25, 0.004, 0.125, 0.0625, 0.01, 0.3]
+                checked += check_model(a.ordo, random_model(tmp, positions, 8, 2000 + k, slopes=slopes))
         for d in a.model:
             checked += check_model(a.ordo, d)
     if checked == 0:

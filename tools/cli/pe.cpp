@@ -197,6 +197,12 @@ void print_cosine_by_distance(const char* label, const std::vector<double>& C, i
 // what they apply inside every head's attention, and the property that makes them relative: shifting
 // every position by k changes no score (checked here in double with seeded random q and k through the
 // plain code).
+// The largest ALiBi slope of the model: config.json's alibi_slopes, or the default rule's first.
+double steepest_slope(const Config& c) {
+  const std::vector<double> m = c.alibi_slopes.empty() ? reference::alibi_slopes(c.n_heads) : c.alibi_slopes;
+  return *std::max_element(m.begin(), m.end());
+}
+
 int relative_positions(const cxxopts::ParseResult& args, const std::string& dir, const Model& model) {
   const Config& c = model.config();
   const int h = c.n_heads, dh = c.head_dim();
@@ -212,7 +218,7 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
       return double(model.weights().position_bias[size_t(head) * c.relative_buckets +
                                                   reference::relative_bucket(offset, c.relative_buckets,
                                                                              c.relative_max_distance)]);
-    const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, head);
+    const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, head, c.alibi_slopes);
     return reference::alibi_bias(0, offset, m.before, m.after);  // query 0, key at the offset
   };
   std::vector<float> picture;  // rows × cols
@@ -250,11 +256,11 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
   } else if (alibi) {
     if (pe == PositionalEncoding::Alibi)
       std::printf(
-          "positions of %s: alibi, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
-          "b_ij = -m_before (i - j) for a key before the query (j < i), -m_after (j - i) for one after it (j > i),\n"
-          "before the softmax; the heads go in pairs, the even one seeing only back (m_after = inf: -inf, no\n"
-          "weight), the odd one only ahead, both with the slope m of the pair's first head\n",
-          dir.c_str());
+          "positions of %s: alibi-pairs, nothing added to the token vectors; each head's scores q.k/sqrt(dh)\n"
+          "get b_ij = -m_before (i - j) for a key before the query (j < i), -m_after (j - i) for one after it\n"
+          "(j > i), before the softmax; the heads go in pairs, the even one seeing only back (m_after = inf:\n"
+          "-inf, no weight), the odd one only ahead, both with the slope m of %s\n",
+          dir.c_str(), c.alibi_slopes.empty() ? "the pair's first head" : "the pair (config.json's alibi_slopes)");
     else
       std::printf(
           "positions of %s: alibi-symmetric, nothing added to the token vectors; each head's scores q.k/sqrt(dh)\n"
@@ -265,7 +271,7 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
     for (int o = -shown; o <= shown; ++o) std::printf(" %8d", o);
     std::printf("\n%-6s %10s %10s\n", "head", "m_before", "m_after");
     for (int k = 0; k < h; ++k) {
-      const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, k);
+      const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, k, c.alibi_slopes);
       std::printf("%-6d %10.6g %10.6g ", k, m.before, m.after);
       for (int o = -shown; o <= shown; ++o) std::printf(" %8.4f", bias(k, o));
       std::printf("\n");
@@ -340,7 +346,7 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
     teach::Heatmap hm;
     hm.rows = rows, hm.cols = cols, hm.values.assign(picture.begin(), picture.end());
     const double m = buckets ? std::max(steepest, 1e-6)
-                     : alibi ? reference::alibi_slopes(h)[0] * (N - 1)
+                     : alibi ? steepest_slope(c) * (N - 1)
                              : M_PI;  // the steepest slope's far end
     hm.vmin = -m, hm.vmax = m;
     scale(args, &hm.vmin, &hm.vmax);

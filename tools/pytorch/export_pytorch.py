@@ -140,7 +140,7 @@ def _from_module(encoder, settings):
     layers = list(encoder.layers)
     if not layers:
         raise ExportError("encoder has no layers")
-    activations, norm_firsts, epsilons, heads = set(), set(), set(), set()
+    activations, norm_firsts, epsilons, heads, slopes = set(), set(), set(), set(), set()
     tensors = {}
     for i, layer in enumerate(layers):
         where = f"encoder.layers.{i}"
@@ -171,6 +171,7 @@ def _from_module(encoder, settings):
         activations.add(_activation_name(layer.activation, where))
         norm_firsts.add(bool(layer.norm_first))
         heads.add(int(attn.num_heads))
+        slopes.add(tuple(layer.alibi_slopes) if getattr(layer, "alibi_slopes", None) is not None else None)
         for name, param in layer.state_dict().items():
             tensors[f"layers.{i}.{name}"] = param
         for norm_name in ("norm1", "norm2"):  # a LayerNorm without elementwise_affine is one with weight 1, bias 0
@@ -189,6 +190,15 @@ def _from_module(encoder, settings):
         else:
             d = norm.normalized_shape[0]
             tensors["norm.weight"], tensors["norm.bias"] = torch.ones(d), torch.zeros(d)
+
+    if len(slopes) > 1:
+        raise ExportError("the layers disagree on alibi_slopes; ordo uses one set for all")
+    found = slopes.pop()
+    if found is not None:
+        given = settings.get("alibi_slopes")
+        if given is not None and tuple(float(m) for m in given) != found:
+            raise ExportError(f"alibi_slopes={list(given)} was given but the encoder's layers have {list(found)}")
+        settings["alibi_slopes"] = list(found)
 
     def agree(key, values, what):
         if len(values) > 1:
@@ -346,7 +356,7 @@ def _check_tokenizer(path, vocab_size, add_bos, add_eos):
 def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinusoidal", pe_layout="interleaved",
            scale_embedding=True, activation=None, norm_first=None, final_norm=None, position_embedding=None,
            pe_base=10000.0, add_bos=False, add_eos=False, layer_norm_eps=None, n_heads=None, head=None,
-           position_bias=None, max_distance=None, verbose=True):
+           position_bias=None, max_distance=None, alibi_slopes=None, verbose=True):
     """Writes out_dir/{config.json, model.safetensors, tokenizer.model}.
 
     encoder: an nn.TransformerEncoder (or a single nn.TransformerEncoderLayer), or its state_dict
@@ -359,6 +369,9 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
     position_bias, max_distance: t5-buckets' table (n_heads, num_buckets), one for all layers, written as
       the tensor position_bias, and the distance its last buckets reach (relative_positions.py);
       config.json gets relative_attention_num_buckets and relative_attention_max_distance.
+    alibi_slopes: for alibi-pairs or alibi-symmetric, one slope per head (the side(s) each head sees),
+      written to config.json as alibi_slopes; None: ordo's default slopes (the key is left out). Taken
+      from the layers (relative_positions.PositionalLayer's alibi_slopes) when they have them.
     verbose: print every setting used, one line each, to stderr.
     tokenizer: path of the sentencepiece model whose ids index `embedding`; None writes no tokenizer
       (the directory then serves only the engine, which takes ids: ordo's reference tests).
@@ -368,7 +381,7 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
     Raises ExportError when ordo cannot run the model; nothing is written then.
     """
     settings = {"activation": activation, "norm_first": norm_first, "final_norm": final_norm,
-                "layer_norm_eps": layer_norm_eps, "n_heads": n_heads}
+                "layer_norm_eps": layer_norm_eps, "n_heads": n_heads, "alibi_slopes": alibi_slopes}
     if isinstance(encoder, dict):
         tensors = {}
         for name, t in encoder.items():
@@ -411,6 +424,12 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
         if max_distance is None or not isinstance(max_distance, int) or max_distance <= buckets // 4:
             raise ExportError(f"max_distance={max_distance!r} must be a whole number above {buckets // 4} "
                               f"(the exact distances of {buckets} buckets)")
+    slopes = settings.get("alibi_slopes")
+    if slopes is not None:
+        if positional_encoding not in ("alibi-pairs", "alibi", "alibi-symmetric"):
+            raise ExportError(f"alibi_slopes was given but positional_encoding is \"{positional_encoding}\"")
+        if len(slopes) != sizes["n_heads"] or not all(float(m) > 0 and math.isfinite(float(m)) for m in slopes):
+            raise ExportError(f"alibi_slopes={list(slopes)} must be {sizes['n_heads']} positive numbers, one per head")
     eps = float(settings["layer_norm_eps"])
     if not (eps > 0 and math.isfinite(eps)):
         raise ExportError(f"layer_norm_eps={eps} must be a positive number")
@@ -434,6 +453,8 @@ def export(encoder, embedding, out_dir, *, tokenizer, positional_encoding="sinus
     if positional_encoding == "t5-buckets":
         config["relative_attention_num_buckets"] = int(tensors["position_bias"].shape[1])
         config["relative_attention_max_distance"] = int(max_distance)
+    if slopes is not None:
+        config["alibi_slopes"] = [float(m) for m in slopes]
     config.update({"scale_embedding": bool(scale_embedding), "tokenizer": "tokenizer.model",
                    "add_bos": bool(add_bos), "add_eos": bool(add_eos)})
     if head is not None:

@@ -18,7 +18,8 @@ None adds anything to the token vectors. All act inside each head's attention:
              even h:  b_ij = −m_h·(i − j)  for j ≤ i,   −∞ (no weight) for j > i
              odd h:   b_ij = −m_{h−1}·(j − i)  for j ≥ i,   −∞ for j < i
          Nothing is learned. Together a pair sees both sides, and each head knows which side it sees.
-         (For an odd H the last head looks back alone.)
+         (For an odd H the last head looks back alone.) alibi_slopes (config.json's key) gives each
+         head its slope instead: all_slopes_in_pairs(8) is a pair for each of the 4-head set's slopes.
   alibi-symmetric  one slope both ways, −m_h·|i − j|, every head seeing both sides: a head cannot tell
          the piece before from the piece after by the bias alone, and a reversed text keeps every
          distance (the encoder gives it the same outputs reversed, and the same score).
@@ -56,15 +57,35 @@ def alibi_slopes(n_heads):
     return power_of_two(lower) + power_of_two(2 * lower)[0::2][:n_heads - lower]
 
 
-def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32, kind="alibi-pairs"):
+def head_slopes(n_heads, kind="alibi-pairs", slopes=None):
+    """The slope of each head, on the side(s) it sees: `slopes` when given (config.json's alibi_slopes,
+    one per head), else m_h for alibi-symmetric and the pair's first head's m for alibi-pairs."""
+    if slopes is not None:
+        if len(slopes) != n_heads:
+            raise ValueError(f"alibi_slopes has {len(slopes)} slopes for {n_heads} heads")
+        return [float(m) for m in slopes]
+    m = alibi_slopes(n_heads)
+    return m if kind == "alibi-symmetric" else [m[2 * (h // 2)] for h in range(n_heads)]
+
+
+def all_slopes_in_pairs(n_heads):
+    """alibi_slopes for alibi-pairs with the paper's whole set on each side: pair p (heads 2p and 2p+1)
+    takes m_p of the n_heads/2-head set, so each side's n_heads/2 heads are the paper's causal model
+    of n_heads/2 heads, every slope of it (8 heads: 1/4, 1/16, 1/64, 1/256 on each side)."""
+    if n_heads % 2:
+        raise ValueError(f"{n_heads} heads cannot go in pairs")
+    return [m for m in alibi_slopes(n_heads // 2) for _ in range(2)]
+
+
+def alibi_bias(S, n_heads, first_position=0, dtype=torch.float32, kind="alibi-pairs", slopes=None):
     """(n_heads, S, S): alibi's pairs of heads, each seeing one side (−inf on the other), or
-    −m_h·|i − j| for alibi-symmetric. Only i − j enters: a shift of every position changes nothing."""
+    −m_h·|i − j| for alibi-symmetric; `slopes`: one per head (head_slopes). Only i − j enters: a
+    shift of every position changes nothing."""
     pos = torch.arange(S, dtype=torch.float64) + first_position
     offset = pos[:, None] - pos[None, :]  # i − j: > 0 for keys before the query
-    m = torch.tensor(alibi_slopes(n_heads), dtype=torch.float64)
+    slope = torch.tensor(head_slopes(n_heads, kind, slopes), dtype=torch.float64)[:, None, None]
     if kind == "alibi-symmetric":
-        return (-m[:, None, None] * offset.abs()).to(dtype)
-    slope = m[[2 * (h // 2) for h in range(n_heads)]][:, None, None]  # the pair's first head's
+        return (-slope * offset.abs()).to(dtype)
     looks_back = torch.tensor([h % 2 == 0 for h in range(n_heads)])[:, None, None]
     seen = torch.where(looks_back, offset >= 0, offset <= 0)
     return torch.where(seen, -slope * offset.abs(), torch.tensor(float("-inf"), dtype=torch.float64)).to(dtype)
@@ -138,7 +159,7 @@ class PositionalLayer(nn.TransformerEncoderLayer):
     tensor, saved once)."""
 
     def __init__(self, *args, positions="rope", base=10000.0, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE,
-                 **kwargs):
+                 alibi_slopes=None, **kwargs):
         super().__init__(*args, **kwargs)
         if positions not in POSITIONS:
             raise ValueError(f"positions {positions!r}: expected one of {', '.join(POSITIONS)}")
@@ -147,6 +168,7 @@ class PositionalLayer(nn.TransformerEncoderLayer):
         self.positions, self.base = "alibi-pairs" if positions == "alibi" else positions, base
         self.use_positions = True  # False: the layer without its rotation or bias (ordo's --no-pe)
         self.num_buckets, self.max_distance = num_buckets, max_distance
+        self.alibi_slopes = None if alibi_slopes is None else [float(m) for m in alibi_slopes]  # None: the default
         self._table = ()  # t5-buckets: (the shared (n_heads, num_buckets) table,)
 
     def share_table(self, table):
@@ -167,7 +189,7 @@ class PositionalLayer(nn.TransformerEncoderLayer):
                 raise ValueError("a t5-buckets layer needs its model's table (share_table)")
             scores = scores + bucket_bias(self._table[0], S, self.num_buckets, self.max_distance).to(scores.dtype)
         elif self.use_positions and self.positions != "rope":
-            scores = scores + alibi_bias(S, h, dtype=scores.dtype, kind=self.positions)
+            scores = scores + alibi_bias(S, h, dtype=scores.dtype, kind=self.positions, slopes=self.alibi_slopes)
         if key_padding_mask is not None:  # keys past a sequence's end get no weight
             mask = key_padding_mask[:, None, None, :]
             if self.positions == "alibi-pairs":  # a padded query that looks ahead sees only padding: it keeps

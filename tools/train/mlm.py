@@ -53,7 +53,8 @@ class MaskedLMHead(nn.Module):
 
 class MaskedLM(nn.Module):
     def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, positions="sinusoidal", max_positions=32,
-                 dropout=0.0, layer_norm_eps=1e-5, head="tied", num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE):
+                 dropout=0.0, layer_norm_eps=1e-5, head="tied", num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE,
+                 alibi_slopes=None):
         super().__init__()
         self.d_model, self.positions = d_model, positions
         self.embedding = nn.Embedding(vocab_size, d_model)
@@ -70,7 +71,7 @@ class MaskedLM(nn.Module):
         self.position_bias = None
         if positions in RELATIVE:  # inside the attention: tools/pytorch/relative_positions.py
             layer = PositionalLayer(d_model, n_heads, positions=positions, num_buckets=num_buckets,
-                                    max_distance=max_distance, **sizes)
+                                    max_distance=max_distance, alibi_slopes=alibi_slopes, **sizes)
             if positions == "t5-buckets":  # zeros: training starts from no preference for any distance
                 self.position_bias = nn.Parameter(torch.zeros(n_heads, num_buckets))
         else:
@@ -153,7 +154,8 @@ def load(model_dir):
     m = MaskedLM(c["vocab_size"], c["d_model"], c["n_heads"], c["d_ff"], c["n_layers"], c["positional_encoding"],
                  c.get("max_positions", 32), 0.0, c["layer_norm_eps"],
                  num_buckets=c.get("relative_attention_num_buckets", T5_BUCKETS),
-                 max_distance=c.get("relative_attention_max_distance", T5_MAX_DISTANCE))
+                 max_distance=c.get("relative_attention_max_distance", T5_MAX_DISTANCE),
+                 alibi_slopes=c.get("alibi_slopes"))
     tensors = read_safetensors(os.path.join(model_dir, "model.safetensors"))
     state = {("encoder." + k if k.startswith(("layers.", "norm.")) else k): torch.from_numpy(v)
              for k, v in tensors.items()}

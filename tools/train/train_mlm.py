@@ -11,7 +11,9 @@ texts' licences, train.log, training.json) through tools/export_pytorch.py.
     tools/train/train_mlm.py --positions alibi-symmetric --out models/position-alibi-symmetric
     tools/train/train_mlm.py --positions t5-buckets --out models/position-t5-buckets
 
-The seven differ only in positions: same data, packing, sizes, steps and seed.
+The seven differ only in positions: same data, packing, sizes, steps and seed. `--positions alibi-pairs
+--heads 8 --alibi-slopes all` gives ALiBi's pairs a pair of heads for each of the paper's four slopes:
+8 heads of 8 dimensions where the others have 4 of 16 (the same parameters, the same d_model).
 
 Data (tools/train/corpus.py): the WordNet glosses and examples and the sentences of Jane Austen's six
 novels (r-cran-janeaustenr), each minus its held-out lines, Austen's sentences cut at spaces into parts
@@ -62,6 +64,10 @@ def parse_args(argv):
     p.add_argument("--head", choices=("tied", "bert"), default="tied",
                    help="bert: BERT's dense-GELU-LayerNorm before the tied matrix, to compare heads by the "
                         "held-out lines of the log; ordo cannot run it, so nothing is exported")
+    p.add_argument("--heads", type=int, default=N_HEADS, help="attention heads (d_model stays 64)")
+    p.add_argument("--alibi-slopes", choices=("default", "all"), default="default",
+                   help="alibi-pairs: all gives each side the paper's whole set for heads/2 heads, a pair of "
+                        "heads per slope (written to config.json as alibi_slopes); default: ordo's rule")
     p.add_argument("--steps", type=int, default=STEPS)
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -92,6 +98,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import corpus  # noqa: E402
 import evaluate  # noqa: E402
 import mlm  # noqa: E402
+import relative_positions  # noqa: E402
 from export_pytorch import export  # noqa: E402
 
 
@@ -155,10 +162,16 @@ def main():
         f"pieces; {len(heldout)} held-out lines never trained on")
     eval_ids = sp.EncodeAsIds(heldout[:a.eval_lines])
 
-    model = mlm.MaskedLM(V, D_MODEL, N_HEADS, D_FF, N_LAYERS, a.positions, MAX_LEN, DROPOUT, head=a.head)
+    slopes = None
+    if a.alibi_slopes == "all":
+        if a.positions not in ("alibi-pairs", "alibi"):
+            raise SystemExit("error: --alibi-slopes all is for --positions alibi-pairs")
+        slopes = relative_positions.all_slopes_in_pairs(a.heads)
+    model = mlm.MaskedLM(V, D_MODEL, a.heads, D_FF, N_LAYERS, a.positions, MAX_LEN, DROPOUT, head=a.head,
+                         alibi_slopes=slopes)
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"model: d_model {D_MODEL}, {N_HEADS} heads, d_ff {D_FF}, {N_LAYERS} layers, positions {a.positions}, "
-        f"{n_params} parameters, {a.head} head; batch {BATCH}, {a.steps} steps, lr {LR} (warm-up {WARMUP}, cosine to "
+    log(f"model: d_model {D_MODEL}, {a.heads} heads, d_ff {D_FF}, {N_LAYERS} layers, positions {a.positions}, "
+        f"{n_params} parameters, {a.head} head{'' if slopes is None else f', alibi slopes {slopes}'}; batch {BATCH}, {a.steps} steps, lr {LR} (warm-up {WARMUP}, cosine to "
         f"{LR_FLOOR}x), weight decay {WEIGHT_DECAY}, dropout {DROPOUT}, seed {a.seed}, threads {a.threads}")
     def decays(n, p):  # weight matrices; not the embeddings or t5-buckets' table (a lookup table as they are)
         return p.dim() == 2 and "embedding" not in n and n != "position_bias"
