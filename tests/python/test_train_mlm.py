@@ -121,6 +121,24 @@ class Austen(unittest.TestCase):
         self.assertFalse(set(training) & set(heldout))
         self.assertEqual(len(heldout), round(0.02 * len(set(self.lines))))
 
+    def test_fresh_files_hold_austens_heldout_sentences_only(self):
+        # austen-heldout-32.txt and -256.txt, where section 8 is measured again: the held-out sentences
+        # and nothing else, none of them a line any model trained on (WordNet's or Austen's).
+        training, heldout = corpus.split(self.lines)
+        wordnet_training, _ = corpus.split(corpus.wordnet_lines())
+        self.assertFalse(set(heldout) & (set(training) | set(wordnet_training)))
+        with open(corpus.HELDOUT_AUSTEN_32, encoding="utf-8") as f:
+            parts = f.read().splitlines()
+        self.assertEqual(" ".join(parts), " ".join(heldout))  # every word, in order, cut at spaces only
+        self.assertTrue(all(len(self.sp.EncodeAsIds(p)) <= 32 for p in parts))
+        with open(corpus.HELDOUT_AUSTEN_256, encoding="utf-8") as f:
+            texts = f.read().splitlines()
+        self.assertGreater(len(texts), 90)
+        for t in texts:
+            self.assertTrue(192 <= len(self.sp.EncodeAsIds(t)) <= 256, t)
+        joined = " ".join(heldout)
+        self.assertTrue(all(t in joined for t in texts))  # runs of consecutive held-out sentences
+
 
 class Rule(unittest.TestCase):
     def test_splitmix64_is_ordos_generator(self):

@@ -30,6 +30,12 @@ longer than LONG_MAX is skipped); as soon as the text has at least LONG_MIN piec
 models/heldout/wordnet-heldout-256.txt is made the same way with 6N..8N (192..256) pieces, eight times
 the training length at the most.
 
+Austen's held-out sentences in two more shapes, for measuring the position schemes on texts none of
+their choices was made on (those were made on the WordNet files above): models/heldout/austen-heldout-32.txt
+has them cut by word_chunks into parts of at most N pieces, as training cuts Austen's training
+sentences (so every piece is read at the training length, none left out); models/heldout/austen-heldout-256.txt
+has them joined into texts of 6N..8N pieces exactly as wordnet-heldout-256.txt is made.
+
 The training sequences (see packed_sequences): the training lines, in corpus order, are tokenized
 one by one and packed greedily into sequences of at most N pieces by concatenating their ids (the
 same ids as the lines joined with a space and tokenized as one text: the tokenizer splits at every
@@ -57,6 +63,8 @@ HELDOUT = os.path.join(HELDOUT_DIR, "wordnet-heldout.txt")
 HELDOUT_LONG = os.path.join(HELDOUT_DIR, "wordnet-heldout-long.txt")
 HELDOUT_256 = os.path.join(HELDOUT_DIR, "wordnet-heldout-256.txt")
 HELDOUT_AUSTEN = os.path.join(HELDOUT_DIR, "austen-heldout.txt")
+HELDOUT_AUSTEN_32 = os.path.join(HELDOUT_DIR, "austen-heldout-32.txt")
+HELDOUT_AUSTEN_256 = os.path.join(HELDOUT_DIR, "austen-heldout-256.txt")
 HELDOUT_SEED = 20170612
 HELDOUT_FRACTION = 0.02
 N = 32  # the longest training sequence, in pieces
@@ -287,13 +295,15 @@ def tokenizer(path=TOKENIZER):
 
 
 def heldout_files():
-    """{path: text} of the four held-out files."""
+    """{path: text} of the six held-out files."""
+    sp = tokenizer()
     _, heldout = split(wordnet_lines())
-    long = long_texts(heldout, tokenizer())
-    longer = long_texts(heldout, tokenizer(), 6 * N, 8 * N)
+    long = long_texts(heldout, sp)
+    longer = long_texts(heldout, sp, 6 * N, 8 * N)
     _, austen = split(austen_lines())
-    return {HELDOUT: "".join(s + "\n" for s in heldout), HELDOUT_LONG: "".join(s + "\n" for s in long),
-            HELDOUT_256: "".join(s + "\n" for s in longer), HELDOUT_AUSTEN: "".join(s + "\n" for s in austen)}
+    files = {HELDOUT: heldout, HELDOUT_LONG: long, HELDOUT_256: longer, HELDOUT_AUSTEN: austen,
+             HELDOUT_AUSTEN_32: word_chunks(austen, sp), HELDOUT_AUSTEN_256: long_texts(austen, sp, 6 * N, 8 * N)}
+    return {path: "".join(s + "\n" for s in lines) for path, lines in files.items()}
 
 
 def main(argv=None):
