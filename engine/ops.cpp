@@ -22,15 +22,15 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
 }
 
 // The kernel for y = x·Wᵀ + b is chosen by M, the rows of x (measured on the base model from
-// 1 × 8 to 4 × 512; the figures are in docs/performance.md):
+// 1 × 8 to 4 × 512, and on all-MiniLM-L6-v2's widths; the figures are in docs/performance.md):
 //   M ≤ kSmallM:  linear_small_m, dot products along K, the weights read from memory once;
-//   M ≤ kStreamM: linear_stream (AVX-512 only), the rows of W read in place as the broadcast operand;
-//   above:        linear_gemm (AVX-512 or AVX2), which packs W once per call and reuses it over many rows;
-// below AVX2, cblas_sgemm at every M. With AVX-512 the small-M kernel is faster than the stream
-// kernel up to 16 rows (3.5 against 4.8 ms for the 24 products of a forward pass at M = 16) and
-// slower from 24 on (4.8 against 4.5 ms); at AVX2 it is faster than linear_gemm up to 16 rows and
-// slower from 24 on, and linear_gemm faster than cblas_sgemm from 24 rows to 1024.
-constexpr int kSmallM = 16;
+//   M ≤ kStreamM: linear_stream, the rows of W read in place as the broadcast operand;
+//   above:        linear_gemm, which packs W once per call and reuses it over many rows;
+// below AVX2, cblas_sgemm at every M. The small-M kernel is the fastest up to 8 rows; from 12 on
+// the stream kernel is, at AVX2 and at AVX-512 (at 16 rows, 0.69 of the small-M kernel's time on
+// all-MiniLM-L6-v2's 24 products, 0.67 on the base model's), and at AVX2 it is faster than
+// linear_gemm up to 256 rows as well (0.88 of its time at 64, 0.94 at 128).
+constexpr int kSmallM = 8;
 // kStreamM: up to 256 rows the stream kernel is as fast as linear_gemm or faster; from 512 rows on
 // linear_gemm is.
 constexpr int kStreamM = 256;

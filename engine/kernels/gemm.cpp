@@ -12,7 +12,7 @@ bool have_gemm() {
 }
 
 bool have_stream() {
-  return isa_level() == Isa::Avx512;
+  return isa_level() != Isa::Scalar;
 }
 
 float* thread_scratch(int slot, size_t floats) {
@@ -66,9 +66,12 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
   gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
 }
 
+// At 16 rows of x or fewer, AVX-512's stream kernel hands over to AVX2's (gemm_avx512.cpp says why).
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  if (const GemmKernels* k = kernels())
+  if (const GemmKernels* k = kernels()) {
+    if (k == &kGemmAvx512 && M <= 16) k = &kGemmAvx2;
     return (k->linear_stream ? k->linear_stream : k->linear_gemm)(y, x, w, b, M, K, N);
+  }
   gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
 }
 

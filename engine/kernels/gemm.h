@@ -12,7 +12,7 @@ namespace ordo {
 // the AVX-512 or the AVX2 ones, else plain loops that the engine does not use for its products
 // (OpenBLAS does).
 bool have_gemm();
-// Whether linear_stream is a kernel of its own (AVX-512 only; at AVX2 it is linear_gemm).
+// Whether linear_stream is a kernel of its own (AVX-512 and AVX2; below, a plain loop).
 bool have_stream();
 
 // Per-thread float scratch, `slot` 0 or 1, grown to at least `floats` and kept for the thread's life.
@@ -41,7 +41,7 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
 
 // One instruction set's bodies of the functions above: gemm_avx512.cpp's and gemm_avx2.cpp's tables
 // (gemm_blocks.h builds both from their tiles); gemm.cpp calls the one the CPU allows. linear_stream is
-// null where there is no kernel of its own (AVX2: linear_gemm serves).
+// null where there is no kernel of its own (linear_gemm then serves).
 struct GemmKernels {
   decltype(&ordo::gemm) gemm;
   decltype(&ordo::packed_b_floats) packed_b_floats;

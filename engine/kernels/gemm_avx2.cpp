@@ -129,10 +129,87 @@ struct Tile {
   }
 };
 
+// The weight-streaming kernel of gemm_avx512.cpp (read it first) at half the width: the rows of W
+// are the broadcast operand, read in place, and x is packed once, 16 rows of x side by side for each
+// k. Each tile holds 6 rows of W × 16 rows of x,
+//   acc[i][v] = Σ_k W[n0+i][k] · x̂[k][8v .. 8v+7],
+// over the whole of K: 12 accumulators, 2 vectors of x̂ and 1 broadcast, 15 of AVX2's 16 registers;
+// each step loads 2 vectors of x̂ and 6 values of W for 12 FMAs, as the GEMM's 6 × 16 tile does, but
+// nothing of W is packed (the GEMM packs every weight once per call, which at a few dozen rows of x
+// is a second pass over 75 MB of weights).
+constexpr int kStreamRows = 6, kStreamWidth = 16;
+
+void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
+                 bool prefetch) {
+  constexpr int R = kStreamRows;
+  __m256 acc[R][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  const size_t ld = size_t(K);
+  const float* wi[R];  // rows past the edge read the last one again; their results are not stored
+  for (int i = 0; i < R; ++i) wi[i] = w + size_t(std::min(i, rows - 1)) * ld;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    if (prefetch)  // the line 1 KB ahead in each row, and the same columns of the next tile's rows
+      for (int i = 0; i < R; ++i) {
+        __builtin_prefetch(wi[i] + k0 + 256);
+        __builtin_prefetch(w + size_t(R + i) * ld + k0);
+      }
+    const int k_end = std::min(K, k0 + 16);
+    for (int k = k0; k < k_end; ++k) {
+      const __m256 x0 = _mm256_loadu_ps(xp + size_t(k) * kStreamWidth),
+                   x1 = _mm256_loadu_ps(xp + size_t(k) * kStreamWidth + 8);
+#pragma GCC unroll 6
+      for (int i = 0; i < R; ++i) {
+        const __m256 a = _mm256_broadcast_ss(wi[i] + k);
+        acc[i][0] = _mm256_fmadd_ps(a, x0, acc[i][0]);
+        acc[i][1] = _mm256_fmadd_ps(a, x1, acc[i][1]);
+      }
+    }
+  }
+  alignas(32) float tile[R][kStreamWidth];  // yᵀ: row i is output column n0 + i
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    const __m256 b = _mm256_set1_ps(bias && i < rows ? bias[i] : 0.0f);
+    _mm256_store_ps(&tile[i][0], _mm256_add_ps(acc[i][0], b));
+    _mm256_store_ps(&tile[i][8], _mm256_add_ps(acc[i][1], b));
+  }
+  for (int t = 0; t < tokens; ++t)  // y[t][n0 + i] = tile[i][t]
+    for (int i = 0; i < rows; ++i) y[size_t(t) * ldy + i] = tile[i][t];
+}
+
+// Tasks are equal runs of rows of W (columns of y), as many as split_tasks says; x is packed first,
+// 16 rows to a panel. Within a task each tile of W meets every panel of x: the first meeting reads
+// it from memory (asking for lines ahead), the others from cache.
+void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return gemm_blocks::gemm<Tile>(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+  constexpr int width = kStreamWidth, R = kStreamRows;
+  const int panels = (M + width - 1) / width;
+  float* xp = thread_scratch(1, size_t(panels) * width * K);
+  parallel_for(panels, [&](int p, int) {
+    const float* src = x + size_t(p) * width * K;
+    const int rows = std::min(width, M - p * width);
+    float* dst = xp + size_t(p) * width * K;
+    pack_transposed(dst, width, src, K, std::min(8, rows), K);
+    pack_transposed(dst + 8, width, rows > 8 ? src + size_t(8) * K : src, K, rows - 8, K);  // rows ≤ 8: zeros
+  });
+  const int tiles = (N + R - 1) / R, runs = split_tasks(2.0 * M * K * N, tiles, kernel_threads());
+  const int tiles_per_task = (tiles + runs - 1) / runs;
+  parallel_for((tiles + tiles_per_task - 1) / tiles_per_task, [&](int task, int) {
+    const int t_end = std::min(tiles, (task + 1) * tiles_per_task);
+    for (int t = task * tiles_per_task; t < t_end; ++t) {
+      const int n0 = t * R, rows = std::min(R, N - n0);
+      for (int p = 0; p < panels; ++p)
+        stream_tile(y + size_t(p) * width * N + n0, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K,
+                    std::min(width, M - p * width), b ? b + n0 : nullptr, p == 0);
+    }
+  });
+}
+
 }  // namespace
 
 }  // namespace ordo::avx2
 
 namespace ordo {
-const GemmKernels kGemmAvx2 = gemm_blocks::kernels<avx2::Tile>(nullptr);
+const GemmKernels kGemmAvx2 = gemm_blocks::kernels<avx2::Tile>(avx2::linear_stream);
 }  // namespace ordo

@@ -135,17 +135,17 @@ void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
 
 // The weight-streaming kernel, for a few dozen rows of x. Roles swap: the rows of W are the
 // broadcast operand, read in place from the mapped file, and x is packed once, like a B̂ panel
-// (for each k, 32 rows of x side by side). Each tile holds R rows of W × 16·V rows of x,
+// (for each k, 32 rows of x side by side). Each tile holds R = 12 rows of W × 32 rows of x,
 //   acc[i][v] = Σ_k W[n0+i][k] · x̂[k][16v .. 16v+15],
-// over the whole of K, so yᵀ comes out and is transposed once on the way to y. W is never copied.
-// V = 2: 12 rows of W (24 accumulators); V = 1, for at most 16 rows of x: 24 rows of W.
-template <int V>
-constexpr int kStreamRows = V == 2 ? 12 : 24;
+// over the whole of K (24 accumulators), so yᵀ comes out and is transposed once on the way to y. W
+// is never copied. At 16 rows of x or fewer gemm.cpp runs the AVX2 kernel's 6 × 16 tile instead: a
+// tile of 24 rows of W × 16 rows of x here, one vector each, was slower than it (and than the
+// small-M kernel) on Zen 4, whose 512-bit FMAs run at the rate of two 256-bit ones.
+constexpr int kStreamVectors = 2, kStreamRows = 12;
 
-template <int V>
 void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
                  bool prefetch) {
-  constexpr int R = kStreamRows<V>;
+  constexpr int R = kStreamRows, V = kStreamVectors;
   __m512 acc[R][V];
 #pragma GCC unroll 24
   for (int i = 0; i < R; ++i)
@@ -194,7 +194,7 @@ struct Tile {
 };
 
 // Tasks are equal runs of rows of W (columns of y), as many as split_tasks says; x is packed first,
-// 32 rows to a panel (16 when there are at most 16). Within a task each tile of W meets every panel
+// 32 rows to a panel. Within a task each tile of W meets every panel
 // of x: the first meeting reads it from memory, asking for the line 1 KB ahead in each row and for
 // the same columns of the next tile's rows, the others read it from cache. As in linear_small_m,
 // long contiguous runs with the next tile asked for ahead are what keep the memory busy (the
@@ -202,7 +202,7 @@ struct Tile {
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return gemm_blocks::gemm<Tile>(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
-  const int V = M <= 16 ? 1 : 2, width = 16 * V, R = V == 2 ? kStreamRows<2> : kStreamRows<1>;
+  constexpr int width = 16 * kStreamVectors, R = kStreamRows;
   const int panels = (M + width - 1) / width;
   float* xp = thread_scratch(1, size_t(panels) * width * K);
   parallel_for(panels, [&](int p, int) {
@@ -210,7 +210,7 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
     const int rows = std::min(width, M - p * width);
     float* dst = xp + size_t(p) * width * K;
     pack_transposed(dst, width, 0xFFFF, src, K, std::min(16, rows), K);
-    if (V == 2) pack_transposed(dst + 16, width, 0xFFFF, src + size_t(16) * K, K, rows - 16, K);
+    pack_transposed(dst + 16, width, 0xFFFF, rows > 16 ? src + size_t(16) * K : src, K, rows - 16, K);
   });
   const int tiles = (N + R - 1) / R, runs = split_tasks(2.0 * M * K * N, tiles, kernel_threads());
   const int tiles_per_task = (tiles + runs - 1) / runs;
@@ -222,10 +222,7 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
         float* out = y + size_t(p) * width * N + n0;
         const float* bias = b ? b + n0 : nullptr;
         const int tokens = std::min(width, M - p * width);
-        if (V == 2)
-          stream_tile<2>(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
-        else
-          stream_tile<1>(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
+        stream_tile(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
       }
     }
   });

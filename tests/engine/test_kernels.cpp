@@ -60,9 +60,11 @@ std::vector<LinearKernel> linear_kernels() {
       // the tiles of C (MR = 12, NR = 32) and the blocks (KC = 512, NC = 256)
       {"linear_gemm", linear_gemm,
        grid({1, 7, 13, 31, 33, 64, 100, 257}, {1, 13, 64, 257, 513}, {1, 7, 31, 33, 100, 257, 513})},
-      // the panel widths (16 rows of x up to 16, 32 above) and the tiles of W (24 rows, then 12)
+      // the panel widths (16 rows of x up to 16, in two halves of 8 at AVX2; 32 above at AVX-512) and the
+      // tiles of W (6 rows at AVX2 and up to 16 rows at AVX-512, 12 above)
       {"linear_stream", linear_stream,
-       grid({1, 2, 9, 15, 16, 17, 31, 32, 33, 64, 65, 130}, {1, 13, 64, 257, 513}, {1, 7, 31, 33, 100, 257, 513})},
+       grid({1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 130}, {1, 13, 64, 257, 513},
+            {1, 5, 7, 13, 31, 33, 100, 257, 513})},
       // the front-end, on either side of each switch between kernels
       {"linear", linear, grid({1, 5, 8, 9, 16, 17, 33, 200, 257}, {3, 17, 96, 128}, {2, 7, 80, 192})},
   };
