@@ -2,6 +2,9 @@
 // F = 2048, 6 layers), the evidence behind the choices in engine/ops.cpp (docs/performance.md).
 //
 //   env -u OPENBLAS_CORETYPE build/bench_kernels [--threads 2] [--rounds 9] [--only linear|attention|split|int8|bf16]
+//                                                [--width 512]
+//
+// --width d: another model width, F = 4·d and heads of 64 (384: all-MiniLM-L6-v2's products).
 //
 // linear: one pass of the 24 weight products of a forward pass (distinct weights, 75.5 MB, as in
 // the model) at M rows, through each kernel that handles M: linear_small_m, linear_stream,
@@ -38,7 +41,8 @@ namespace {
 using namespace ordo;
 using Clock = std::chrono::steady_clock;
 
-constexpr int D = 512, H = 8, F = 2048, LAYERS = 6;
+int D = 512, H = 8, F = 2048;  // --width sets them
+constexpr int LAYERS = 6;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -259,7 +263,7 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: bench_kernels [--threads N] [--rounds N] [--only linear|attention|split|int8|bf16] [--m M,...] [--l "
           "L,...]"
-          " [--blocks B,...]\n");
+          " [--blocks B,...] [--width D]\n");
       return 0;
     }
     if (i + 1 == argc) {
@@ -286,7 +290,13 @@ int main(int argc, char** argv) {
       Ls = list();
     else if (a == "--blocks")
       blocks = list();
-    else {
+    else if (a == "--width") {
+      D = std::atoi(argv[i + 1]), F = 4 * D, H = D / 64;
+      if (D < 64 || D % 64 != 0) {
+        std::fprintf(stderr, "error: --width %s: not a positive multiple of 64\n", argv[i + 1]);
+        return 2;
+      }
+    } else {
       std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
       return 2;
     }
