@@ -70,7 +70,7 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (const GemmKernels* k = kernels()) {
     if (k == &kGemmAvx512 && M <= 16) k = &kGemmAvx2;
-    return (k->linear_stream ? k->linear_stream : k->linear_gemm)(y, x, w, b, M, K, N);
+    return k->linear_stream(y, x, w, b, M, K, N);
   }
   gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
 }

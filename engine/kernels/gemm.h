@@ -40,8 +40,7 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 
 // One instruction set's bodies of the functions above: gemm_avx512.cpp's and gemm_avx2.cpp's tables
-// (gemm_blocks.h builds both from their tiles); gemm.cpp calls the one the CPU allows. linear_stream is
-// null where there is no kernel of its own (linear_gemm then serves).
+// (gemm_blocks.h builds both from their tiles); gemm.cpp calls the one the CPU allows.
 struct GemmKernels {
   decltype(&ordo::gemm) gemm;
   decltype(&ordo::packed_b_floats) packed_b_floats;

@@ -177,39 +177,23 @@ void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float
     for (int i = 0; i < rows; ++i) y[size_t(t) * ldy + i] = tile[i][t];
 }
 
-// Tasks are equal runs of rows of W (columns of y), as many as split_tasks says; x is packed first,
-// 16 rows to a panel. Within a task each tile of W meets every panel of x: the first meeting reads
-// it from memory (asking for lines ahead), the others from cache.
-void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) return gemm_blocks::gemm<Tile>(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
-  constexpr int width = kStreamWidth, R = kStreamRows;
-  const int panels = (M + width - 1) / width;
-  float* xp = thread_scratch(1, size_t(panels) * width * K);
-  parallel_for(panels, [&](int p, int) {
-    const float* src = x + size_t(p) * width * K;
-    const int rows = std::min(width, M - p * width);
-    float* dst = xp + size_t(p) * width * K;
-    pack_transposed(dst, width, src, K, std::min(8, rows), K);
-    pack_transposed(dst + 8, width, rows > 8 ? src + size_t(8) * K : src, K, rows - 8, K);  // rows ≤ 8: zeros
-  });
-  const int tiles = (N + R - 1) / R, runs = split_tasks(2.0 * M * K * N, tiles, kernel_threads());
-  const int tiles_per_task = (tiles + runs - 1) / runs;
-  parallel_for((tiles + tiles_per_task - 1) / tiles_per_task, [&](int task, int) {
-    const int t_end = std::min(tiles, (task + 1) * tiles_per_task);
-    for (int t = task * tiles_per_task; t < t_end; ++t) {
-      const int n0 = t * R, rows = std::min(R, N - n0);
-      for (int p = 0; p < panels; ++p)
-        stream_tile(y + size_t(p) * width * N + n0, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K,
-                    std::min(width, M - p * width), b ? b + n0 : nullptr, p == 0);
-    }
-  });
-}
+// What gemm_blocks::linear_stream runs: panels of 16 rows of x, tiles of 6 rows of W.
+struct Stream {
+  static constexpr int kWidth = kStreamWidth, kRows = kStreamRows;
+  static void pack_x(float* dst, const float* src, int K, int rows) {
+    pack_transposed(dst, kWidth, src, K, std::min(8, rows), K);
+    pack_transposed(dst + 8, kWidth, rows > 8 ? src + size_t(8) * K : src, K, rows - 8, K);  // rows ≤ 8: zeros
+  }
+  static void tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
+                   bool prefetch) {
+    stream_tile(y, ldy, w, K, rows, xp, tokens, bias, prefetch);
+  }
+};
 
 }  // namespace
 
 }  // namespace ordo::avx2
 
 namespace ordo {
-const GemmKernels kGemmAvx2 = gemm_blocks::kernels<avx2::Tile>(avx2::linear_stream);
+const GemmKernels kGemmAvx2 = gemm_blocks::kernels<avx2::Tile, avx2::Stream>();
 }  // namespace ordo

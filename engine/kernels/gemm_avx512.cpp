@@ -155,7 +155,7 @@ void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float
   const float* wi[R];
   for (int i = 0; i < R; ++i) wi[i] = i < rows ? w + size_t(i) * ld : w_last;
   for (int k0 = 0; k0 < K; k0 += 16) {
-    if (prefetch)  // see linear_stream
+    if (prefetch)  // see gemm_blocks::linear_stream
       for (int i = 0; i < R; ++i) {
         __builtin_prefetch(wi[i] + k0 + 256);
         __builtin_prefetch(w + size_t(R + i) * ld + k0);
@@ -193,45 +193,23 @@ struct Tile {
   }
 };
 
-// Tasks are equal runs of rows of W (columns of y), as many as split_tasks says; x is packed first,
-// 32 rows to a panel. Within a task each tile of W meets every panel
-// of x: the first meeting reads it from memory, asking for the line 1 KB ahead in each row and for
-// the same columns of the next tile's rows, the others read it from cache. As in linear_small_m,
-// long contiguous runs with the next tile asked for ahead are what keep the memory busy (the
-// measurements against small blocks of tiles handed out as threads came free: docs/performance.md).
-void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) return gemm_blocks::gemm<Tile>(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
-  constexpr int width = 16 * kStreamVectors, R = kStreamRows;
-  const int panels = (M + width - 1) / width;
-  float* xp = thread_scratch(1, size_t(panels) * width * K);
-  parallel_for(panels, [&](int p, int) {
-    const float* src = x + size_t(p) * width * K;
-    const int rows = std::min(width, M - p * width);
-    float* dst = xp + size_t(p) * width * K;
-    pack_transposed(dst, width, 0xFFFF, src, K, std::min(16, rows), K);
-    pack_transposed(dst + 16, width, 0xFFFF, rows > 16 ? src + size_t(16) * K : src, K, rows - 16, K);
-  });
-  const int tiles = (N + R - 1) / R, runs = split_tasks(2.0 * M * K * N, tiles, kernel_threads());
-  const int tiles_per_task = (tiles + runs - 1) / runs;
-  parallel_for((tiles + tiles_per_task - 1) / tiles_per_task, [&](int task, int) {
-    const int t_end = std::min(tiles, (task + 1) * tiles_per_task);
-    for (int t = task * tiles_per_task; t < t_end; ++t) {
-      const int n0 = t * R, rows = std::min(R, N - n0);
-      for (int p = 0; p < panels; ++p) {
-        float* out = y + size_t(p) * width * N + n0;
-        const float* bias = b ? b + n0 : nullptr;
-        const int tokens = std::min(width, M - p * width);
-        stream_tile(out, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K, tokens, bias, p == 0);
-      }
-    }
-  });
-}
+// What gemm_blocks::linear_stream runs: panels of 32 rows of x, tiles of 12 rows of W.
+struct Stream {
+  static constexpr int kWidth = 16 * kStreamVectors, kRows = kStreamRows;
+  static void pack_x(float* dst, const float* src, int K, int rows) {
+    pack_transposed(dst, kWidth, 0xFFFF, src, K, std::min(16, rows), K);
+    pack_transposed(dst + 16, kWidth, 0xFFFF, rows > 16 ? src + size_t(16) * K : src, K, rows - 16, K);
+  }
+  static void tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
+                   bool prefetch) {
+    stream_tile(y, ldy, w, K, rows, xp, tokens, bias, prefetch);
+  }
+};
 
 }  // namespace
 
 }  // namespace ordo::avx512
 
 namespace ordo {
-const GemmKernels kGemmAvx512 = gemm_blocks::kernels<avx512::Tile>(avx512::linear_stream);
+const GemmKernels kGemmAvx512 = gemm_blocks::kernels<avx512::Tile, avx512::Stream>();
 }  // namespace ordo

@@ -100,10 +100,48 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
   });
 }
 
-// The table of one instruction set's functions (gemm.h's GemmKernels), linear_stream left to the caller.
-template <class Tile>
-constexpr GemmKernels kernels(decltype(&ordo::linear_stream) stream) {
-  return {gemm<Tile>, packed_b_floats<Tile>, pack_b_all<Tile>, gemm_packed<Tile>, linear_gemm<Tile>, stream};
+// The weight-streaming kernel's loops (gemm_avx512.cpp describes the kernel). Each instruction set's
+// file supplies a Stream:
+//   Stream::kWidth, Stream::kRows   rows of x in a packed panel, rows of W in a tile
+//   Stream::pack_x(dst, src, K, rows)
+//       dst (K, kWidth): for each k, the `rows` rows of src (rows, K) side by side, zeros past them
+//   Stream::tile(y, ldy, w, K, rows, xp, tokens, bias, prefetch)
+//       y[t][i] = bias[i] + Σ_k w[i][k] · xp[k][t] for `rows` rows of W and `tokens` rows of x,
+//       asking for lines of W ahead when prefetch
+// Tasks are equal runs of rows of W (columns of y), as many as split_tasks says; x is packed first.
+// Within a task each tile of W meets every panel of x: the first meeting reads it from memory,
+// asking for the line 1 KB ahead in each row and for the same columns of the next tile's rows, the
+// others read it from cache. As in linear_small_m, long contiguous runs with the next tile asked for
+// ahead are what keep the memory busy (the measurements against small blocks of tiles handed out as
+// threads came free: docs/performance.md).
+template <class Tile, class Stream>
+void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return gemm<Tile>(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+  constexpr int width = Stream::kWidth, R = Stream::kRows;
+  const int panels = (M + width - 1) / width;
+  float* xp = thread_scratch(1, size_t(panels) * width * K);
+  parallel_for(panels, [&](int p, int) {
+    Stream::pack_x(xp + size_t(p) * width * K, x + size_t(p) * width * K, K, std::min(width, M - p * width));
+  });
+  const int tiles = (N + R - 1) / R, runs = split_tasks(2.0 * M * K * N, tiles, kernel_threads());
+  const int tiles_per_task = (tiles + runs - 1) / runs;
+  parallel_for((tiles + tiles_per_task - 1) / tiles_per_task, [&](int task, int) {
+    const int t_end = std::min(tiles, (task + 1) * tiles_per_task);
+    for (int t = task * tiles_per_task; t < t_end; ++t) {
+      const int n0 = t * R, rows = std::min(R, N - n0);
+      for (int p = 0; p < panels; ++p)
+        Stream::tile(y + size_t(p) * width * N + n0, N, w + size_t(n0) * K, K, rows, xp + size_t(p) * width * K,
+                     std::min(width, M - p * width), b ? b + n0 : nullptr, p == 0);
+    }
+  });
+}
+
+// The table of one instruction set's functions (gemm.h's GemmKernels).
+template <class Tile, class Stream>
+constexpr GemmKernels kernels() {
+  return {gemm<Tile>,        packed_b_floats<Tile>, pack_b_all<Tile>,
+          gemm_packed<Tile>, linear_gemm<Tile>,     linear_stream<Tile, Stream>};
 }
 
 }  // namespace ordo::gemm_blocks
