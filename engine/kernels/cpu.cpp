@@ -124,9 +124,10 @@ std::string kernels_chosen() {
                   "; ORDO_ISA=scalar|avx2|avx512 forces a lower one)\n";
   s += "f32 products: ";
   if (level == Isa::Avx512)
-    s += "ordo's AVX-512 kernels (small-M up to 16 rows, then weight streaming, then packed GEMM)\n";
+    s += "ordo's AVX-512 kernels (small-M up to 8 rows, weight streaming up to 256 (AVX2 tiles up to 16), then "
+         "packed GEMM)\n";
   else if (level == Isa::Avx2)
-    s += "ordo's AVX2 kernels (small-M up to 16 rows, then packed GEMM)\n";
+    s += "ordo's AVX2 kernels (small-M up to 8 rows, weight streaming up to 256, then packed GEMM)\n";
   else
     s += "OpenBLAS's sgemm\n";
   s += std::string("softmax, LayerNorm: ") +
