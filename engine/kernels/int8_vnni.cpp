@@ -46,6 +46,10 @@ void quantize_row_u8_plain(uint8_t* xu, float* s, const float* x, int K, int K4)
   to_u8_rows(xu, q.data(), 1, K, K4);
 }
 
+void quantize_row16_plain(int16_t* q, float* s, const float* x, int K, int ld, int top) {
+  quantize_rows16_plain(q, s, x, 1, K, ld, top);
+}
+
 void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4) {
   if (have_int8_vnni()) return avx512::quantize_rows_u8(xu, s, x, M, K, K4);
   for (int m = 0; m < M; ++m) quantize_row_u8_plain(xu + size_t(m) * K4, s + m, x + size_t(m) * K, K, K4);
@@ -57,9 +61,15 @@ void int8_vnni_products(int32_t* acc, const uint8_t* xu, const PackedInt8& w, in
 }
 
 void int8_vnni_linear(float* y, const uint8_t* xu, const float* xs, const PackedInt8& w, const float* ws,
-                      const float* b, int M, int threads) {
+                      const float* b, int M, int ld, int threads) {
   if (!have_int8_vnni()) throw std::logic_error("int8_vnni_linear: no AVX-512 VNNI at this level");
-  avx512::int8_vnni_linear(y, xu, xs, w, ws, b, M, threads);
+  avx512::int8_vnni_linear(y, xu, xs, w, ws, b, M, ld, threads);
+}
+
+void int16_vnni(int32_t* acc, float* y, const int16_t* x, const float* xs, const int16_t* w, const float* ws,
+                const float* b, int M, int N, int K2, int ld, int threads) {
+  if (!have_int8_vnni()) throw std::logic_error("int16_vnni: no AVX-512 VNNI at this level");
+  avx512::int16_vnni(acc, y, x, xs, w, ws, b, M, N, K2, ld, threads);
 }
 
 }  // namespace ordo

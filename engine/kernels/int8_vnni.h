@@ -41,20 +41,31 @@ void quantize_rows_u8(uint8_t* xu /* (M, K4) */, float* s /* (M) */, const float
 // taken off. The threads split the columns (and the rows, in blocks, when there are many).
 void int8_vnni_products(int32_t* acc /* (M, N) */, const uint8_t* xu /* (M, K4) */, const PackedInt8& w, int M,
                         int threads);
-// y[m][n] = acc[m][n]·(xs[m]·ws[n]) + b[n], the scaling done on each tile as it leaves the registers.
-void int8_vnni_linear(float* y /* (M, N) */, const uint8_t* xu /* (M, K4) */, const float* xs /* (M) */,
-                      const PackedInt8& w, const float* ws /* (N) */, const float* b /* (N) or null */, int M,
+// y[m][n] = acc[m][n]·(xs[m]·ws[n]) + b[n], the scaling done on each tile as it leaves the registers;
+// y's rows ld apart (ld ≥ N: the product may be the first columns of a wider output).
+void int8_vnni_linear(float* y /* (M, ld) */, const uint8_t* xu /* (M, K4) */, const float* xs /* (M) */,
+                      const PackedInt8& w, const float* ws /* (N) */, const float* b /* (N) or null */, int M, int ld,
                       int threads);
+// The finer grids' product (reduced.h) on vpdpwssd, int16 · int16 pairs summed into int32, half
+// vpdpbusd's k per instruction: x (M, K2) int16 rows padded to K2 (K rounded up to 2) with 0, W
+// int16 in tiles::pack_panels<2> order (one 64-byte load: 16 columns × 2 k). acc (M, ld) exact
+// (|x|·|W|·K within int32 is the caller's), or, acc null, y (M, ld) = acc·(xs[m]·ws[n]) + b[n].
+void int16_vnni(int32_t* acc, float* y, const int16_t* x, const float* xs, const int16_t* w, const float* ws,
+                const float* b, int M, int N, int K2, int ld, int threads);
 
-// One row of quantize_rows_u8, plainly (quantize_rows, then to_u8_rows).
+// One row of quantize_rows_u8, plainly (quantize_rows, then to_u8_rows), and of quantize_rows16.
 void quantize_row_u8_plain(uint8_t* xu /* (K4) */, float* s, const float* x /* (K) */, int K, int K4);
+void quantize_row16_plain(int16_t* q /* (ld) */, float* s, const float* x /* (K) */, int K, int ld, int top);
 
-// The AVX-512 bodies of the three above.
+// The AVX-512 bodies of the four above, and of reduced.h's quantize_rows16 (any AVX-512 CPU).
 namespace avx512 {
 void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4);
+void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld, int top);
 void int8_vnni_products(int32_t* acc, const uint8_t* xu, const PackedInt8& w, int M, int threads);
 void int8_vnni_linear(float* y, const uint8_t* xu, const float* xs, const PackedInt8& w, const float* ws,
-                      const float* b, int M, int threads);
+                      const float* b, int M, int ld, int threads);
+void int16_vnni(int32_t* acc, float* y, const int16_t* x, const float* xs, const int16_t* w, const float* ws,
+                const float* b, int M, int N, int K2, int ld, int threads);
 }  // namespace avx512
 
 }  // namespace ordo

@@ -11,10 +11,16 @@
 
 namespace ordo::avx512 {
 
-void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4) {
+namespace {
+
+// quantize_rows_u8 (T = uint8_t: 127 steps, stored as s8 + 128) and quantize_rows16 (T = int16_t,
+// `top` steps), 8 values a step: max |x| and finiteness in 16 lanes, then q = round(x / s) in
+// double, rounded to nearest even by vcvtpd2dq as nearbyint does. Rows ld apart, padded.
+template <class T>
+void quantize_rows_t(T* q, float* s, const float* x, int M, int K, int ld, int top) {
   for (int m = 0; m < M; ++m) {
     const float* row = x + size_t(m) * K;
-    uint8_t* out = xu + size_t(m) * K4;
+    T* out = q + size_t(m) * ld;
     // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN
     __m512 max = _mm512_setzero_ps(), nonfinite = _mm512_setzero_ps();
     int k = 0;
@@ -30,22 +36,36 @@ void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K
     const float largest = _mm512_reduce_max_ps(max);
     if (largest == 0.0f || std::isnan(_mm512_reduce_add_ps(nonfinite))) {
       // zeros or not finite: the plain function's rules (zeros; a NaN scale for the latter)
-      quantize_row_u8_plain(out, s + m, row, K, K4);
+      if constexpr (sizeof(T) == 1)
+        quantize_row_u8_plain(out, s + m, row, K, ld);
+      else
+        quantize_row16_plain(out, s + m, row, K, ld, top);
       continue;
     }
-    s[m] = largest / 127.0f;
+    s[m] = largest / float(top);
     const __m512d scale = _mm512_set1_pd(s[m]);
-    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    const __m256i lo = _mm256_set1_epi32(-top), hi = _mm256_set1_epi32(top);
     for (k = 0; k < K; k += 8) {
       const __mmask8 lanes = __mmask8(K - k >= 8 ? 0xFF : (1u << (K - k)) - 1);
-      // q = round(x / s) in double: vcvtpd2dq rounds to nearest even, as nearbyint does
       const __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, row + k));
-      const __m256i q = _mm256_min_epi32(hi, _mm256_max_epi32(lo, _mm512_cvtpd_epi32(_mm512_div_pd(d, scale))));
-      // u8 = s8 + 128: the sign bit flipped
-      _mm_mask_storeu_epi8(out + k, lanes, _mm_xor_si128(_mm256_cvtepi32_epi8(q), _mm_set1_epi8(char(0x80))));
+      const __m256i r = _mm256_min_epi32(hi, _mm256_max_epi32(lo, _mm512_cvtpd_epi32(_mm512_div_pd(d, scale))));
+      if constexpr (sizeof(T) == 1)  // u8 = s8 + 128: the sign bit flipped
+        _mm_mask_storeu_epi8(out + k, lanes, _mm_xor_si128(_mm256_cvtepi32_epi8(r), _mm_set1_epi8(char(0x80))));
+      else
+        _mm_mask_storeu_epi16(out + k, lanes, _mm256_cvtepi32_epi16(r));
     }
-    for (k = K; k < K4; ++k) out[k] = 0x80;
+    for (k = K; k < ld; ++k) out[k] = sizeof(T) == 1 ? T(0x80) : T(0);
   }
+}
+
+}  // namespace
+
+void quantize_rows_u8(uint8_t* xu, float* s, const float* x, int M, int K, int K4) {
+  quantize_rows_t(xu, s, x, M, K, K4, 127);
+}
+
+void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld, int top) {
+  quantize_rows_t(q, s, x, M, K, ld, top);
 }
 
 namespace {
@@ -62,22 +82,25 @@ struct Out {
 };
 
 // An MR × (16·NR) tile of the output: MR rows of x against NR panels of W, MR·NR vectors of 16
-// int32 sums kept in registers along K. Each step of 4 k loads NR panels' 64 bytes once and
-// broadcasts 4 bytes of each row of x to all 16 lanes (vpbroadcastd).
-// `cols` (≤ 16·NR) of the tile's columns are inside y: the last panel of W may be part padding.
-template <int MR, int NR>
-void dot_tile(const uint8_t* x, int K4, const int8_t* w, size_t panel_bytes, const int32_t* compensation, int cols,
-              const Out& out) {
+// int32 sums kept in registers along K. Each step loads NR panels' 64 bytes once and broadcasts 4
+// bytes of each row of x to all 16 lanes (vpbroadcastd): 4 k of u8 against s8 (vpdpbusd), or, Wide,
+// 2 k of int16 against int16 (vpdpwssd: the finer grids of reduced.h, half the k per step).
+// x's rows are row_bytes apart; `cols` (≤ 16·NR) of the tile's columns are inside y: the last panel
+// of W may be part padding.
+template <int MR, int NR, bool Wide>
+void dot_tile(const uint8_t* x, size_t row_bytes, const int8_t* w, size_t panel_bytes, const int32_t* compensation,
+              int cols, const Out& out) {
   __m512i acc[MR][NR];
   ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_si512();
-  for (int k = 0; k < K4; k += 4) {
+  for (size_t k = 0; k < row_bytes; k += 4) {  // byte k of each row, byte 16·k of each panel
     __m512i wv[NR];
-    ORDO_UNROLL for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_si512(w + j * panel_bytes + size_t(k) * 16);
+    ORDO_UNROLL for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_si512(w + j * panel_bytes + k * 16);
     ORDO_UNROLL for (int i = 0; i < MR; ++i) {
       int32_t four;
-      std::memcpy(&four, x + size_t(i) * K4 + k, 4);
+      std::memcpy(&four, x + i * row_bytes + k, 4);
       const __m512i xv = _mm512_set1_epi32(four);
-      ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], xv, wv[j]);
+      ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] =
+          Wide ? _mm512_dpwssd_epi32(acc[i][j], xv, wv[j]) : _mm512_dpbusd_epi32(acc[i][j], xv, wv[j]);
     }
   }
   // The sums leave the registers through a tile of memory (L1): taken off and scaled straight from
@@ -89,7 +112,7 @@ void dot_tile(const uint8_t* x, int K4, const int8_t* w, size_t panel_bytes, con
   for (int j = 0; j < NR; ++j) {
     const int n = 16 * j, left = std::min(16, cols - n);
     const __mmask16 mask = __mmask16((1u << left) - 1);
-    const __m512i comp = _mm512_loadu_si512(compensation + n);  // padded to whole panels
+    const __m512i comp = compensation ? _mm512_loadu_si512(compensation + n) : _mm512_setzero_si512();  // whole panels
     if (out.acc) {
       for (int i = 0; i < MR; ++i)
         _mm512_mask_storeu_epi32(out.acc + size_t(i) * out.ld + n, mask,
@@ -112,37 +135,51 @@ void dot_tile(const uint8_t* x, int K4, const int8_t* w, size_t panel_bytes, con
 constexpr int kTileM = 8, kTileN = 3;
 template <int MR, int NR>
 struct Dot {
-  static constexpr auto fn = &dot_tile<MR, NR>;
+  static constexpr auto fn = &dot_tile<MR, NR, false>;
+};
+template <int MR, int NR>
+struct DotWide {
+  static constexpr auto fn = &dot_tile<MR, NR, true>;
 };
 constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr − 1][np − 1]: the edges too
+constexpr auto kWideTiles = tiles::table<DotWide, kTileM, kTileN>();
 
-// Tasks as tiles::for_each_tile splits them, in panels; each group of kTileN panels (16·K4 bytes
-// each) stays in cache while a block's rows pass over it.
-void run(const uint8_t* xu, const PackedInt8& w, int M, int threads, const Out& out) {
-  const size_t panel_bytes = size_t(w.K4) * 16;
-  const double flops = 2.0 * M * w.K * w.N;
-  tiles::for_each_tile(M, (w.N + 15) / 16, kTileM, kTileN, 1, threads, flops, [&](int m, int mr, int p, int np) {
-    const int n = 16 * p, cols = std::min(16 * np, w.N - n);
+// Tasks as tiles::for_each_tile splits them, in panels; each group of kTileN panels (16·row_bytes
+// bytes each) stays in cache while a block's rows pass over it.
+template <class Table>
+void run(const Table& table, const uint8_t* x, size_t row_bytes, const int8_t* w, const int32_t* compensation, int N,
+         int K, int M, int threads, const Out& out) {
+  const size_t panel_bytes = row_bytes * 16;
+  const double flops = 2.0 * M * K * N;
+  tiles::for_each_tile(M, (N + 15) / 16, kTileM, kTileN, 1, threads, flops, [&](int m, int mr, int p, int np) {
+    const int n = 16 * p, cols = std::min(16 * np, N - n);
     const Out o{out.acc ? out.acc + size_t(m) * out.ld + n : nullptr,
                 out.y ? out.y + size_t(m) * out.ld + n : nullptr,
                 out.xs ? out.xs + m : nullptr,
                 out.ws ? out.ws + n : nullptr,
                 out.b ? out.b + n : nullptr,
                 out.ld};
-    kTiles[mr - 1][np - 1](xu + size_t(m) * w.K4, w.K4, w.w.data() + p * panel_bytes, panel_bytes,
-                           w.compensation.data() + n, cols, o);
+    table[mr - 1][np - 1](x + m * row_bytes, row_bytes, w + p * panel_bytes, panel_bytes,
+                          compensation ? compensation + n : nullptr, cols, o);
   });
 }
 
 }  // namespace
 
 void int8_vnni_products(int32_t* acc, const uint8_t* xu, const PackedInt8& w, int M, int threads) {
-  run(xu, w, M, threads, Out{acc, nullptr, nullptr, nullptr, nullptr, w.N});
+  run(kTiles, xu, w.K4, w.w.data(), w.compensation.data(), w.N, w.K, M, threads,
+      Out{acc, nullptr, nullptr, nullptr, nullptr, w.N});
 }
 
 void int8_vnni_linear(float* y, const uint8_t* xu, const float* xs, const PackedInt8& w, const float* ws,
-                      const float* b, int M, int threads) {
-  run(xu, w, M, threads, Out{nullptr, y, xs, ws, b, w.N});
+                      const float* b, int M, int ld, int threads) {
+  run(kTiles, xu, w.K4, w.w.data(), w.compensation.data(), w.N, w.K, M, threads, Out{nullptr, y, xs, ws, b, ld});
+}
+
+void int16_vnni(int32_t* acc, float* y, const int16_t* x, const float* xs, const int16_t* w, const float* ws,
+                const float* b, int M, int N, int K2, int ld, int threads) {
+  run(kWideTiles, reinterpret_cast<const uint8_t*>(x), size_t(K2) * 2, reinterpret_cast<const int8_t*>(w), nullptr, N,
+      K2, M, threads, Out{acc, y, xs, ws, b, ld});
 }
 
 }  // namespace ordo::avx512

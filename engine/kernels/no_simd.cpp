@@ -34,11 +34,19 @@ void linear_small_m(float*, const float*, const float*, const float*, int, int, 
 void quantize_rows_u8(uint8_t*, float*, const float*, int, int, int) {
   none("avx512::quantize_rows_u8");
 }
+void quantize_rows16(int16_t*, float*, const float*, int, int, int, int) {
+  none("avx512::quantize_rows16");
+}
 void int8_vnni_products(int32_t*, const uint8_t*, const PackedInt8&, int, int) {
   none("avx512::int8_vnni_products");
 }
-void int8_vnni_linear(float*, const uint8_t*, const float*, const PackedInt8&, const float*, const float*, int, int) {
+void int8_vnni_linear(float*, const uint8_t*, const float*, const PackedInt8&, const float*, const float*, int, int,
+                      int) {
   none("avx512::int8_vnni_linear");
+}
+void int16_vnni(int32_t*, float*, const int16_t*, const float*, const int16_t*, const float*, const float*, int, int,
+                int, int, int) {
+  none("avx512::int16_vnni");
 }
 void bf16_dot_linear(float*, const uint16_t*, const PackedBf16&, const float*, int, int) {
   none("avx512::bf16_dot_linear");
@@ -62,8 +70,15 @@ void linear_small_m(float*, const float*, const float*, const float*, int, int, 
   none("avx2::linear_small_m");
 }
 void int8_products(int32_t*, float*, const int16_t*, const float*, const int8_t*, const float*, const float*, int, int,
-                   int, int) {
+                   int, int, int) {
   none("avx2::int8_products");
+}
+void quantize_rows16(int16_t*, float*, const float*, int, int, int, int) {
+  none("avx2::quantize_rows16");
+}
+void int16_products(int32_t*, float*, const int16_t*, const float*, const int16_t*, const float*, const float*, int,
+                    int, int, int, int) {
+  none("avx2::int16_products");
 }
 void bf16_linear(float*, const float*, const uint16_t*, const float*, int, int, int, int) {
   none("avx2::bf16_linear");

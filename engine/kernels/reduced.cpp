@@ -52,7 +52,9 @@ bool compute_type_available(ComputeType type) {
   return type != ComputeType::BF16 || have_own_kernel(type) || onednn_bf16();
 }
 
-void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
+namespace {
+template <class T>
+void quantize_any(T* q, float* s, const float* x, int M, int K, int ld, int top) {
   for (int m = 0; m < M; ++m) {
     const float* row = x + size_t(m) * K;
     float max = 0.0f;
@@ -61,20 +63,36 @@ void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
       max = std::max(max, std::fabs(row[k]));
       finite = finite && std::isfinite(row[k]);
     }
-    s[m] = finite ? max / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    s[m] = finite ? max / float(top) : std::numeric_limits<float>::quiet_NaN();
     const double scale = s[m];
-    int8_t* out = q + size_t(m) * K;
+    T* out = q + size_t(m) * ld;
+    std::fill(out + K, out + ld, T(0));
     // A row of zeros has no scale: zeros. A row holding an infinity or a NaN has none either: zeros
     // with a NaN scale, so the product's row is NaN and the pass reports where activations stopped
-    // being finite (an int8 cast of a NaN would be undefined and hide it as finite numbers).
+    // being finite (an integer cast of a NaN would be undefined and hide it as finite numbers).
     if (scale == 0.0 || !finite) {
-      std::fill(out, out + K, int8_t(0));
+      std::fill(out, out + K, T(0));
       continue;
     }
-    // |row[k]| ≤ max ≤ 127·s (within a float rounding), so the rounded value stays in [−127, 127]
+    // |row[k]| ≤ max ≤ top·s (within a float rounding), so the rounded value stays in [−top, top]
     for (int k = 0; k < K; ++k)
-      out[k] = static_cast<int8_t>(std::clamp(std::nearbyint(double(row[k]) / scale), -127.0, 127.0));
+      out[k] = static_cast<T>(std::clamp(std::nearbyint(double(row[k]) / scale), -double(top), double(top)));
   }
+}
+}  // namespace
+
+void quantize_rows(int8_t* q, float* s, const float* x, int M, int K) {
+  quantize_any(q, s, x, M, K, K, 127);
+}
+
+void quantize_rows16_plain(int16_t* q, float* s, const float* x, int M, int K, int ld, int top) {
+  quantize_any(q, s, x, M, K, ld, top);
+}
+
+void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld, int top) {
+  if (have_int8_vnni()) return avx512::quantize_rows16(q, s, x, M, K, ld, top);
+  if (isa_at_least(Isa::Avx2)) return avx2::quantize_rows16(q, s, x, M, K, ld, top);
+  quantize_rows16_plain(q, s, x, M, K, ld, top);
 }
 
 uint16_t to_bf16(float v) {
@@ -293,6 +311,8 @@ struct Scratch {
   std::vector<uint16_t> xh;
   std::vector<int16_t> xw;
   std::vector<float> xr;
+  std::vector<int16_t> x16;  // the finer grid's rows
+  std::vector<float> xs16;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -331,14 +351,24 @@ struct ReducedLinear::Prepared {
   }
 };
 
-ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, int N, int K)
-    : type_(type), N_(N), K_(K), w_(w), b_(b), prepared_(std::make_unique<Prepared>()) {
+ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, int N, int K, int wide)
+    : type_(type),
+      N_(N),
+      K_(K),
+      w_(w),
+      b_(b),
+      wide_(type == ComputeType::Int8 && wide >= 0 && wide < N ? wide : N),
+      prepared_(std::make_unique<Prepared>()) {
   if (type == ComputeType::F32) return;  // kept in float: nothing to convert
   if (type == ComputeType::Int8) {
-    wq_.resize(size_t(N) * K), ws_.resize(N);
-    quantize_rows(wq_.data(), ws_.data(), w, N, K);  // per output channel: a row of W
-    if (own_int8() == Own::Avx512) packed_ = pack_int8(wq_.data(), N, K);
-    if (own_int8() == Own::Avx2) wq_pairs_ = tiles::pack_panels<2>(wq_.data(), N, K);
+    const int Nn = wide_;
+    wq_.resize(size_t(Nn) * K), ws_.resize(N);
+    quantize_rows(wq_.data(), ws_.data(), w, Nn, K);  // per output channel: a row of W
+    if (own_int8() == Own::Avx512) packed_ = pack_int8(wq_.data(), Nn, K);
+    if (own_int8() == Own::Avx2) wq_pairs_ = tiles::pack_panels<2>(wq_.data(), Nn, K);
+    w16_.resize(size_t(N - Nn) * K);  // the finer grid's channels
+    quantize_rows16(w16_.data(), ws_.data() + Nn, w + size_t(Nn) * K, N - Nn, K, K, kWideWTop);
+    if (own_int8() != Own::Plain) w16_panels_ = tiles::pack_panels<2>(w16_.data(), N - Nn, K);
   } else if (type == ComputeType::BF16) {
     reduced_kernel_name(type);  // where nothing runs bf16: the error that says what it needs
     wh_.resize(size_t(N) * K);
@@ -417,16 +447,25 @@ Own bf16_path(ReducedKernel kernel) {
   return own_bf16();
 }
 
-// acc (M, N) = xq · Wqᵀ, the plain loop in int32 (exact), rows over the threads.
-void int8_plain(int32_t* acc, const int8_t* xq, const int8_t* wq, int M, int N, int K, int threads) {
+// acc (M, N) = xq · Wqᵀ, the plain loop in int32 (exact), rows over the threads; x's rows ldx
+// apart (int8, or the finer grid's int16).
+template <class X, class W>
+void int_plain(int32_t* acc, const X* xq, int ldx, const W* wq, int M, int N, int K, int threads) {
   over_row_blocks(M, threads, [&](int m0, int rows) {
     for (int m = m0; m < m0 + rows; ++m)
       for (int n = 0; n < N; ++n) {
         int32_t sum = 0;
-        for (int k = 0; k < K; ++k) sum += int32_t(xq[size_t(m) * K + k]) * wq[size_t(n) * K + k];
+        for (int k = 0; k < K; ++k) sum += int32_t(xq[size_t(m) * ldx + k]) * wq[size_t(n) * K + k];
         acc[size_t(m) * N + n] = sum;
       }
   });
+}
+
+// y (M, ld) = acc (M, N)·(xs[m]·ws[n]) + b[n]
+void scale_plain(float* y, int ld, const int32_t* acc, const float* xs, const float* ws, const float* b, int M, int N) {
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n)
+      y[size_t(m) * ld + n] = float(acc[size_t(m) * N + n]) * (xs[m] * ws[n]) + (b ? b[n] : 0.0f);
 }
 
 // x's quantized rows widened to int16, padded to K2 with 0 (reduced_avx2.h's operand).
@@ -441,6 +480,8 @@ void widen_rows(int16_t* xw, const int8_t* xq, int M, int K, int K2) {
 void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int threads, ReducedKernel kernel) const {
   if (type_ != ComputeType::Int8) throw std::logic_error("ReducedLinear::products_int8: not an int8 product");
   const Own path = int8_path(kernel);
+  const int Nn = wide_;
+  if (Nn == 0) return;
   if (path == Own::Avx512) {
     Scratch& s = scratch();
     grow(s.xu, size_t(M) * packed_.K4);
@@ -453,17 +494,30 @@ void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int thr
     Scratch& s = scratch();
     grow(s.xw, size_t(M) * K2);
     widen_rows(s.xw.data(), xq, M, K_, K2);
-    avx2::int8_products(acc, nullptr, s.xw.data(), nullptr, wq_pairs_.data(), nullptr, nullptr, M, N_, K2, threads);
+    avx2::int8_products(acc, nullptr, s.xw.data(), nullptr, wq_pairs_.data(), nullptr, nullptr, M, Nn, K2, Nn, threads);
     return;
   }
-  if (path == Own::Plain) return int8_plain(acc, xq, wq_.data(), M, N_, K_, threads);
-  over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
-    const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
+  if (path == Own::Plain) return int_plain(acc, xq, K_, wq_.data(), M, Nn, K_, threads);
+  over_tiles(M, Nn, threads, [&](int m0, int rows, int n0, int cols) {
+    const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, Nn);
     memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
     memory x({{rows, K_}, Dt::s8, Tag::ab}, cpu(), const_cast<int8_t*>(xq + size_t(m0) * K_));
-    memory y({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
+    memory y({{rows, cols}, Dt::s32, memory::dims{Nn, 1}}, cpu(), acc + size_t(m0) * Nn + n0);
     run(mm, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
   });
+}
+
+void ReducedLinear::products_wide(int32_t* acc, const int16_t* xq, int M, int threads) const {
+  if (type_ != ComputeType::Int8) throw std::logic_error("ReducedLinear::products_wide: not an int8 product");
+  const int Nw = N_ - wide_, K2 = (K_ + 1) / 2 * 2;
+  if (Nw == 0) return;
+  const Own path = own_int8();
+  if (path == Own::Avx512)
+    int16_vnni(acc, nullptr, xq, nullptr, w16_panels_.data(), nullptr, nullptr, M, Nw, K2, Nw, threads);
+  else if (path == Own::Avx2)
+    avx2::int16_products(acc, nullptr, xq, nullptr, w16_panels_.data(), nullptr, nullptr, M, Nw, K2, Nw, threads);
+  else
+    int_plain(acc, xq, K2, w16_.data(), M, Nw, K_, threads);
 }
 
 void ReducedLinear::forward(float* y, const float* x, int M, int threads, ReducedKernel kernel) const {
@@ -473,6 +527,29 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
   }
   Scratch& s = scratch();
   if (type_ == ComputeType::Int8) {
+    if (wide_ < N_) {  // the finer grids' channels, in the own kernel of the level
+      const int Nw = N_ - wide_, K2 = (K_ + 1) / 2 * 2;
+      grow(s.x16, size_t(M) * K2), grow(s.xs16, size_t(M));
+      int16_t* xq = s.x16.data();
+      float* xs = s.xs16.data();
+      over_row_blocks(M, threads, [&](int m0, int rows) {
+        quantize_rows16(xq + size_t(m0) * K2, xs + m0, x + size_t(m0) * K_, rows, K_, K2, wide_x_top(K_));
+      });
+      const float* ws = ws_.data() + wide_;
+      const float* b = b_ ? b_ + wide_ : nullptr;
+      const Own own = own_int8();
+      if (own == Own::Avx512) {
+        int16_vnni(nullptr, y + wide_, xq, xs, w16_panels_.data(), ws, b, M, Nw, K2, N_, threads);
+      } else if (own == Own::Avx2) {
+        avx2::int16_products(nullptr, y + wide_, xq, xs, w16_panels_.data(), ws, b, M, Nw, K2, N_, threads);
+      } else {
+        grow(s.acc, size_t(M) * Nw);
+        int_plain(s.acc.data(), xq, K2, w16_.data(), M, Nw, K_, threads);
+        scale_plain(y + wide_, N_, s.acc.data(), xs, ws, b, M, Nw);
+      }
+    }
+    const int Nn = wide_;
+    if (Nn == 0) return;
     grow(s.xs, size_t(M));
     float* xs = s.xs.data();
     const Own path = int8_path(kernel);
@@ -485,7 +562,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
         quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
         widen_rows(xw + size_t(m0) * K2, xq + size_t(m0) * K_, rows, K_, K2);
       });
-      avx2::int8_products(nullptr, y, xw, xs, wq_pairs_.data(), ws_.data(), b_, M, N_, K2, threads);
+      avx2::int8_products(nullptr, y, xw, xs, wq_pairs_.data(), ws_.data(), b_, M, Nn, K2, N_, threads);
       return;
     }
     if (path == Own::Avx512) {
@@ -494,31 +571,29 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
       over_row_blocks(M, threads, [&](int m0, int rows) {
         quantize_rows_u8(xu + size_t(m0) * packed_.K4, xs + m0, x + size_t(m0) * K_, rows, K_, packed_.K4);
       });
-      int8_vnni_linear(y, xu, xs, packed_, ws_.data(), b_, M, threads);
+      int8_vnni_linear(y, xu, xs, packed_, ws_.data(), b_, M, N_, threads);
       return;
     }
-    grow(s.xq, size_t(M) * K_), grow(s.acc, size_t(M) * N_);
+    grow(s.xq, size_t(M) * K_), grow(s.acc, size_t(M) * Nn);
     int8_t* xq = s.xq.data();
     int32_t* acc = s.acc.data();
     over_row_blocks(M, threads, [&](int m0, int rows) {
       quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
     });
     if (path == Own::Plain) {
-      int8_plain(acc, xq, wq_.data(), M, N_, K_, threads);
-      for (int m = 0; m < M; ++m)
-        for (int n = 0; n < N_; ++n)
-          y[size_t(m) * N_ + n] = float(acc[size_t(m) * N_ + n]) * (xs[m] * ws_[n]) + (b_ ? b_[n] : 0.0f);
+      int_plain(acc, xq, K_, wq_.data(), M, Nn, K_, threads);
+      scale_plain(y, N_, acc, xs, ws_.data(), b_, M, Nn);
       return;
     }
-    over_tiles(M, N_, threads, [&](int m0, int rows, int n0, int cols) {
-      const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, N_);
+    over_tiles(M, Nn, threads, [&](int m0, int rows, int n0, int cols) {
+      const Matmul& mm = matmul_for(ComputeType::Int8, rows, cols, K_, Nn);
       memory w = prepared_->weights(n0, cols, mm.weights, wq_.data(), Dt::s8, K_);
       memory xm({{rows, K_}, Dt::s8, Tag::ab}, cpu(), xq + size_t(m0) * K_);
-      memory am({{rows, cols}, Dt::s32, memory::dims{N_, 1}}, cpu(), acc + size_t(m0) * N_ + n0);
+      memory am({{rows, cols}, Dt::s32, memory::dims{Nn, 1}}, cpu(), acc + size_t(m0) * Nn + n0);
       run(mm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, am}});
       // y = acc · s_x · s_w + b, on this tile while its sums are in cache
       for (int m = m0; m < m0 + rows; ++m) {
-        const int32_t* a = acc + size_t(m) * N_;
+        const int32_t* a = acc + size_t(m) * Nn;
         float* out = y + size_t(m) * N_;
         for (int n = n0; n < n0 + cols; ++n) out[n] = float(a[n]) * (xs[m] * ws_[n]) + (b_ ? b_[n] : 0.0f);
       }
@@ -574,8 +649,8 @@ bool onednn_bf16() {
   return false;
 }
 struct ReducedLinear::Prepared {};
-ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, int N, int K)
-    : type_(type), N_(N), K_(K), w_(w), b_(b) {
+ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, int N, int K, int)
+    : type_(type), N_(N), K_(K), w_(w), b_(b), wide_(N) {
   if (type != ComputeType::F32)
     throw std::runtime_error(std::string("compute type ") + compute_type_name(type) +
                              ": this build has no oneDNN (install libdnnl-dev)");
@@ -585,6 +660,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int, ReducedKernel)
   linear(y, x, w_, b_, M, K_, N_);  // F32, the only type this build converts
 }
 void ReducedLinear::products_int8(int32_t*, const int8_t*, int, int, ReducedKernel) const {}
+void ReducedLinear::products_wide(int32_t*, const int16_t*, int, int) const {}
 
 #endif
 
@@ -598,11 +674,12 @@ std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type
     ReducedModel::Layer l;
     // the first layer's in_proj stays in float (reduced.h says why)
     const bool first = r->layers.empty();
-    l.in_proj =
-        std::make_unique<ReducedLinear>(first ? ComputeType::F32 : type, w.in_proj_weight, w.in_proj_bias, 3 * d, d);
+    // at int8, in_proj's value third and linear2 on the finer grids (reduced.h says why)
+    l.in_proj = std::make_unique<ReducedLinear>(first ? ComputeType::F32 : type, w.in_proj_weight, w.in_proj_bias,
+                                                3 * d, d, 2 * d);
     l.out_proj = std::make_unique<ReducedLinear>(type, w.out_proj_weight, w.out_proj_bias, d, d);
     l.linear1 = std::make_unique<ReducedLinear>(type, w.linear1_weight, w.linear1_bias, F, d);
-    l.linear2 = std::make_unique<ReducedLinear>(type, w.linear2_weight, w.linear2_bias, d, F);
+    l.linear2 = std::make_unique<ReducedLinear>(type, w.linear2_weight, w.linear2_bias, d, F, 0);
     r->layers.push_back(std::move(l));
   }
   r->convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

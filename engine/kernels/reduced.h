@@ -11,6 +11,13 @@
 //         Symmetric for x too (not u8 with a zero point): no zero-point term to carry, and the
 //         reference twin is the same few lines; asymmetric would give linear2's one-sided GELU
 //         input one more bit. 127, not 128, keeps −q representable.
+//         Two products take finer grids, by their role: in_proj's value third (v's error goes
+//         into every token's mix, where the softmax forgives q's and k's) and linear2 (its input
+//         is GELU's output, the most outlying of all, and its weights lose the most at 8 bits):
+//         W at 511 steps each side, x at wide_x_top(K) (2,047), both held in int16 and summed
+//         exactly in int32 (vpdpwssd, vpmaddwd): twice the VNNI kernel's work on those two, the
+//         same work in the AVX2 kernel, which multiplies 16-bit pairs anyway. On all-MiniLM-L6-v2
+//         they take the lowest cosine to f32 from 0.983 to 0.99x (docs/precision.md).
 //
 // The products run in oneDNN's matmul (the library made for this; AVX-512 VNNI's vpdpbusd and
 // BF16's vdpbf16ps on CPUs that have them), in tiles of up to 128 rows × 256 columns spread over the
@@ -35,8 +42,12 @@
 
 #include "engine/kernels/bf16_avx512.h"
 #include "engine/kernels/int8_vnni.h"
+#include "engine/reference_reduced.h"  // the finer grids' steps: kWideWTop, wide_x_top
 
 namespace ordo {
+
+using reference::kWideWTop;   // W's steps each side on the finer grids (511)
+using reference::wide_x_top;  // x's (2,047 unless K is so large that int32 would not hold the sums)
 
 // False when the build has no oneDNN (ORDO_ONEDNN off): only ComputeType::F32 runs then.
 bool have_onednn();
@@ -45,6 +56,12 @@ bool have_onednn();
 // the division done in double and rounded to nearest even, so that reference::quantize_rows
 // gets the same integers. A row of zeros has s = 0 and q = 0.
 void quantize_rows(int8_t* q /* (M, K) */, float* s /* (M) */, const float* x /* (M, K) */, int M, int K);
+// The same at the finer grid of `top` steps each side (s = max|row| / top), into int16 rows ld
+// apart (ld ≥ K), each padded with zeros: reference::quantize_rows16's integers.
+void quantize_rows16(int16_t* q /* (M, ld) */, float* s /* (M) */, const float* x /* (M, K) */, int M, int K, int ld,
+                     int top);
+// The same one value at a time (quantize_rows16 runs 8 a step at AVX2 and AVX-512).
+void quantize_rows16_plain(int16_t* q, float* s, const float* x, int M, int K, int ld, int top);
 
 // bfloat16: a float's sign, exponent and top 7 mantissa bits, rounded to nearest even.
 uint16_t to_bf16(float v);
@@ -71,10 +88,12 @@ constexpr const char* kBf16Needs =
 
 // One Linear (W (N, K), b (N)) converted once for one compute type (BF16 or Int8), or kept in
 // float (F32: forward is ordo::linear on the model's own weights, for the product convert_model
-// leaves in float).
+// leaves in float). At Int8 the output channels from `wide` on (none when wide < 0) take the
+// finer grids above (reference::linear_int8 with the same `wide`).
 class ReducedLinear {
  public:
-  ReducedLinear(ComputeType type, const float* w /* (N, K) */, const float* b /* (N) or null */, int N, int K);
+  ReducedLinear(ComputeType type, const float* w /* (N, K) */, const float* b /* (N) or null */, int N, int K,
+                int wide = -1);
   ~ReducedLinear();
   ReducedLinear(const ReducedLinear&) = delete;
   ReducedLinear& operator=(const ReducedLinear&) = delete;
@@ -82,15 +101,21 @@ class ReducedLinear {
   // y = x·Wᵀ + b at this precision, the products on `threads` threads.
   void forward(float* y /* (M, N) */, const float* x /* (M, K) */, int M, int threads,
                ReducedKernel kernel = ReducedKernel::Auto) const;
-  // Int8 only: acc = xq·Wqᵀ, exact in int32 (|acc| ≤ 127²·K).
-  void products_int8(int32_t* acc /* (M, N) */, const int8_t* xq /* (M, K) */, int M, int threads,
+  // Int8 only: acc = xq·Wqᵀ over the channels before `wide`, exact in int32 (|acc| ≤ 127²·K).
+  void products_int8(int32_t* acc /* (M, wide) */, const int8_t* xq /* (M, K) */, int M, int threads,
                      ReducedKernel kernel = ReducedKernel::Auto) const;
+  // Int8 only: the same over the channels from `wide` on, x at the finer grid (quantize_rows16,
+  // rows padded to K2 = K rounded up to 2), in the own kernel of the level always (oneDNN has no
+  // 16-bit integer product).
+  void products_wide(int32_t* acc /* (M, N − wide) */, const int16_t* xq /* (M, K2) */, int M, int threads) const;
 
   ComputeType type() const { return type_; }
-  const std::vector<int8_t>& weight_int8() const { return wq_; }   // (N, K)
-  const std::vector<float>& weight_scales() const { return ws_; }  // (N)
+  const std::vector<int8_t>& weight_int8() const { return wq_; }    // (wide, K)
+  const std::vector<int16_t>& weight_wide() const { return w16_; }  // (N − wide, K)
+  const std::vector<float>& weight_scales() const { return ws_; }   // (N)
   int N() const { return N_; }
   int K() const { return K_; }
+  int wide() const { return wide_; }  // the first channel on the finer grids (N: none)
 
  private:
   struct Prepared;  // the weights in a primitive's layout, made on first use
@@ -98,7 +123,10 @@ class ReducedLinear {
   int N_, K_;
   const float* w_;  // the model's floats: read by F32 only
   [[maybe_unused]] const float* b_;
-  std::vector<int8_t> wq_;           // (N, K) int8
+  int wide_;                         // channels [0, wide_) int8, [wide_, N_) the finer grids
+  std::vector<int8_t> wq_;           // (wide_, K) int8
+  std::vector<int16_t> w16_;         // (N − wide_, K) at 511 steps
+  std::vector<int16_t> w16_panels_;  // w16_ in tiles::pack_panels<2> order (the AVX-512 and AVX2 kernels)
   std::vector<float> ws_;            // (N)
   std::vector<uint16_t> wh_;         // (N, K) bf16
   PackedInt8 packed_;                // wq_ in int8_vnni's layout (a build with AVX-512 VNNI)

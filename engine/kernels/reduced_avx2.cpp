@@ -3,6 +3,8 @@
 // tile helpers, whose instances here are this file's own.
 #include "engine/kernels/reduced_avx2.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
@@ -12,21 +14,29 @@ namespace ordo::avx2 {
 
 namespace {
 
-// An MR × (16·NP) tile of the int8 product: MR rows of x against NP panels of W, 2·MR·NP vectors of
-// 8 int32 sums in registers along K. Each step of 2 k widens NP panels' 32 bytes to 16-bit
-// (vpmovsxbw) once and broadcasts a pair of each row of x to all 8 lanes.
-template <int MR, int NP>
-void int8_tile(const int16_t* x, int K2, const int8_t* w, size_t panel_bytes, int cols, int32_t* acc_out, float* y,
-               const float* xs, const float* ws, const float* b, int ld) {
+// An MR × (16·NP) tile of the integer product: MR rows of x against NP panels of W, 2·MR·NP vectors
+// of 8 int32 sums in registers along K. Each step of 2 k loads NP panels' 16-bit pairs (int8 W
+// widened with vpmovsxbw, int16 W as it is) once and broadcasts a pair of each row of x to all 8 lanes.
+template <class W>
+__m256i pairs(const W* group) {  // 8 columns × 2 k of W as 16 int16
+  if constexpr (sizeof(W) == 1)
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group)));
+  else
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group));
+}
+
+template <int MR, int NP, class W>
+void int_tile(const int16_t* x, int K2, const W* w, size_t panel_elems, int cols, int32_t* acc_out, float* y,
+              const float* xs, const float* ws, const float* b, int ld) {
   __m256i acc[MR][2 * NP];
   ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < 2 * NP; ++j) acc[i][j] =
       _mm256_setzero_si256();
   for (int k = 0; k < K2; k += 2) {
     __m256i wv[2 * NP];
     ORDO_UNROLL for (int j = 0; j < NP; ++j) {
-      const int8_t* group = w + j * panel_bytes + size_t(k) * 16;  // columns 0-7, then 8-15, a pair each
-      wv[2 * j] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group)));
-      wv[2 * j + 1] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 16)));
+      const W* group = w + j * panel_elems + size_t(k) * 16;  // columns 0-7, then 8-15, a pair each
+      wv[2 * j] = pairs(group);
+      wv[2 * j + 1] = pairs(group + 16);
     }
     ORDO_UNROLL for (int i = 0; i < MR; ++i) {
       int32_t pair;
@@ -52,9 +62,27 @@ void int8_tile(const int16_t* x, int K2, const int8_t* w, size_t panel_bytes, in
 constexpr int kInt8TileM = 4, kInt8TileN = 1;
 template <int MR, int NP>
 struct Int8Tile {
-  static constexpr auto fn = &int8_tile<MR, NP>;
+  static constexpr auto fn = &int_tile<MR, NP, int8_t>;
+};
+template <int MR, int NP>
+struct Int16Tile {
+  static constexpr auto fn = &int_tile<MR, NP, int16_t>;
 };
 constexpr auto kInt8Tiles = tiles::table<Int8Tile, kInt8TileM, kInt8TileN>();
+constexpr auto kInt16Tiles = tiles::table<Int16Tile, kInt8TileM, kInt8TileN>();
+
+template <class W, class Tiles>
+void int_products(const Tiles& table, int32_t* acc, float* y, const int16_t* xw, const float* xs, const W* w,
+                  const float* ws, const float* b, int M, int N, int K2, int ld, int threads) {
+  const size_t panel_elems = size_t(K2) * 16;
+  const double flops = 2.0 * M * K2 * N;
+  tiles::for_each_tile(M, (N + 15) / 16, kInt8TileM, kInt8TileN, 1, threads, flops, [&](int m, int mr, int p, int np) {
+    const int n = 16 * p, cols = std::min(16 * np, N - n);
+    table[mr - 1][np - 1](xw + size_t(m) * K2, K2, w + p * panel_elems, panel_elems, cols,
+                          acc ? acc + size_t(m) * ld + n : nullptr, y ? y + size_t(m) * ld + n : nullptr,
+                          xs ? xs + m : nullptr, ws ? ws + n : nullptr, b ? b + n : nullptr, ld);
+  });
+}
 
 // An MR × 16 tile of the bf16 product: each step widens one panel's 16 bf16 of W to two vectors of
 // floats and broadcasts one float of each row of x.
@@ -94,16 +122,55 @@ constexpr auto kBf16Tiles = tiles::table<Bf16Tile, kBf16TileM, 1>();
 
 }  // namespace
 
+void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld, int top) {
+  for (int m = 0; m < M; ++m) {
+    const float* row = x + size_t(m) * K;
+    int16_t* out = q + size_t(m) * ld;
+    // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 max = _mm256_setzero_ps(), nonfinite = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= K; k += 8) {
+      const __m256 v = _mm256_loadu_ps(row + k);
+      max = _mm256_max_ps(max, _mm256_andnot_ps(sign, v));
+      nonfinite = _mm256_add_ps(nonfinite, _mm256_mul_ps(v, _mm256_setzero_ps()));
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, max);
+    float largest = 0.0f, bad = 0.0f;
+    for (float l : lanes) largest = std::max(largest, l);
+    _mm256_store_ps(lanes, nonfinite);
+    for (float l : lanes) bad += l;
+    for (int t = k; t < K; ++t) largest = std::max(largest, std::fabs(row[t])), bad += row[t] * 0.0f;
+    if (largest == 0.0f || std::isnan(bad)) {  // zeros or not finite: the plain function's rules
+      quantize_row16_plain(out, s + m, row, K, ld, top);
+      continue;
+    }
+    s[m] = largest / float(top);
+    const __m256d scale = _mm256_set1_pd(s[m]);
+    const __m128i lo = _mm_set1_epi32(-top), hi = _mm_set1_epi32(top);
+    for (k = 0; k + 4 <= K; k += 4) {
+      // q = round(x / s) in double: vcvtpd2dq rounds to nearest even, as nearbyint does
+      const __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(row + k));
+      const __m128i r = _mm_min_epi32(hi, _mm_max_epi32(lo, _mm256_cvtpd_epi32(_mm256_div_pd(d, scale))));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + k), _mm_packs_epi32(r, r));
+    }
+    for (; k < K; ++k) {
+      const double r = std::nearbyint(double(row[k]) / double(s[m]));
+      out[k] = int16_t(r < -top ? -top : r > top ? top : r);
+    }
+    for (k = K; k < ld; ++k) out[k] = 0;
+  }
+}
+
 void int8_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
-                   const float* b, int M, int N, int K2, int threads) {
-  const size_t panel_bytes = size_t(K2) * 16;
-  const double flops = 2.0 * M * K2 * N;
-  tiles::for_each_tile(M, (N + 15) / 16, kInt8TileM, kInt8TileN, 1, threads, flops, [&](int m, int mr, int p, int np) {
-    const int n = 16 * p, cols = std::min(16 * np, N - n);
-    kInt8Tiles[mr - 1][np - 1](xw + size_t(m) * K2, K2, w + p * panel_bytes, panel_bytes, cols,
-                               acc ? acc + size_t(m) * N + n : nullptr, y ? y + size_t(m) * N + n : nullptr,
-                               xs ? xs + m : nullptr, ws ? ws + n : nullptr, b ? b + n : nullptr, N);
-  });
+                   const float* b, int M, int N, int K2, int ld, int threads) {
+  int_products(kInt8Tiles, acc, y, xw, xs, w, ws, b, M, N, K2, ld, threads);
+}
+
+void int16_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int16_t* w, const float* ws,
+                    const float* b, int M, int N, int K2, int ld, int threads) {
+  int_products(kInt16Tiles, acc, y, xw, xs, w, ws, b, M, N, K2, ld, threads);
 }
 
 void bf16_linear(float* y, const float* xr, const uint16_t* w, const float* b, int M, int N, int K, int threads) {

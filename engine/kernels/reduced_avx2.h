@@ -23,13 +23,24 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace ordo {
+void quantize_row16_plain(int16_t* q, float* s, const float* x, int K, int ld, int top);  // int8_vnni.h
+}
+
 namespace ordo::avx2 {
 
-// acc (M, N) = xw · Wᵀ, exact in int32, or (acc null) y (M, N) = acc·(xs[m]·ws[n]) + b[n].
-// xw: x's quantized rows widened to int16, each padded to K2 (K rounded up to 2) with 0. w: W's
-// int8 in tiles::pack_panels<2> order (panels of 16 columns, pairs of k). b may be null.
+// reduced.h's quantize_rows16, 4 values a step (the division in double, as the plain one does).
+void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld, int top);
+
+// acc (M, N) = xw · Wᵀ, exact in int32, or (acc null) y (M, N) = acc·(xs[m]·ws[n]) + b[n]; the
+// rows of acc and y ld apart. xw: x's quantized rows in int16, each padded to K2 (K rounded up to
+// 2) with 0. w: W's int8 in tiles::pack_panels<2> order (panels of 16 columns, pairs of k). b may be
+// null. int16_products: the same with W's int16 (the finer grids of reduced.h), not widened, so
+// one step costs what int8's does (|x|·|W|·K within int32 is the caller's: reduced.h).
 void int8_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int8_t* w, const float* ws,
-                   const float* b, int M, int N, int K2, int threads);
+                   const float* b, int M, int N, int K2, int ld, int threads);
+void int16_products(int32_t* acc, float* y, const int16_t* xw, const float* xs, const int16_t* w, const float* ws,
+                    const float* b, int M, int N, int K2, int ld, int threads);
 
 // y (M, N) = xr · Wᵀ + b: xr x's rows rounded to bf16 (as floats, (M, K)); w W's bf16 in
 // tiles::pack_panels<1> order (panels of 16 columns, one k after another). b may be null.

@@ -129,6 +129,39 @@ TEST(Reduced, QuantizationU8MatchesThePlainOne) {
   }
 }
 
+// The finer grids' quantization (reduced.h: 16-bit, `top` steps each side, rows padded to ld) at
+// every level (ORDO_ISA picks: 8 values a step at AVX-512, 4 at AVX2, one at the plain level)
+// gives the plain twin's scales and integers, on the same hostile rows.
+TEST(Reduced, Quantization16MatchesThePlainOne) {
+  for (int top : {2047, 511, 1026})
+    for (int K : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
+      const int M = 8, ld = (K + 1) / 2 * 2 + 2;
+      auto x = test::random_floats(size_t(M) * K, 80 + K, 3.0f);
+      std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);                         // row 1: zeros
+      x[2 * K + K / 2] = std::numeric_limits<float>::infinity();                 // row 2: an infinity
+      x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();                // row 3: a NaN, last
+      x[4 * K] = std::numeric_limits<float>::max();                              // row 4: the largest float
+      for (int k = 0; k < K; ++k) x[5 * K + k] = float(k % 4095 - 2047) + 0.5f;  // row 5: halves
+      // row 6: s = 1 (max = top) and ties at halves, which round to even
+      for (int k = 0; k < K; ++k) x[6 * K + k] = k == 0 ? float(top) : float(k % (2 * top - 1) - top + 1) - 0.5f;
+      std::vector<int16_t> q(x.size()), fast(size_t(M) * ld, 7);
+      std::vector<float> s(M), sf(M);
+      reference::quantize_rows16(q.data(), s.data(), x.data(), M, K, top);
+      quantize_rows16(fast.data(), sf.data(), x.data(), M, K, ld, top);
+      for (int m = 0; m < M; ++m) {
+        EXPECT_TRUE(s[m] == sf[m] || (std::isnan(s[m]) && std::isnan(sf[m]))) << "K " << K << " row " << m;
+        for (int k = 0; k < ld; ++k)
+          ASSERT_EQ(int(fast[size_t(m) * ld + k]), k < K ? q[size_t(m) * K + k] : 0)
+              << "top " << top << " K " << K << " row " << m << " k " << k;
+      }
+    }
+  // the grids: x at 2,047 steps unless 2,047·511·K would pass int32's largest, then the most that fit
+  EXPECT_EQ(wide_x_top(384), 2047);
+  EXPECT_EQ(wide_x_top(2052), 2047);  // 2,047·511·2,052 = 2,146,392,324 < 2^31
+  EXPECT_EQ(wide_x_top(4096), 1026);  // 1,026·511·4,096 = 2,147,475,456; 1,027 would pass 2^31 − 1
+  EXPECT_EQ(kWideWTop, 511);
+}
+
 TEST(Reduced, Bf16RoundingMatchesThePlainOne) {
   // by hand: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7 and goes to the even one, 1;
   // 1 + 3·2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6 and goes to 1 + 2^-6.
@@ -152,27 +185,36 @@ const char* name(ReducedKernel k) {
   return k == ReducedKernel::Own ? "own" : k == ReducedKernel::OneDnn ? "onednn" : "auto";
 }
 
-// acc and y of one int8 product against the plain one: the int32 sums equal exactly, and y differs
-// from the plain one in double by float rounding only: a few roundings of acc·sx·sw and of the bias,
+// acc and y of one int8 product against the plain one, the channels from `wide` on (none: −1) on
+// the finer grids: the int32 sums equal exactly, and y differs from the plain one in double by
+// float rounding only: a few roundings of acc·sx·sw and of the bias,
 // |fast − plain| ≤ 2^-21·(|acc·sx·sw| + |b|).
-void expect_int8_exact(const Shape& sh, int threads, ReducedKernel kernel) {
+void expect_int8_exact(const Shape& sh, int threads, ReducedKernel kernel, int wide = -1) {
   const auto x = test::random_floats(size_t(sh.M) * sh.K, 100 + sh.M, 2.0f);
   const auto w = test::random_floats(size_t(sh.N) * sh.K, 200 + sh.N, 0.1f);
   const auto b = test::random_floats(sh.N, 300 + sh.K, 0.5f);
-  ReducedLinear lin(ComputeType::Int8, w.data(), b.data(), sh.N, sh.K);
+  ReducedLinear lin(ComputeType::Int8, w.data(), b.data(), sh.N, sh.K, wide);
+  const int Nn = lin.wide(), Nw = sh.N - Nn, K2 = (sh.K + 1) / 2 * 2;
   std::vector<int8_t> xq(x.size());
-  std::vector<float> xs(sh.M);
+  std::vector<int16_t> x16(size_t(sh.M) * K2);
+  std::vector<float> xs(sh.M), xs16(sh.M);
   quantize_rows(xq.data(), xs.data(), x.data(), sh.M, sh.K);
-  std::vector<int32_t> acc(size_t(sh.M) * sh.N);
-  lin.products_int8(acc.data(), xq.data(), sh.M, threads, kernel);
-  std::vector<double> ref(acc.size());
-  std::vector<int64_t> ref_acc(acc.size());
-  reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N);
-  const std::string where = std::to_string(sh.M) + "x" + std::to_string(sh.K) + "x" + std::to_string(sh.N) + ", " +
-                            std::to_string(threads) + " threads, " + name(kernel);
-  for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(acc[i], ref_acc[i]) << where << " at " << i;
+  quantize_rows16(x16.data(), xs16.data(), x.data(), sh.M, sh.K, K2, wide_x_top(sh.K));
+  std::vector<int32_t> narrow(size_t(sh.M) * Nn), fine(size_t(sh.M) * Nw);
+  lin.products_int8(narrow.data(), xq.data(), sh.M, threads, kernel);
+  lin.products_wide(fine.data(), x16.data(), sh.M, threads);
+  std::vector<double> ref(size_t(sh.M) * sh.N);
+  std::vector<int64_t> ref_acc(ref.size());
+  reference::linear_int8(ref.data(), ref_acc.data(), x.data(), w.data(), b.data(), sh.M, sh.K, sh.N, wide);
+  const std::string where = std::to_string(sh.M) + "x" + std::to_string(sh.K) + "x" + std::to_string(sh.N) +
+                            ", wide from " + std::to_string(Nn) + ", " + std::to_string(threads) + " threads, " +
+                            name(kernel);
+  for (int m = 0; m < sh.M; ++m)
+    for (int n = 0; n < sh.N; ++n)
+      ASSERT_EQ(n < Nn ? narrow[size_t(m) * Nn + n] : fine[size_t(m) * Nw + n - Nn], ref_acc[size_t(m) * sh.N + n])
+          << where << " at " << m << ", " << n;
 
-  std::vector<float> y(acc.size());
+  std::vector<float> y(ref.size());
   lin.forward(y.data(), x.data(), sh.M, threads, kernel);
   double worst = 0;
   for (size_t i = 0; i < y.size(); ++i) {
@@ -184,7 +226,9 @@ void expect_int8_exact(const Shape& sh, int threads, ReducedKernel kernel) {
 
 TEST(Reduced, Int8ProductsAreExact) {
   SKIP_WITHOUT_ONEDNN();
-  for_each_case(int8_kernels(), kShapes, expect_int8_exact);
+  for_each_case(int8_kernels(), kShapes, [](const Shape& sh, int threads, ReducedKernel kernel) {
+    for (int wide : {-1, sh.N / 3}) expect_int8_exact(sh, threads, kernel, wide);
+  });
 }
 
 // The own kernel's edges (VNNI: 4-byte groups of k; AVX2: pairs), and in_proj's shape at a tile's
@@ -193,7 +237,32 @@ TEST(Reduced, Int8OwnKernelEdgesAreExact) {
   SKIP_WITHOUT_ONEDNN();
   std::vector<Shape> shapes = edge_shapes(4);
   for (int M : {1, 8, 9, 16, 17}) shapes.push_back({M, 512, 1536});
-  for_each_case({ReducedKernel::Own}, shapes, expect_int8_exact);
+  for_each_case({ReducedKernel::Own}, shapes, [](const Shape& sh, int threads, ReducedKernel kernel) {
+    for (int wide : {-1, 0, sh.N / 2}) expect_int8_exact(sh, threads, kernel, wide);
+  });
+}
+
+// The finer grids' kernels by hand at their extremes: x at 2,047 steps against W at 511 (the
+// largest pairs, 2·2,047·511, and sums to within 8,191 of 2^31 at K = 4,096, where x gets 1,026
+// steps), and signs that cancel: (2047, −2047, 0, 5)·(511, 511, −3, 511) = 2,555.
+TEST(Reduced, WideKernelByHand) {
+  SKIP_WITHOUT_ONEDNN();
+  const float w[4] = {511, 511, -3, 511};
+  ReducedLinear lin(ComputeType::Int8, w, nullptr, 1, 4, 0);
+  EXPECT_EQ(lin.weight_wide(), (std::vector<int16_t>{511, 511, -3, 511}));
+  const int16_t xq[4] = {2047, -2047, 0, 5};
+  int32_t acc[1];
+  lin.products_wide(acc, xq, 1, 1);
+  EXPECT_EQ(acc[0], 2555);
+  const int K = 4096;
+  std::vector<float> ones(size_t(2) * K, 1.0f);
+  for (int k = 0; k < K; ++k) ones[K + k] = k % 2 ? -1.0f : 1.0f;  // a second channel: +1, −1, ...
+  ReducedLinear big(ComputeType::Int8, ones.data(), nullptr, 2, K, 0);
+  std::vector<int16_t> xt(K, int16_t(wide_x_top(K)));
+  int32_t sums[2];
+  big.products_wide(sums, xt.data(), 1, 1);
+  EXPECT_EQ(sums[0], 1026 * 511 * K);  // 2,147,475,456
+  EXPECT_EQ(sums[1], 0);
 }
 
 // By hand, at the extremes of s8 (VNNI: through the u8 + 128 compensation; AVX2: pairs of 127·127,
@@ -354,6 +423,13 @@ TEST(Reduced, FirstInProjectionStaysInFloat) {
       const ReducedModel::Layer& layer = r->layers[l];
       EXPECT_EQ(layer.in_proj->type(), l == 0 ? ComputeType::F32 : type) << "layer " << l;
       for (const auto* p : {&layer.out_proj, &layer.linear1, &layer.linear2}) EXPECT_EQ((*p)->type(), type);
+      // int8's finer grids: in_proj's value third and linear2 whole (reduced.h); none at bf16
+      const int d = m.config().d_model;
+      const bool int8 = type == ComputeType::Int8;
+      EXPECT_EQ(layer.in_proj->wide(), int8 && l > 0 ? 2 * d : 3 * d) << "layer " << l;
+      EXPECT_EQ(layer.out_proj->wide(), d);
+      EXPECT_EQ(layer.linear1->wide(), m.config().d_ff);
+      EXPECT_EQ(layer.linear2->wide(), int8 ? 0 : d);
     }
   }
   // kept in float, the product is the model's own: the same bytes as ordo::linear, and within float

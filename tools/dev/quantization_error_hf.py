@@ -33,8 +33,11 @@ def quantize(v, mode):
     import torch
     if mode == "none":
         return v
-    if mode == "row":
-        s = v.abs().amax(-1, keepdim=True) / 127
+    if mode == "row" or (mode.startswith("i") and mode[1:].isdigit()) or mode == "k32":
+        # "iN": N-bit symmetric (N = 8 is "row"); "k32": as many steps as keep 127·q·K inside int32
+        top = 127 if mode == "row" else (min(32767, (2**31 - 1) // (127 * v.shape[-1])) if mode == "k32"
+                                         else 2 ** (int(mode[1:]) - 1) - 1)
+        s = v.abs().amax(-1, keepdim=True) / top
         s = torch.where(s == 0, torch.ones_like(s), s)
         return torch.round(v / s) * s
     if mode == "res2":
@@ -51,6 +54,16 @@ def quantize(v, mode):
     if mode.startswith("gt"):  # entries above the threshold kept exact (Dettmers et al.'s decomposition, per row)
         keep = (v.abs() > float(mode[2:])).float()
         return v * keep + quantize(v * (1 - keep), "row")
+    if mode == "mse":  # per row, the clipping of max|row| (a grid of 100 ratios) with the least squared error
+        best, err = None, None
+        for r in [1 - i / 100 for i in range(100)]:
+            s = v.abs().amax(-1, keepdim=True) * r / 127
+            s = torch.where(s == 0, torch.ones_like(s), s)
+            q = torch.clamp(torch.round(v / s), -127, 127) * s
+            e = (q - v).pow(2).sum(-1, keepdim=True)
+            best = q if best is None else torch.where(e < err, q, best)
+            err = e if err is None else torch.minimum(e, err)
+        return best
     if mode.startswith("g"):
         g = int(mode[1:])
         return quantize(v.reshape(*v.shape[:-1], -1, g), "row").reshape(v.shape)
@@ -70,6 +83,15 @@ def product_of(name):
     if name.endswith(".output.dense"):
         return "output"
     return None
+
+
+# groups of products by role: the mix (value), the feed-forward pair, and output alone
+ROLES = {"vio": ("value", "intermediate", "output"), "io": ("intermediate", "output"), "o": ("output",),
+         "vo": ("value", "output"), "kvio": ("key", "value", "intermediate", "output"),
+         "vio-attn": ("value", "attention.output", "intermediate", "output"), "v": ("value",),
+         "vi": ("value", "intermediate"), "va": ("value", "attention.output"),
+         "vao": ("value", "attention.output", "output"), "qkv": ("query", "key", "value"),
+         "qkvo": ("query", "key", "value", "output")}
 
 
 def everywhere(x, w):
@@ -104,6 +126,16 @@ SCHEMES = {
                                 else (f"gt{t}", "row"))(t, m) for t in (3, 6) for m in ("f32", "bf16")},
     **{f"x-top{k}-w-top{j}": everywhere(f"top{k}", f"top{j}") for k in (1, 2, 4, 8) for j in (1, 4, 8, 16)},
     **{f"x-top{k}-w-col{j}": everywhere(f"top{k}", f"col{j}") for k in (1, 4, 8) for j in (4, 8, 16)},
+    **{f"x-{a}-w-{b}": everywhere(a, b) for a in ("k32", "res2", "i16")
+       for b in ("row", "g32", "g64", "g128", "mse", "res2")},
+    **{f"x-i{a}-w-i{b}": everywhere(f"i{a}", f"i{b}") for a in (9, 10, 11, 12) for b in (9, 10, 11, 12)},
+    **{f"x-{a}-w-{b}-output": (lambda a, b: lambda p: (a, b) if p == "output" else (a, "row"))(a, b)
+       for a in ("k32", "res2") for b in ("g32", "g64", "res2", "mse")},
+    **{f"x-k32-{r}-w-{b}": (lambda r, b: lambda p: ("k32" if p in ("value", "intermediate", "output") else "row", b))(r, b)
+       for r in ("vio",) for b in ("row", "g32", "g64", "mse", "res2")},
+    **{f"x-i{a}-w-i{b}": everywhere(f"i{a}", f"i{b}") for a in (11, 12, 13) for b in (8, 9)},
+    **{f"{r}-x-i{a}-w-i{b}": (lambda r, a, b: lambda p: (f"i{a}", f"i{b}") if p in ROLES[r] else ("row", "row"))(r, a, b)
+       for r in ROLES for a in (12,) for b in (10,)},
     "output-f32": lambda p: ("none", "none") if p == "output" else ("row", "row"),
 }
 
