@@ -17,7 +17,7 @@
 //         W at 511 steps each side, x at wide_x_top(K) (2,047), both held in int16 and summed
 //         exactly in int32 (vpdpwssd, vpmaddwd): twice the VNNI kernel's work on those two, the
 //         same work in the AVX2 kernel, which multiplies 16-bit pairs anyway. On all-MiniLM-L6-v2
-//         they take the lowest cosine to f32 from 0.983 to 0.99x (docs/precision.md).
+//         they take the lowest cosine to f32 from 0.983 to 0.9947 (docs/precision.md).
 //
 // The products run in oneDNN's matmul (the library made for this; AVX-512 VNNI's vpdpbusd and
 // BF16's vdpbf16ps on CPUs that have them), in tiles of up to 128 rows × 256 columns spread over the
