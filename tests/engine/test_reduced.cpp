@@ -99,22 +99,32 @@ TEST(Reduced, QuantizationMatchesThePlainOne) {
   EXPECT_EQ(h[1], -32);  // −31.75
 }
 
+// Eight rows of K for the quantization tests, at a grid of `top` steps each side: random, zeros, an
+// infinity, a NaN (last), the largest float, values halfway between two integers, s = 1 (max = top)
+// with x/s exactly a half (a tie that rounds to even), and x/s a float rounding away from a half
+// (s = 3/top, x = (n + ½)·s).
+std::vector<float> hostile_rows(int K, int seed, int top) {
+  auto x = test::random_floats(size_t(8) * K, seed, 3.0f);
+  std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);
+  x[2 * K + K / 2] = std::numeric_limits<float>::infinity();
+  x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();
+  x[4 * K] = std::numeric_limits<float>::max();
+  const float t = float(top);
+  for (int k = 0; k < K; ++k) {
+    const float n = float(k % (2 * top - 1) - top + 1);
+    x[5 * K + k] = float(k % (2 * top + 1) - top) + 0.5f;
+    x[6 * K + k] = k == 0 ? t : n - 0.5f;
+    x[7 * K + k] = k == 0 ? 3.0f : (n + 0.5f) * (3.0f / t);
+  }
+  return x;
+}
+
 // The VNNI path's quantization (8 values a step, u8 = s8 + 128, rows padded to K4) gives the plain
-// one's scales and integers: row lengths around its 8- and 16-lane steps, rows of zeros, rows with
-// an infinity or a NaN, the largest floats, and values halfway between two integers.
+// one's scales and integers: row lengths around its 8- and 16-lane steps and the hostile rows.
 TEST(Reduced, QuantizationU8MatchesThePlainOne) {
   for (int K : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
     const int M = 8, K4 = (K + 3) / 4 * 4;
-    auto x = test::random_floats(size_t(M) * K, 40 + K, 3.0f);
-    std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);                       // row 1: zeros
-    x[2 * K + K / 2] = std::numeric_limits<float>::infinity();               // row 2: an infinity
-    x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();              // row 3: a NaN, last
-    x[4 * K] = std::numeric_limits<float>::max();                            // row 4: the largest float
-    for (int k = 0; k < K; ++k) x[5 * K + k] = float(k % 255 - 127) + 0.5f;  // row 5: halves
-    // row 6: s = 1 (max 127) and x/s exactly a half, a tie that rounds to even; row 7: x/s a float
-    // rounding away from a half (s = 3/127, x = (n + ½)·s)
-    for (int k = 0; k < K; ++k) x[6 * K + k] = k == 0 ? 127.0f : float(k % 253 - 126) - 0.5f;
-    for (int k = 0; k < K; ++k) x[7 * K + k] = k == 0 ? 3.0f : (float(k % 253 - 126) + 0.5f) * (3.0f / 127.0f);
+    const auto x = hostile_rows(K, 40 + K, 127);
     std::vector<int8_t> q(x.size());
     std::vector<float> s(M), su(M);
     reference::quantize_rows(q.data(), s.data(), x.data(), M, K);
@@ -136,14 +146,7 @@ TEST(Reduced, Quantization16MatchesThePlainOne) {
   for (int top : {2047, 511, 1026})
     for (int K : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
       const int M = 8, ld = (K + 1) / 2 * 2 + 2;
-      auto x = test::random_floats(size_t(M) * K, 80 + K, 3.0f);
-      std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);                         // row 1: zeros
-      x[2 * K + K / 2] = std::numeric_limits<float>::infinity();                 // row 2: an infinity
-      x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();                // row 3: a NaN, last
-      x[4 * K] = std::numeric_limits<float>::max();                              // row 4: the largest float
-      for (int k = 0; k < K; ++k) x[5 * K + k] = float(k % 4095 - 2047) + 0.5f;  // row 5: halves
-      // row 6: s = 1 (max = top) and ties at halves, which round to even
-      for (int k = 0; k < K; ++k) x[6 * K + k] = k == 0 ? float(top) : float(k % (2 * top - 1) - top + 1) - 0.5f;
+      const auto x = hostile_rows(K, 80 + K, top);
       std::vector<int16_t> q(x.size()), fast(size_t(M) * ld, 7);
       std::vector<float> s(M), sf(M);
       reference::quantize_rows16(q.data(), s.data(), x.data(), M, K, top);
@@ -157,7 +160,7 @@ TEST(Reduced, Quantization16MatchesThePlainOne) {
     }
   // the grids: x at 2,047 steps unless 2,047·511·K would pass int32's largest, then the most that fit
   EXPECT_EQ(wide_x_top(384), 2047);
-  EXPECT_EQ(wide_x_top(2052), 2047);  // 2,047·511·2,052 = 2,146,392,324 < 2^31
+  EXPECT_EQ(wide_x_top(2052), 2047);  // 2,047·511·2,052 = 2,146,426,884 < 2^31
   EXPECT_EQ(wide_x_top(4096), 1026);  // 1,026·511·4,096 = 2,147,475,456; 1,027 would pass 2^31 − 1
   EXPECT_EQ(kWideWTop, 511);
 }
