@@ -20,9 +20,12 @@
 #include "engine/ops.h"
 
 #ifdef ORDO_ONEDNN
-#include <omp.h>
-
 #include <oneapi/dnnl/dnnl.hpp>
+
+// Debian's oneDNN runs on libgomp, GCC's OpenMP runtime; the engine calls this one function of it.
+// Declared here rather than through <omp.h>, which clang finds only with its own runtime (libomp),
+// so that a clang build (the sanitizer tree of .ci/run) links the same libgomp as oneDNN.
+extern "C" void omp_set_num_threads(int threads);
 #endif
 
 namespace ordo {

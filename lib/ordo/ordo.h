@@ -333,7 +333,9 @@ class Pipeline {
   }
 
   // ---- The masked-language-model head ------------------------------------------------------
-  // logits_t = h_t·Eᵀ + b (engine/head.h). Every entry below throws InputError naming
+  // logits_t = h_t·Eᵀ + b (engine/head.h): ordo's own head ("head": "mlm" in config.json), or a
+  // Hugging Face checkpoint's (BertForMaskedLM, XLMRobertaForMaskedLM), found by its tensors, which
+  // transforms h_t first. has_head() is true for either. Every entry below throws InputError naming
   // <dir>/config.json when the model has no head, and those that need the mask piece name
   // the tokenizer file when it has none.
 
