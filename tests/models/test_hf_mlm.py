@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_hf_parity import random_checkpoint, run_cases  # noqa: E402  (the encoder's test's checkpoints)
+from test_hf_parity import Errors, random_checkpoint, run_cases  # noqa: E402  (the encoder's test's checkpoints)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -64,7 +64,7 @@ def run_case(a, case, rng, seed):
             with torch.no_grad():
                 return model(input_ids=torch.tensor([ids])).logits[0].double().numpy()
 
-        ok, worst = True, 0.0
+        errors = Errors(case)
         for pattern in FILL:
             text = pattern.format(m=tok.mask_token)
             got = ordo_json(a, case, "fill", out, text, tok)
@@ -80,12 +80,9 @@ def run_case(a, case, rng, seed):
             for m in got["masks"]:
                 ref = want[m["position"]]
                 err = np.abs(np.array(m["logits"], dtype=np.float64) - ref).max() / np.abs(ref).max()
-                worst = max(worst, err)
-                top = [p["id"] for p in m["top"]]
-                if not err <= BAR or top != list(np.argsort(-ref, kind="stable")[:5]):
-                    print(f"FAIL {case}\n  fill {text!r} at {m['position']}: relative error {err:.3g}, "
-                          f"top ordo {top}, transformers {list(np.argsort(-ref, kind='stable')[:5])}")
-                    ok = False
+                top, want_top = [p["id"] for p in m["top"]], list(np.argsort(-ref, kind="stable")[:5])
+                errors.check(err, f"fill {text!r} at {m['position']}: relative error {err:.3g}, "
+                             f"top ordo {top}, transformers {want_top}", also=top == want_top)
         for text in SCORE:
             got = ordo_json(a, case, "score", out, text, tok)
             if got is None:
@@ -95,12 +92,8 @@ def run_case(a, case, rng, seed):
                 z = logits(ids[:t] + [tok.mask_token_id] + ids[t + 1:])[t]
                 lp = z[ids[t]] - (z.max() + np.log(np.exp(z - z.max()).sum()))
                 err = abs(got["log_probs"][t] - lp) / np.abs(z).max()
-                worst = max(worst, err)
-                if not err <= BAR:
-                    print(f"FAIL {case}\n  score {text!r} piece {t}: ordo {got['log_probs'][t]}, transformers {lp}")
-                    ok = False
-        print(f"{'ok  ' if ok else 'FAIL'} {case} worst {worst:.2e}")
-        return ok
+                errors.check(err, f"score {text!r} piece {t}: ordo {got['log_probs'][t]}, transformers {lp}")
+        return errors.report()
 
 
 def main():

@@ -102,6 +102,24 @@ def random_checkpoint(out, case, rng, masked_lm=False, **config):
     return tok, model, pad
 
 
+class Errors:
+    """A case's relative errors against transformers: the worst of them, and each one over BAR reported."""
+
+    def __init__(self, case):
+        self.case, self.ok, self.worst = case, True, 0.0
+
+    def check(self, err, what, also=True):
+        """Counts err; a failure (err over BAR, or `also` false) prints `what`."""
+        self.worst = max(self.worst, err)
+        if not (err <= BAR and also):
+            print(f"FAIL {self.case}\n  {what}")
+            self.ok = False
+
+    def report(self):
+        print(f"{'ok  ' if self.ok else 'FAIL'} {self.case} worst {self.worst:.2e}")
+        return self.ok
+
+
 def run_case(a, case, rng, seed):
     import numpy as np
     import torch
@@ -127,17 +145,13 @@ def run_case(a, case, rng, seed):
         mask = torch.tensor([[1] * len(i) + [0] * (S - len(i)) for i in want_ids])
         with torch.no_grad():
             want = model(input_ids=batch, attention_mask=mask).last_hidden_state.numpy()
-        worst = 0.0
+        errors = Errors(case)
         for k, (row, ids) in enumerate(zip(rows, want_ids)):
             got = np.array(row["hidden"], dtype=np.float64).reshape(len(ids), case["hidden_size"])
             ref = want[k, :len(ids)].astype(np.float64)
             err = np.abs(got - ref).max() / np.abs(ref).max()
-            worst = max(worst, err)
-            if not err <= BAR:
-                print(f"FAIL {case}\n  text {k}: max relative error {err:.3g} > {BAR}")
-                ok = False
-        print(f"{'ok  ' if ok else 'FAIL'} {case} worst {worst:.2e}")
-        return ok
+            errors.check(err, f"text {k}: max relative error {err:.3g} > {BAR}")
+        return errors.report()
 
 
 def run_cases(run_case, random_case, default_seed, default_cases):
