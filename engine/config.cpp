@@ -194,12 +194,63 @@ json read_json(const std::string& path) {
 }
 }  // namespace
 
+namespace {
+// What every Hugging Face directory adds to its config.json: the tokenizer file, sentence-transformers'
+// modules, the model's name.
+Config hf_directory(Config c, const std::string& dir);
+
+// T5's encoder (model_type "t5" or "mt5": T5EncoderModel, T5Model, T5ForConditionalGeneration; only the
+// encoder is read). Pre-norm with RMSNorm and a final one, no biases, no 1/√dh, the bucket table of
+// block 0 for every layer, h·d_kv wide attention, and its sizes and defaults under T5Config's names.
+void parse_t5(const Reader& r, Config& c) {
+  c.family = Family::T5;
+  c.vocab_size = r.size("vocab_size", true, 0);
+  c.d_model = r.size("d_model", true, 0);
+  c.n_heads = r.size("num_heads", true, 0);
+  c.head_size = r.size("d_kv", true, 0);
+  c.d_ff = r.size("d_ff", true, 0);
+  c.n_layers = r.size("num_layers", true, 0);
+  // transformers' names: "gated-" before the activation makes the gated FFN; "gated-gelu" is the tanh
+  // GELU (transformers maps it to gelu_new), a plain "gelu" the erf one
+  const std::string proj = r.choice("feed_forward_proj",
+                                    {"relu", "gated-relu", "gelu", "gated-gelu", "gelu_new", "gated-gelu_new",
+                                     "gelu_pytorch_tanh", "gated-gelu_pytorch_tanh", "gelu_fast", "gated-gelu_fast"},
+                                    "relu");
+  c.gated_ffn = proj.rfind("gated-", 0) == 0;
+  const std::string act = c.gated_ffn ? proj.substr(6) : proj;
+  c.activation = act == "relu"                   ? Activation::ReLU
+                 : act == "gelu" && !c.gated_ffn ? Activation::GELU
+                                                 : Activation::GELUTanh;
+  c.layer_norm_eps = r.positive("layer_norm_epsilon", 1e-6);
+  if (static_cast<float>(c.layer_norm_eps) == 0.0f)  // the norms run in float: a zero row would give 0/0
+    throw InputError(r.where, "key \"layer_norm_epsilon\" is " + brief(r.j.at("layer_norm_epsilon")) +
+                                  ", which rounds to 0 as a float");
+  c.positional_encoding = PositionalEncoding::T5Buckets;
+  c.relative_buckets = r.size("relative_attention_num_buckets", false, 32);
+  c.relative_max_distance = r.size("relative_attention_max_distance", false, 128);
+  if (c.relative_buckets % 4 != 0 || c.relative_max_distance <= c.relative_buckets / 4)
+    throw InputError(r.where, "relative_attention_num_buckets " + std::to_string(c.relative_buckets) +
+                                  " and relative_attention_max_distance " + std::to_string(c.relative_max_distance) +
+                                  ": ordo needs a multiple of 4 buckets and a distance above a quarter of them");
+  c.norm = Norm::RMS;
+  c.norm_first = true;
+  c.final_norm = true;
+  c.scale_attention = false;
+  c.scale_embedding = false;
+  c.add_eos = true;  // ... </s>, no BOS
+}
+}  // namespace
+
 Config parse_hf_config(const std::string& text, const std::string& where, const std::string& dir) {
   const json j = parse_strict_json(text.data(), text.data() + text.size(), where, "");
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   Reader r{j, where};
   Config c;
-  const std::string type = r.choice("model_type", {"bert", "roberta", "xlm-roberta"}, "", true);
+  const std::string type = r.choice("model_type", {"bert", "roberta", "xlm-roberta", "t5", "mt5"}, "", true);
+  if (type == "t5" || type == "mt5") {
+    parse_t5(r, c);
+    return hf_directory(c, dir);
+  }
   c.family = type == "bert" ? Family::Bert : Family::Roberta;
   r.sizes(c, {"vocab_size", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers"});
   // transformers' names: "gelu" is the erf form; "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" the tanh one
@@ -221,17 +272,24 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
                                   " leaves no position of max_position_embeddings " + std::to_string(c.max_positions));
   }
   c.add_bos = c.add_eos = true;  // [CLS] ... [SEP], <s> ... </s>
+  return hf_directory(c, dir);
+}
+
+namespace {
+Config hf_directory(Config c, const std::string& dir) {
   const std::string base = dir.empty() ? "." : dir;
   if (exists(base + "/vocab.txt"))
     c.tokenizer = "vocab.txt";
   else if (exists(base + "/sentencepiece.bpe.model"))
     c.tokenizer = "sentencepiece.bpe.model";
+  else if (exists(base + "/spiece.model"))  // T5's: pad 0, </s> 1, <unk> 2, as sentencepiece numbers them
+    c.tokenizer = "spiece.model";
   else if (exists(base + "/tokenizer.model"))
     c.tokenizer = "tokenizer.model";
   else
     throw InputError(base,
-                     "has no tokenizer ordo reads: vocab.txt (WordPiece), sentencepiece.bpe.model (XLM-R) or "
-                     "tokenizer.model (sentencepiece)");
+                     "has no tokenizer ordo reads: vocab.txt (WordPiece), sentencepiece.bpe.model (XLM-R), "
+                     "spiece.model (T5) or tokenizer.model (sentencepiece)");
 
   // sentence-transformers: the modules, their pooling and normalization, the length texts are cut to
   if (exists(base + "/modules.json")) {
@@ -242,6 +300,9 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
         const std::string t = m["type"].get<std::string>();
         const std::string path = m.contains("path") && m["path"].is_string() ? m["path"].get<std::string>() : "";
         if (t == "sentence_transformers.models.Normalize") c.normalize = true;
+        if (t == "sentence_transformers.models.Dense")  // sentence-t5's projection after the pooling
+          throw InputError(base + "/modules.json",
+                           "has a Dense module (a projection after the pooling), which ordo does not have");
         if (t == "sentence_transformers.models.Pooling" && path.find("..") == std::string::npos &&
             exists(base + "/" + path + "/config.json")) {
           const json p = read_json(base + "/" + path + "/config.json");
@@ -274,6 +335,7 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
   }
   return c;
 }
+}  // namespace
 
 Config load_config(const std::string& path) {
   struct stat st {};
@@ -330,7 +392,10 @@ const char* to_string(PositionalEncoding p) {
                                                    : "none";
 }
 const char* to_string(Family f) {
-  return f == Family::Bert ? "bert" : f == Family::Roberta ? "roberta" : "ordo";
+  return f == Family::Bert ? "bert" : f == Family::Roberta ? "roberta" : f == Family::T5 ? "t5" : "ordo";
+}
+const char* to_string(Norm n) {
+  return n == Norm::RMS ? "rms" : "layer";
 }
 const char* to_string(PeLayout l) {
   return l == PeLayout::Split ? "split" : "interleaved";
@@ -374,6 +439,12 @@ std::string config_to_json(const Config& c) {
     j["normalize"] = c.normalize;
     if (c.max_length > 0) j["max_length"] = c.max_length;
     j["name"] = c.name;
+  }
+  if (c.family == Family::T5) {
+    j["norm"] = to_string(c.norm);
+    j["gated_ffn"] = c.gated_ffn;
+    j["scale_attention"] = c.scale_attention;
+    j["head_size"] = c.head_dim();
   }
   return j.dump(2) + "\n";
 }

@@ -67,23 +67,26 @@ double Encoder::conversion_ms() const {
 void Encoder::project(const RunState& s, Product p, int layer, float* y, const float* x, int M) const {
   const Config& c = model_.config();
   const LayerWeights& w = model_.weights().layers[layer];
-  const int d = c.d_model, F = c.d_ff;
+  const int d = c.d_model, F = c.d_ff, A = c.attention_width();
   if (s.reduced) {
     const ReducedModel::Layer& r = s.reduced->layers[layer];
     const ReducedLinear& product = p == Product::InProjection    ? *r.in_proj
                                    : p == Product::OutProjection ? *r.out_proj
                                    : p == Product::Linear1       ? *r.linear1
+                                   : p == Product::Linear1V      ? *r.linear1_v
                                                                  : *r.linear2;
     product.forward(y, x, M, s.threads);
     return;
   }
   switch (p) {
     case Product::InProjection:
-      return linear(y, x, w.in_proj_weight, w.in_proj_bias, M, d, 3 * d);
+      return linear(y, x, w.in_proj_weight, w.in_proj_bias, M, d, 3 * A);
     case Product::OutProjection:
-      return linear(y, x, w.out_proj_weight, w.out_proj_bias, M, d, d);
+      return linear(y, x, w.out_proj_weight, w.out_proj_bias, M, A, d);
     case Product::Linear1:
       return linear(y, x, w.linear1_weight, w.linear1_bias, M, d, F);
+    case Product::Linear1V:
+      return linear(y, x, w.linear1_v_weight, nullptr, M, d, F);
     case Product::Linear2:
       return linear(y, x, w.linear2_weight, w.linear2_bias, M, F, d);
   }
@@ -91,14 +94,14 @@ void Encoder::project(const RunState& s, Product p, int layer, float* y, const f
 
 uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S, bool observed) const {
   const Config& c = model_.config();
-  const uint64_t T = B * S, d = c.d_model, F = c.d_ff;
+  const uint64_t T = B * S, d = c.d_model, F = c.d_ff, A = uint64_t(c.attention_width());
   const uint64_t ff_rows = observed ? T : std::min<uint64_t>(T, kFeedForwardRows);
   const int block = observed ? int(S) : std::min(int(S), kQueryBlock);
   const uint64_t attention =
       uint64_t(observed ? 1 : kernel_threads()) * attention_scratch_floats(int(S), c.head_dim(), block);
-  // x, normed, context, sub, the result: 5·T·d; qkv: 3·T·d; ff: (rows, F); attention: (block, S)
-  // weights and the packed keys and values per thread, or one S × S table when observed; pe: S·d
-  return sizeof(float) * (8 * T * d + ff_rows * F + attention + S * d);
+  // x, normed, sub, the result: 4·T·d; qkv and context: 4·T·A; ff (and ff_v): (rows, F); attention:
+  // (block, S) weights and the packed keys and values per thread, or one S × S table when observed; pe: S·d
+  return sizeof(float) * (4 * T * d + 4 * T * A + ff_rows * F * (c.gated_ffn ? 2 : 1) + attention + S * d);
 }
 
 std::unique_ptr<RunState> Encoder::borrow_state() {
@@ -154,10 +157,11 @@ void Encoder::prepare(Pass& pass, int B, int S, bool watched, const EncodeOption
   const int block = watched ? S : std::min(S, kQueryBlock);
   s.x.assign(T * d, 0.0f);
   s.normed.resize(c.norm_first ? T * d : 0);
-  s.qkv.resize(T * 3 * d);
-  s.context.resize(T * d);
+  s.qkv.resize(T * 3 * c.attention_width());
+  s.context.resize(T * c.attention_width());
   s.sub.resize(T * d);
   s.ff.resize(ff_rows * c.d_ff);
+  s.ff_v.resize(c.gated_ffn ? ff_rows * c.d_ff : 0);
   s.probs.resize((watched ? 1 : size_t(s.threads)) * attention_scratch_floats(S, c.head_dim(), block));
   const int pairs = c.head_dim() / 2;
   if (options.positions && c.positional_encoding == PositionalEncoding::Rope &&
@@ -200,9 +204,7 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
 
   embed(s, ids, S, options);
   for (int l = 0; l < c.n_layers; ++l) encoder_layer(s, l, B, S, out.lengths, options);
-  if (c.final_norm)
-    layer_norm(s.x.data(), s.x.data(), model_.weights().norm_weight, model_.weights().norm_bias, int(T), d,
-               float(c.layer_norm_eps));
+  if (c.final_norm) norm(s.x.data(), s.x.data(), model_.weights().norm_weight, model_.weights().norm_bias, int(T));
 
   out.data.assign(T * d, 0.0f);
   for (int b = 0; b < B; ++b)
@@ -251,59 +253,85 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
                float(c.layer_norm_eps));
 }
 
+void Encoder::norm(float* out, const float* x, const float* gamma, const float* beta, int M) const {
+  const Config& c = model_.config();
+  const float eps = static_cast<float>(c.layer_norm_eps);
+  if (c.norm == Norm::RMS)
+    rms_norm(out, x, gamma, M, c.d_model, eps);
+  else
+    layer_norm(out, x, gamma, beta, M, c.d_model, eps);
+}
+
 void Encoder::sublayer(RunState& s, int T, const float* gamma, const float* beta,
                        const std::function<void(const float* in)>& f) const {
   const Config& c = model_.config();
   const int d = c.d_model;
   const float eps = static_cast<float>(c.layer_norm_eps);
   float* x = s.x.data();
-  if (c.norm_first) {  // pre-LN: x = x + f(LayerNorm(x))
-    layer_norm(s.normed.data(), x, gamma, beta, T, d, eps);
+  if (c.norm_first) {  // pre-LN: x = x + f(LayerNorm(x))   (or RMSNorm)
+    norm(s.normed.data(), x, gamma, beta, T);
     f(s.normed.data());
     residual(x, s.sub.data(), T, d);
+  } else if (c.norm == Norm::RMS) {  // post-LN with RMSNorm: x = RMSNorm(x + f(x))
+    f(x);
+    residual(x, s.sub.data(), T, d);
+    norm(x, x, gamma, beta, T);
   } else {  // post-LN: x = LayerNorm(x + f(x)), the sum and the norm in one pass
     f(x);
     add_layer_norm(x, s.sub.data(), gamma, beta, T, d, eps);
   }
 }
 
+// FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2;  gated: (act(x·W1ᵀ) ⊙ x·Vᵀ)·W2ᵀ
+void Encoder::feed_forward(RunState& s, int layer, float* out, const float* in, int n) const {
+  const Config& c = model_.config();
+  const size_t values = size_t(n) * c.d_ff;
+  project(s, Product::Linear1, layer, s.ff.data(), in, n);
+  activation(s.ff.data(), values, c.activation);
+  if (c.gated_ffn) {
+    project(s, Product::Linear1V, layer, s.ff_v.data(), in, n);
+    float* f = s.ff.data();
+    const float* v = s.ff_v.data();
+    for (size_t i = 0; i < values; ++i) f[i] *= v[i];
+  }
+  project(s, Product::Linear2, layer, out, s.ff.data(), n);
+}
+
 void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<int>& lengths,
                             const EncodeOptions& options) const {
   const Config& c = model_.config();
   const LayerWeights& w = model_.weights().layers[l];
-  const int d = c.d_model, F = c.d_ff, T = B * S;
+  const int d = c.d_model, T = B * S;
 
   sublayer(s, T, w.norm1_weight, w.norm1_bias,
            [&](const float* in) { self_attention(s, in, l, B, S, lengths, options); });
 
-  // FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2, on equal blocks of at most kFeedForwardRows rows
+  // FFN(x) on equal blocks of at most kFeedForwardRows rows
   const int blocks = (T + kFeedForwardRows - 1) / kFeedForwardRows, rows = (T + blocks - 1) / blocks;
   sublayer(s, T, w.norm2_weight, w.norm2_bias, [&](const float* in) {
     for (int r0 = 0; r0 < T; r0 += rows) {
       const int n = std::min(rows, T - r0);
-      project(s, Product::Linear1, l, s.ff.data(), in + size_t(r0) * d, n);
-      activation(s.ff.data(), size_t(n) * F, c.activation);
-      project(s, Product::Linear2, l, s.sub.data() + size_t(r0) * d, s.ff.data(), n);
+      feed_forward(s, l, s.sub.data() + size_t(r0) * d, in + size_t(r0) * d, n);
     }
   });
 }
 
 void Encoder::rotate(RunState& s, int B, int S, const std::vector<int>& lengths) const {
   const Config& c = model_.config();
-  const int d = c.d_model;
+  const int A = c.attention_width();
   for (int b = 0; b < B; ++b) {
-    float* qb = s.qkv.data() + size_t(b) * S * 3 * d;
-    rope(qb, lengths[b], 3 * d, c.n_heads, c.head_dim(), s.rope_cos.data(), s.rope_sin.data());
-    rope(qb + d, lengths[b], 3 * d, c.n_heads, c.head_dim(), s.rope_cos.data(), s.rope_sin.data());
+    float* qb = s.qkv.data() + size_t(b) * S * 3 * A;
+    rope(qb, lengths[b], 3 * A, c.n_heads, c.head_dim(), s.rope_cos.data(), s.rope_sin.data());
+    rope(qb + A, lengths[b], 3 * A, c.n_heads, c.head_dim(), s.rope_cos.data(), s.rope_sin.data());
   }
 }
 
 // MultiHead(x) = Concat(head_1..head_h)·Woᵀ + bo,  head_i = Attention(x·Wqᵢᵀ, x·Wkᵢᵀ, x·Wvᵢᵀ)   [§3.2.2]
-// One GEMM makes q | k | v for every token; each head then reads its dh columns in place.
+// One GEMM makes q | k | v for every token; each head then reads its dh columns in place. A = h·dh.
 void Encoder::self_attention(RunState& s, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
                              const EncodeOptions& options) const {
   const Config& c = model_.config();
-  const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), T = B * S;
+  const int A = c.attention_width(), h = c.n_heads, dh = c.head_dim(), T = B * S;
   project(s, Product::InProjection, layer, s.qkv.data(), in, T);
   const PositionalEncoding pe = options.positions ? c.positional_encoding : PositionalEncoding::None;
   if (pe == PositionalEncoding::Rope) rotate(s, B, S, lengths);
@@ -314,18 +342,19 @@ void Encoder::self_attention(RunState& s, const float* in, int layer, int B, int
   const size_t scratch = attention_scratch_floats(S, dh, block);
   auto head = [&](int task, int thread) {
     const int b = task / h, i = task % h, L = lengths[b];  // keys past L are padding: never attended to
-    const float* q = s.qkv.data() + size_t(b) * S * 3 * d + size_t(i) * dh;
-    float* out = s.context.data() + size_t(b) * S * d + size_t(i) * dh;
+    const float* q = s.qkv.data() + size_t(b) * S * 3 * A + size_t(i) * dh;
+    float* out = s.context.data() + size_t(b) * S * A + size_t(i) * dh;
     const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i, c.alibi_slopes);  // 0 and 0 without alibi
-    attention_head(out, q, q + d, q + 2 * d, s.probs.data() + size_t(thread) * scratch, L, dh, 3 * d, d, block,
-                   static_cast<float>(m.before), static_cast<float>(m.after), relative_bias(s, pe, i, S));
+    attention_head(out, q, q + A, q + 2 * A, s.probs.data() + size_t(thread) * scratch, L, dh, 3 * A, A, block,
+                   static_cast<float>(m.before), static_cast<float>(m.after), relative_bias(s, pe, i, S),
+                   c.scale_attention);
     if (s.masked[size_t(layer) * h + i])  // a masked head adds nothing: zeros in its slot of the concatenation
-      for (int t = 0; t < L; ++t) std::fill_n(out + size_t(t) * d, dh, 0.0f);
+      for (int t = 0; t < L; ++t) std::fill_n(out + size_t(t) * A, dh, 0.0f);
   };
   if (!have_gemm()) blas_check_room(kernel_threads());          // attention_head's cblas_sgemm, on every thread
   parallel_for(B * h, 4.0 * B * h * double(S) * S * dh, head);  // q·kᵀ and weights·v: 2·2·L²·dh FLOPs per head
   for (int b = 0; b < B; ++b)
-    std::fill(s.context.data() + (size_t(b) * S + lengths[b]) * d, s.context.data() + size_t(b + 1) * S * d, 0.0f);
+    std::fill(s.context.data() + (size_t(b) * S + lengths[b]) * A, s.context.data() + size_t(b + 1) * S * A, 0.0f);
   project(s, Product::OutProjection, layer, s.sub.data(), s.context.data(), T);
 }
 

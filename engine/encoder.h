@@ -31,10 +31,11 @@ struct Hidden {
 struct RunState {
   std::vector<float> x;                   // (T, d)   the residual stream
   std::vector<float> normed;              // (T, d)   a sublayer's normalised input (pre-LN)
-  std::vector<float> qkv;                 // (T, 3d)  queries | keys | values, heads side by side
-  std::vector<float> context;             // (T, d)   attention output, heads concatenated
+  std::vector<float> qkv;                 // (T, 3A)  queries | keys | values, heads side by side (A = h·dh)
+  std::vector<float> context;             // (T, A)   attention output, heads concatenated
   std::vector<float> sub;                 // (T, d)   a sublayer's output, before the residual add
   std::vector<float> ff;                  // (rows, F) feed-forward hidden layer, for a block of rows at a time
+  std::vector<float> ff_v;                // (rows, F) gated feed-forward: x·Vᵀ, the factor of act(x·W1ᵀ)
   std::vector<float> probs;               // (threads, block, S) attention weights of a block of query rows
   std::vector<float> rope_cos, rope_sin;  // (S, dh/2) rotary angles' cos and sin (rope models)
   int rope_first = 0;                     // the position of their first row
@@ -121,12 +122,17 @@ class Encoder {
   void sublayer(RunState& s, int T, const float* gamma, const float* beta,
                 const std::function<void(const float* in)>& f) const;
   // MultiHead(in) = Concat(head_1 .. head_h)·W_oᵀ + b_o, head_i = softmax(q_i·k_iᵀ/√dh)·v_i
-  // in (T, d) -> s.sub (T, d), through s.qkv (T, 3d), s.probs and s.context (T, d)
+  // in (T, d) -> s.sub (T, d), through s.qkv (T, 3A), s.probs and s.context (T, A), A = h·dh
   void self_attention(RunState& s, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
                       const EncodeOptions& options) const;
-  // A layer's four products, y = x·Wᵀ + b on M rows: the model's floats (ops.h's linear), or the
-  // weights converted to the pass's compute type.
-  enum class Product { InProjection, OutProjection, Linear1, Linear2 };
+  // A layer's four products (five with a gated FFN's V), y = x·Wᵀ + b on M rows: the model's floats
+  // (ops.h's linear), or the weights converted to the pass's compute type.
+  enum class Product { InProjection, OutProjection, Linear1, Linear1V, Linear2 };
+  // The model's norm (config norm: LayerNorm or RMSNorm) of M rows, out may equal x
+  void norm(float* out, const float* x, const float* gamma, const float* beta, int M) const;
+  // FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2, or gated (act(x·W1ᵀ) ⊙ x·Vᵀ)·W2ᵀ, on n rows: in (n, d) -> out (n, d)
+  // through s.ff (and s.ff_v) (n, F)
+  void feed_forward(RunState& s, int layer, float* out, const float* in, int n) const;
   void project(const RunState& s, Product p, int layer, float* y, const float* x, int M) const;
   // q and k of every head (s.qkv, B sequences of S rows) turned by their position's angles
   void rotate(RunState& s, int B, int S, const std::vector<int>& lengths) const;

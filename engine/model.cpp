@@ -77,7 +77,34 @@ const HfLayerTensor kHfLayerTensors[] = {
     {"output.LayerNorm.bias", false, false, false},
 };
 
+// A T5 encoder's tensors (T5EncoderModel's names; T5ForConditionalGeneration's encoder has the same),
+// in the order Model takes them. A = h·d_kv.
+std::vector<TensorSpec> t5_tensors(const Config& c, size_t limit) {
+  const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff, A = uint64_t(c.attention_width());
+  std::vector<TensorSpec> specs = {{c.weights_prefix + "weight", {V, d}},
+                                   {"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                                    {uint64_t(c.relative_buckets), uint64_t(c.n_heads)}}};
+  for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
+    const std::string l = "encoder.block." + std::to_string(i) + ".layer.";
+    for (const char* m : {"q", "k", "v"}) specs.push_back({l + "0.SelfAttention." + m + ".weight", {A, d}});
+    specs.push_back({l + "0.SelfAttention.o.weight", {d, A}});
+    specs.push_back({l + "0.layer_norm.weight", {d}});
+    if (c.gated_ffn) {
+      specs.push_back({l + "1.DenseReluDense.wi_0.weight", {F, d}});
+      specs.push_back({l + "1.DenseReluDense.wi_1.weight", {F, d}});
+    } else {
+      specs.push_back({l + "1.DenseReluDense.wi.weight", {F, d}});
+    }
+    specs.push_back({l + "1.DenseReluDense.wo.weight", {d, F}});
+    specs.push_back({l + "1.layer_norm.weight", {d}});
+  }
+  specs.push_back({"encoder.final_layer_norm.weight", {d}});
+  if (specs.size() > limit) specs.resize(limit);
+  return specs;
+}
+
 std::vector<TensorSpec> hf_tensors(const Config& c, size_t limit) {
+  if (c.family == Family::T5) return t5_tensors(c, limit);
   const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
   const std::string& p = c.weights_prefix;
   std::vector<TensorSpec> specs = {{p + "embeddings.word_embeddings.weight", {V, d}},
@@ -132,6 +159,12 @@ uint64_t expected_parameters(const Config& c, const std::string& where) {
   const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
   const auto mul = [&](uint64_t a, uint64_t b) { return checked_mul(a, b, where, "the parameter count"); };
   const auto add = [&](uint64_t a, uint64_t b) { return checked_add(a, b, where, "the parameter count"); };
+  if (c.family == Family::T5) {  // per layer: q, k, v, o 4·A·d, wi (and wi_1) F·d each, wo d·F, two norms 2d
+    const uint64_t A = uint64_t(c.attention_width());
+    const uint64_t layer = add(add(mul(4 * A, d), mul(c.gated_ffn ? 3 * F : 2 * F, d)), 2 * d);
+    const uint64_t table = mul(uint64_t(c.relative_buckets), uint64_t(c.n_heads));
+    return add(add(mul(V, d), mul(layer, uint64_t(c.n_layers))), add(table, d));
+  }
   // per layer: in_proj 3d·d + 3d, out_proj d·d + d, linear1 F·d + F, linear2 d·F + d, two norms 4d
   const uint64_t layer = add(add(mul(4 * d, d), mul(2 * F, d)), add(F, 9 * d));
   uint64_t n = add(mul(V, d), mul(layer, uint64_t(c.n_layers)));
@@ -164,7 +197,14 @@ Model Model::load(const std::string& dir) {
 
 Model::Model(Config config, const std::string& weights_path) : config_(std::move(config)), file_(weights_path) {
   const std::string& where = file_.path();
-  if (config_.family != Family::Ordo) {  // BertModel saves its tensors bare; BertForMaskedLM under "bert."
+  if (config_.family == Family::T5) {  // T5EncoderModel's table is shared.weight; encoder.embed_tokens is tied to it
+    for (const char* p : {"shared.", "encoder.embed_tokens."})
+      if (config_.weights_prefix.empty() && file_.find(std::string(p) + "weight")) config_.weights_prefix = p;
+    if (config_.weights_prefix.empty())
+      throw InputError(where,
+                       "has no tensor shared.weight or encoder.embed_tokens.weight: not the weights of a T5 encoder "
+                       "(config.json's model_type)");
+  } else if (config_.family != Family::Ordo) {  // BertModel saves its tensors bare; BertForMaskedLM under "bert."
     bool found = false;
     for (const char* p : {"", "bert.", "roberta."})
       if (!found && file_.find(std::string(p) + "embeddings.word_embeddings.weight")) {
@@ -243,6 +283,35 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
   // Hand the pointers out under their PyTorch names, in the order expected_tensors lists them.
   size_t next = 0;
   auto take = [&]() { return in_order[next++]; };
+  if (config_.family == Family::T5) {
+    const size_t d = config_.d_model, A = config_.attention_width(), h = config_.n_heads;
+    const size_t buckets = config_.relative_buckets;
+    weights_.embedding = take();
+    // the bucket table, (buckets, h) in the file, turned once to ordo's (h, buckets)
+    const float* table = take();
+    std::vector<float> turned(h * buckets);
+    for (size_t b = 0; b < buckets; ++b)
+      for (size_t i = 0; i < h; ++i) turned[i * buckets + b] = table[b * h + i];
+    widened_.push_back(std::move(turned));
+    weights_.position_bias = widened_.back().data();
+    weights_.layers.resize(config_.n_layers);
+    for (LayerWeights& l : weights_.layers) {
+      std::vector<float> w(3 * A * d);  // in_proj = [Wq; Wk; Wv] (3A, d), no biases
+      for (int k = 0; k < 3; ++k) std::copy_n(take(), A * d, w.data() + k * A * d);
+      widened_.push_back(std::move(w));
+      l.in_proj_weight = widened_.back().data();
+      l.out_proj_weight = take();
+      l.norm1_weight = take();
+      l.linear1_weight = take();
+      if (config_.gated_ffn) l.linear1_v_weight = take();
+      l.linear2_weight = take();
+      l.norm2_weight = take();
+      l.position_bias = weights_.position_bias;
+    }
+    weights_.norm_weight = take();
+    weights_.head_decoder = weights_.embedding;
+    return;
+  }
   if (config_.family != Family::Ordo) {
     const size_t d = config_.d_model;
     weights_.embedding = take();

@@ -11,20 +11,22 @@
 
 namespace ordo {
 
-// One nn.TransformerEncoderLayer, under PyTorch's names.
+// One nn.TransformerEncoderLayer, under PyTorch's names. A = h·dh, the attention width (d but for a T5
+// encoder whose d_kv says otherwise). A T5 encoder has no biases (they are null) and RMSNorms (no β).
 struct LayerWeights {
-  const float* in_proj_weight = nullptr;   // (3d, d)  rows [0,d) Wq, [d,2d) Wk, [2d,3d) Wv
-  const float* in_proj_bias = nullptr;     // (3d)
-  const float* out_proj_weight = nullptr;  // (d, d)
-  const float* out_proj_bias = nullptr;    // (d)
-  const float* linear1_weight = nullptr;   // (F, d)
-  const float* linear1_bias = nullptr;     // (F)
-  const float* linear2_weight = nullptr;   // (d, F)
-  const float* linear2_bias = nullptr;     // (d)
-  const float* norm1_weight = nullptr;     // (d)
-  const float* norm1_bias = nullptr;       // (d)
-  const float* norm2_weight = nullptr;     // (d)
-  const float* norm2_bias = nullptr;       // (d)
+  const float* in_proj_weight = nullptr;    // (3A, d)  rows [0,A) Wq, [A,2A) Wk, [2A,3A) Wv
+  const float* in_proj_bias = nullptr;      // (3A)
+  const float* out_proj_weight = nullptr;   // (d, A)
+  const float* out_proj_bias = nullptr;     // (d)
+  const float* linear1_weight = nullptr;    // (F, d)
+  const float* linear1_bias = nullptr;      // (F)
+  const float* linear1_v_weight = nullptr;  // (F, d) gated_ffn only: V of (act(x·W1ᵀ) ⊙ x·Vᵀ)
+  const float* linear2_weight = nullptr;    // (d, F)
+  const float* linear2_bias = nullptr;      // (d)
+  const float* norm1_weight = nullptr;      // (d)
+  const float* norm1_bias = nullptr;        // (d)
+  const float* norm2_weight = nullptr;      // (d)
+  const float* norm2_bias = nullptr;        // (d)
   // t5-buckets only: the model's one table of biases (h, relative_buckets), Weights::position_bias,
   // the same pointer in every layer (T5 shares it across layers)
   const float* position_bias = nullptr;

@@ -68,6 +68,19 @@ void add_layer_norm(float* x, const float* r, const float* gamma, const float* b
   });
 }
 
+void rms_norm(float* out, const float* x, const float* gamma, int M, int d, float eps) {
+  for_row_blocks(M, [&](int m0, int m1) {
+    for (int m = m0; m < m1; ++m) {
+      const float* xr = x + size_t(m) * d;
+      float* yr = out + size_t(m) * d;
+      double square = 0.0;
+      for (int j = 0; j < d; ++j) square += double(xr[j]) * xr[j];
+      const float inv = static_cast<float>(1.0 / std::sqrt(square / d + eps));  // 1 / √(mean(x²) + eps)
+      for (int j = 0; j < d; ++j) yr[j] = xr[j] * inv * gamma[j];
+    }
+  });
+}
+
 void residual(float* x, const float* r, int M, int d) {
   for_row_blocks(M, [&](int m0, int m1) {
     for (size_t i = size_t(m0) * d; i < size_t(m1) * d; ++i) x[i] += r[i];
@@ -99,10 +112,11 @@ size_t attention_scratch_floats(int L, int dh, int block) {
 }
 
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
-                    int ld_qkv, int ld_out, int block, float alibi_before, float alibi_after, const float* relative) {
+                    int ld_qkv, int ld_out, int block, float alibi_before, float alibi_after, const float* relative,
+                    bool scaled) {
   if (L == 0) return;
   blas_setup();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const float scale = scaled ? 1.0f / std::sqrt(static_cast<float>(dh)) : 1.0f;
   block = std::max(1, std::min(block, L));
   float* probs = scratch;
   float* k_packed = scratch + size_t(block) * L;

@@ -41,6 +41,11 @@ void layer_norm(float* out /* (M, d) */, const float* x /* (M, d) */, const floa
 void add_layer_norm(float* x /* (M, d) */, const float* r /* (M, d) */, const float* gamma /* (d) */,
                     const float* beta /* (d) */, int M, int d, float eps);
 
+// RMSNorm(x) = x / √(mean(x²) + eps) · γ (T5's: no mean, no β); out may equal x. Rows in blocks over
+// the threads, as layer_norm; the sum of squares in double.
+void rms_norm(float* out /* (M, d) */, const float* x /* (M, d) */, const float* gamma /* (d) */, int M, int d,
+              float eps);
+
 // x = x + r: the pre-LN residual step.
 void residual(float* x /* (M, d) */, const float* r /* (M, d) */, int M, int d);
 
@@ -51,6 +56,7 @@ void residual(float* x /* (M, d) */, const float* r /* (M, d) */, int M, int d);
 void activation(float* x, size_t n, Activation act);
 
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V                                   [§3.2.1]
+// (scaled = false: softmax(Q·Kᵀ + B)·V, T5's, without the 1/√dh)
 // for one (sequence, head) of L valid tokens. q, k, v are (L, dh) views with row stride ld_qkv
 // (the heads are read in place inside the fused qkv buffer); out is (L, dh) with row stride ld_out.
 // The query rows go `block` at a time: a block's scores against all L keys, the softmax of each
@@ -70,7 +76,7 @@ constexpr int kQueryBlock = 96;  // a multiple of the GEMM's 12-row tile; docs/p
 size_t attention_scratch_floats(int L, int dh, int block);
 void attention_head(float* out, const float* q, const float* k, const float* v, float* scratch, int L, int dh,
                     int ld_qkv, int ld_out, int block = kQueryBlock, float alibi_before = 0.0f,
-                    float alibi_after = 0.0f, const float* relative = nullptr);
+                    float alibi_after = 0.0f, const float* relative = nullptr, bool scaled = true);
 
 // RoPE [Su et al. 2021, eq. 34]: the angles t·θ_i, θ_i = base^(−2i/dh), of positions
 // t = first_position .. first_position+S−1, as cos and sin tables (S, dh/2) (computed in double).

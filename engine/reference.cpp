@@ -64,9 +64,10 @@ void softmax(double* z, int n) {
   for (int j = 0; j < n; ++j) z[j] /= sum;
 }
 
-// Attention(Q, K, V) = softmax(Q·Kᵀ / √dh + B)·V, B the ALiBi bias or the given one (0 without either)
+// Attention(Q, K, V) = softmax(Q·Kᵀ / √dh + B)·V, B the ALiBi bias or the given one (0 without either);
+// unscaled: softmax(Q·Kᵀ + B)·V
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs, int L, int dh,
-                    int ld_qkv, int ld_out, double alibi_before, double alibi_after, const double* bias) {
+                    int ld_qkv, int ld_out, double alibi_before, double alibi_after, const double* bias, bool scaled) {
   see(StageKind::HeadQuery, q, L, dh, ld_qkv);
   see(StageKind::HeadKey, k, L, dh, ld_qkv);
   see(StageKind::HeadValue, v, L, dh, ld_qkv);
@@ -77,7 +78,7 @@ void attention_head(double* out, const double* q, const double* k, const double*
       probs[size_t(i) * L + j] = dot;
     }
   see(StageKind::AttentionScores, probs, L, L, L);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const double scale = scaled ? 1.0 / std::sqrt(static_cast<double>(dh)) : 1.0;
   for (size_t n = 0; n < size_t(L) * L; ++n) probs[n] *= scale;  // s / √dh
   if (alibi_before > 0 || alibi_after > 0) {
     std::vector<double> bias(size_t(L) * L);
@@ -148,22 +149,22 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 }
 
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,  head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ)
-void self_attention(double* out, const double* x, const LayerWeights& w, int S, int d, int h,
-                    PositionalEncoding positions, double base, const std::vector<bool>& masked, int buckets,
-                    int max_distance, const std::vector<double>& alibi_slopes) {
-  const int dh = d / h;
-  std::vector<double> qkv(size_t(S) * 3 * d), concat(size_t(S) * d), probs(size_t(S) * S);
-  linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * d);  // [q k v] = x·W_inᵀ + b_in
-  see(StageKind::Qkv, qkv.data(), S, 3 * d, 3 * d);
+void self_attention(double* out, const double* x, const LayerWeights& w, const Config& c, int S,
+                    PositionalEncoding positions, const std::vector<bool>& masked) {
+  const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), A = c.attention_width();  // A = h·dh
+  const int buckets = c.relative_buckets, max_distance = c.relative_max_distance;
+  std::vector<double> qkv(size_t(S) * 3 * A), concat(size_t(S) * A), probs(size_t(S) * S);
+  linear(qkv.data(), x, w.in_proj_weight, w.in_proj_bias, S, d, 3 * A);  // [q k v] = x·W_inᵀ + b_in
+  see(StageKind::Qkv, qkv.data(), S, 3 * A, 3 * A);
   if (positions == PositionalEncoding::Rope) {  // q and k turned by their positions' angles; v is not
-    rope(qkv.data(), S, 3 * d, h, dh, base);
-    rope(qkv.data() + d, S, 3 * d, h, dh, base);
-    see(StageKind::RotatedQk, qkv.data(), S, 3 * d, 3 * d);
+    rope(qkv.data(), S, 3 * A, h, dh, c.pe_base);
+    rope(qkv.data() + A, S, 3 * A, h, dh, c.pe_base);
+    see(StageKind::RotatedQk, qkv.data(), S, 3 * A, 3 * A);
   }
   for (int i = 0; i < h; ++i) {  // head i reads columns [i·dh, (i+1)·dh) of q, k and v
     const double* q = qkv.data() + size_t(i) * dh;
     head_now = i;
-    const AlibiSlopes m = alibi_head_slopes(positions, h, i, alibi_slopes);
+    const AlibiSlopes m = alibi_head_slopes(positions, h, i, c.alibi_slopes);
     std::vector<double> bias;  // t5-buckets: b_jk = W[i, bucket(k − j)], query j, key k
     if (positions == PositionalEncoding::T5Buckets) {
       bias.resize(size_t(S) * S);
@@ -172,15 +173,15 @@ void self_attention(double* out, const double* x, const LayerWeights& w, int S, 
           bias[size_t(j) * S + k] =
               w.position_bias[size_t(i) * buckets + relative_bucket(k - j, buckets, max_distance)];
     }
-    attention_head(concat.data() + size_t(i) * dh, q, q + d, q + 2 * d, probs.data(), S, dh, 3 * d, d, m.before,
-                   m.after, bias.empty() ? nullptr : bias.data());
+    attention_head(concat.data() + size_t(i) * dh, q, q + A, q + 2 * A, probs.data(), S, dh, 3 * A, A, m.before,
+                   m.after, bias.empty() ? nullptr : bias.data(), c.scale_attention);
     if (!masked.empty() && masked[i])  // switched off: head_i = 0
       for (int t = 0; t < S; ++t)
-        for (int e = 0; e < dh; ++e) concat[size_t(t) * d + size_t(i) * dh + e] = 0.0;
+        for (int e = 0; e < dh; ++e) concat[size_t(t) * A + size_t(i) * dh + e] = 0.0;
   }
   head_now = -1;
-  see(StageKind::HeadsConcatenated, concat.data(), S, d, d);
-  linear(out, concat.data(), w.out_proj_weight, w.out_proj_bias, S, d, d);
+  see(StageKind::HeadsConcatenated, concat.data(), S, A, A);
+  linear(out, concat.data(), w.out_proj_weight, w.out_proj_bias, S, A, d);
   see(StageKind::OutputProjection, out, S, d, d);
 }
 
@@ -194,6 +195,24 @@ void layer_norm(double* y, const double* x, const float* gamma, const float* bet
     for (int j = 0; j < d; ++j) var += (xr[j] - mean) * (xr[j] - mean) / d;
     for (int j = 0; j < d; ++j) yr[j] = (xr[j] - mean) / std::sqrt(var + eps) * gamma[j] + beta[j];
   }
+}
+
+// RMSNorm(x) = x / √(mean(x²) + eps) · γ
+void rms_norm(double* y, const double* x, const float* gamma, int M, int d, double eps) {
+  for (int m = 0; m < M; ++m) {
+    const double* xr = x + size_t(m) * d;
+    double* yr = y + size_t(m) * d;
+    double square = 0.0;
+    for (int j = 0; j < d; ++j) square += xr[j] * xr[j] / d;
+    for (int j = 0; j < d; ++j) yr[j] = xr[j] / std::sqrt(square + eps) * gamma[j];
+  }
+}
+
+void norm(double* y, const double* x, const float* gamma, const float* beta, int M, int d, double eps, Norm kind) {
+  if (kind == Norm::RMS)
+    rms_norm(y, x, gamma, M, d, eps);
+  else
+    layer_norm(y, x, gamma, beta, M, d, eps);
 }
 
 // ReLU(x) = max(0, x);  GELU(x) = ½x·(1 + erf(x/√2));  GELUTanh(x) = ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
@@ -215,29 +234,34 @@ void add_positions(double* x, const double* p, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += p[i];
 }
 
-// FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2
+// FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2;  gated: FFN(x) = (act(x·W1ᵀ) ⊙ x·Vᵀ)·W2ᵀ
 void feed_forward(double* out, const double* x, const LayerWeights& w, int S, int d, int F, Activation act) {
   std::vector<double> hidden(size_t(S) * F);
   linear(hidden.data(), x, w.linear1_weight, w.linear1_bias, S, d, F);  // x·W1ᵀ + b1
   activation(hidden.data(), hidden.size(), act);
+  if (w.linear1_v_weight) {  // ⊙ x·Vᵀ
+    std::vector<double> gate(hidden.size());
+    linear(gate.data(), x, w.linear1_v_weight, nullptr, S, d, F);
+    for (size_t n = 0; n < hidden.size(); ++n) hidden[n] *= gate[n];
+  }
   see(StageKind::FeedForwardHidden, hidden.data(), S, F, F);
   linear(out, hidden.data(), w.linear2_weight, w.linear2_bias, S, F, d);  // ·W2ᵀ + b2
 }
 
 // post-LN: x = LayerNorm(x + f(x));  pre-LN: x = x + f(LayerNorm(x))
 void sublayer(double* x, int S, int d, bool norm_first, const float* gamma, const float* beta, double eps,
-              const Sublayer& f) {
+              const Sublayer& f, Norm kind) {
   const size_t n = size_t(S) * d;
   std::vector<double> out(n);
   if (norm_first) {  // pre-LN: x = x + f(LayerNorm(x))
     std::vector<double> normed(n);
-    layer_norm(normed.data(), x, gamma, beta, S, d, eps);
+    norm(normed.data(), x, gamma, beta, S, d, eps, kind);
     f(out.data(), normed.data());
     residual(x, out.data(), n);
   } else {  // post-LN: x = LayerNorm(x + f(x))
     f(out.data(), x);
     residual(x, out.data(), n);
-    layer_norm(x, x, gamma, beta, S, d, eps);
+    norm(x, x, gamma, beta, S, d, eps, kind);
   }
 }
 
@@ -246,13 +270,13 @@ void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, boo
                    const std::vector<bool>& masked) {
   const int d = c.d_model;
   const PositionalEncoding inside = positions ? c.positional_encoding : PositionalEncoding::None;
-  sublayer(x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps, [&](double* out, const double* in) {
-    self_attention(out, in, w, S, d, c.n_heads, inside, c.pe_base, masked, c.relative_buckets, c.relative_max_distance,
-                   c.alibi_slopes);
-  });
+  sublayer(
+      x, S, d, c.norm_first, w.norm1_weight, w.norm1_bias, c.layer_norm_eps,
+      [&](double* out, const double* in) { self_attention(out, in, w, c, S, inside, masked); }, c.norm);
   see(StageKind::AttentionResidual, x, S, d, d);
-  sublayer(x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,
-           [&](double* out, const double* in) { feed_forward(out, in, w, S, d, c.d_ff, c.activation); });
+  sublayer(
+      x, S, d, c.norm_first, w.norm2_weight, w.norm2_bias, c.layer_norm_eps,
+      [&](double* out, const double* in) { feed_forward(out, in, w, S, d, c.d_ff, c.activation); }, c.norm);
   see(StageKind::FeedForwardResidual, x, S, d, d);
 }
 
@@ -317,7 +341,7 @@ std::vector<double> forward(const Model& m, const std::vector<int32_t>& ids, boo
   }
   layer_now = -1;
   if (c.final_norm) {
-    layer_norm(x.data(), x.data(), w.norm_weight, w.norm_bias, S, d, c.layer_norm_eps);
+    norm(x.data(), x.data(), w.norm_weight, w.norm_bias, S, d, c.layer_norm_eps, c.norm);
     see(StageKind::FinalNorm, x.data(), S, d, d);
   }
   return x;

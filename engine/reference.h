@@ -44,6 +44,7 @@ void linear(double* y /* (M, N) */, const double* x /* (M, K) */, const float* w
 void softmax(double* z, int n);
 
 // Attention(Q, K, V) = softmax(Q·Kᵀ / √dh)·V for one head of L tokens            [§3.2.1]
+// (scaled = false: softmax(Q·Kᵀ + B)·V, without the 1/√dh, as T5 computes it)
 // q, k, v: (L, dh) views with row stride ld_qkv; out: (L, dh) with row stride ld_out;
 // probs: the (L, L) attention weights, row i query i's distribution over the keys.
 // ALiBi [Press, Smith and Lewis 2022]: each score q_i·k_j/√dh gets, before the softmax,
@@ -54,7 +55,7 @@ void softmax(double* z, int n);
 // bias: null, or an (L, L) bias b_ij added in the same place (t5-buckets: W[h, bucket(j − i)], below).
 void attention_head(double* out, const double* q, const double* k, const double* v, double* probs /* (L, L) */, int L,
                     int dh, int ld_qkv, int ld_out, double alibi_before = 0.0, double alibi_after = 0.0,
-                    const double* bias = nullptr);
+                    const double* bias = nullptr, bool scaled = true);
 
 // ALiBi's slopes m_0 .. m_{h−1}: the geometric sequence 2^(−8/h), 2^(−16/h), ..., 2^(−8) for h a power
 // of two; for other h, the slopes of the power of two below h, then every other slope of the one above.
@@ -109,20 +110,28 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 
 // MultiHead(x) = Concat(head_1 .. head_h)·W_oᵀ + b_o,                          [§3.2.2]
 // head_i = Attention(x·W_qᵢᵀ, x·W_kᵢᵀ, x·W_vᵢᵀ); the three projections are one Linear, in_proj.
-// positions: Rope turns q and k (rope() above, with `base`) before the scores, Alibi,
-// AlibiSymmetric and T5Buckets bias the scores (T5Buckets from w.position_bias, with `buckets` and
-// `max_distance`: relative_bucket above; ALiBi with `alibi_slopes`: alibi_head_slopes above); anything
-// else leaves attention as it is.
+// Each head is dh = c.head_dim() wide, the concatenation A = h·dh (d, but for a T5 encoder whose d_kv
+// says otherwise), so W_q, W_k, W_v are (A, d) and W_o (d, A); c.scale_attention false drops the 1/√dh.
+// positions: Rope turns q and k (rope() above, with c.pe_base) before the scores, Alibi,
+// AlibiSymmetric and T5Buckets bias the scores (T5Buckets from w.position_bias, with c's buckets and
+// max distance: relative_bucket above; ALiBi with c.alibi_slopes: alibi_head_slopes above); anything
+// else (None: --no-pe) leaves attention as it is.
 // masked: empty, or h flags; head i with masked[i] true is switched off, head_i = 0 (its slot of the
 // concatenation stays zero, so W_o adds only b_o for it).
-void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int h,
-                    PositionalEncoding positions = PositionalEncoding::None, double base = 10000.0,
-                    const std::vector<bool>& masked = {}, int buckets = 0, int max_distance = 0,
-                    const std::vector<double>& alibi_slopes = {});
+void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, const Config& c,
+                    int S, PositionalEncoding positions, const std::vector<bool>& masked = {});
 
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps) · γ + β, var biased (÷ d)      (nn.LayerNorm)
 void layer_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */,
                 const float* beta /* (d) */, int M, int d, double eps);
+
+// RMSNorm(x) = x / √(mean(x²) + eps) · γ     [Zhang and Sennrich 2019; T5's LayerNorm: no mean, no β]
+void rms_norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma /* (d) */, int M, int d,
+              double eps);
+
+// The model's norm: layer_norm (β may not be null then) or rms_norm (β unused).
+void norm(double* y /* (M, d) */, const double* x /* (M, d) */, const float* gamma, const float* beta, int M, int d,
+          double eps, Norm kind);
 
 // ReLU(x) = max(0, x);  GELU(x) = x·Φ(x) = ½x·(1 + erf(x/√2))  (the exact form);
 // GELUTanh(x) = ½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); n values in place.
@@ -136,16 +145,18 @@ void residual(double* x, const double* r, size_t n);
 void add_positions(double* x, const double* p, size_t n);
 
 // FFN(x) = act(x·W1ᵀ + b1)·W2ᵀ + b2                                           [§3.3]
+// gated (w.linear1_v_weight set; T5's "gated-gelu", Shazeer 2020's GEGLU):
+// FFN(x) = (act(x·W1ᵀ) ⊙ x·Vᵀ)·W2ᵀ, ⊙ the product element by element
 void feed_forward(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, int S, int d, int F,
                   Activation act);
 
 // The sublayer connection, the one place where post-LN and pre-LN differ:
 //   post-LN (the paper's, norm_first = false):  x = LayerNorm(x + f(x))
 //   pre-LN  (norm_first = true):                 x = x + f(LayerNorm(x))
-// f(out, in) computes one sublayer, (S, d) -> (S, d).
+// f(out, in) computes one sublayer, (S, d) -> (S, d). kind: LayerNorm or RMSNorm (norm() above).
 using Sublayer = std::function<void(double* out, const double* in)>;
 void sublayer(double* x /* (S, d) */, int S, int d, bool norm_first, const float* gamma, const float* beta, double eps,
-              const Sublayer& f);
+              const Sublayer& f, Norm kind = Norm::Layer);
 
 // One nn.TransformerEncoderLayer: x = sublayer(SelfAttention), then x = sublayer(FFN), on x (S, d).
 // positions = false: without the model's rope or alibi (ordo's --no-pe). masked: as self_attention's.
@@ -175,7 +186,7 @@ class Watch {
 // A, when the model has one), position_offset 0 for BERT and padding_idx + 1 for RoBERTa.
 void embed_hf(double* x /* (S, d) */, const int32_t* ids /* (S) */, const Model& m, int S, bool positions);
 
-// The whole encoder: x_t = E[id_t]·√d + PE(t) (or embed_hf's), the layers, the optional final LayerNorm.
+// The whole encoder: x_t = E[id_t]·√d + PE(t) (or embed_hf's), the layers, the optional final norm.
 // Returns the hidden states (S, d). positions = false skips the positional encoding. masked: the
 // heads switched off (head_mask in config.h).
 // Throws InputError for an id outside the vocabulary or a sequence past a learned position table.

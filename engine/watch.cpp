@@ -28,19 +28,19 @@ void Encoder::hand_out(const EncodeOptions& options, StageKind kind, int layer, 
 // (with ALiBi's bias, or T5's by offset), in plain loops: attention_head fuses them into one product.
 void Encoder::hand_out_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh,
                                    int ld, float alibi_before, float alibi_after, const float* relative) const {
-  const int d = model_.config().d_model;
+  const int A = model_.config().attention_width();  // k and v start A and 2A columns after q
   hand_out(options, StageKind::HeadQuery, layer, head, q, L, dh, ld);
-  hand_out(options, StageKind::HeadKey, layer, head, q + d, L, dh, ld);
-  hand_out(options, StageKind::HeadValue, layer, head, q + 2 * d, L, dh, ld);
+  hand_out(options, StageKind::HeadKey, layer, head, q + A, L, dh, ld);
+  hand_out(options, StageKind::HeadValue, layer, head, q + 2 * A, L, dh, ld);
   std::vector<float> scores(size_t(L) * L);
   for (int i = 0; i < L; ++i)
     for (int j = 0; j < L; ++j) {
       float sum = 0.0f;
-      for (int e = 0; e < dh; ++e) sum += q[size_t(i) * ld + e] * q[size_t(j) * ld + d + e];
+      for (int e = 0; e < dh; ++e) sum += q[size_t(i) * ld + e] * q[size_t(j) * ld + A + e];
       scores[size_t(i) * L + j] = sum;
     }
   hand_out(options, StageKind::AttentionScores, layer, head, scores.data(), L, L, L);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const float scale = model_.config().scale_attention ? 1.0f / std::sqrt(static_cast<float>(dh)) : 1.0f;
   for (float& v : scores) v *= scale;
   if (alibi_before > 0.0f || alibi_after > 0.0f) {  // as attention_head adds it
     std::vector<float> bias(size_t(L) * L);
@@ -61,7 +61,8 @@ void Encoder::hand_out_head_inputs(const EncodeOptions& options, int layer, int 
 Hidden Encoder::watch(const std::vector<int32_t>& ids, const EncodeOptions& options) {
   const Config& c = model_.config();
   const Weights& weights = model_.weights();
-  const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), F = c.d_ff, L = static_cast<int>(ids.size());
+  const int d = c.d_model, h = c.n_heads, dh = c.head_dim(), A = c.attention_width(), F = c.d_ff;
+  const int L = static_cast<int>(ids.size());
   Hidden out = shape({ids}, options);
   if (L == 0 || !options.observe) return L == 0 ? out : forward({ids}, options);
   const PassThreads threads;  // the thread count stays as it is now until this pass ends
@@ -93,10 +94,10 @@ Hidden Encoder::watch(const std::vector<int32_t>& ids, const EncodeOptions& opti
     const LayerWeights& w = weights.layers[l];
     sublayer(s, L, w.norm1_weight, w.norm1_bias, [&](const float* in) {
       project(s, Product::InProjection, l, s.qkv.data(), in, L);
-      show(StageKind::Qkv, l, -1, s.qkv.data(), 3 * d, 3 * d);
+      show(StageKind::Qkv, l, -1, s.qkv.data(), 3 * A, 3 * A);
       if (pe == PositionalEncoding::Rope) {
         rotate(s, 1, L, {L});
-        show(StageKind::RotatedQk, l, -1, s.qkv.data(), 3 * d, 3 * d);
+        show(StageKind::RotatedQk, l, -1, s.qkv.data(), 3 * A, 3 * A);
       }
       if (!have_gemm()) blas_check_room(1);  // attention_head's cblas_sgemm, on this thread
       for (int i = 0; i < h; ++i) {          // in order, each head's whole (L, L) weights at once
@@ -105,14 +106,15 @@ Hidden Encoder::watch(const std::vector<int32_t>& ids, const EncodeOptions& opti
         const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i, c.alibi_slopes);
         const float before = static_cast<float>(m.before), after = static_cast<float>(m.after);
         const float* relative = relative_bias(s, pe, i, L);  // t5-buckets
-        hand_out_head_inputs(options, l, i, q, L, dh, 3 * d, before, after, relative);
-        attention_head(head, q, q + d, q + 2 * d, s.probs.data(), L, dh, 3 * d, d, L, before, after, relative);
+        hand_out_head_inputs(options, l, i, q, L, dh, 3 * A, before, after, relative);
+        attention_head(head, q, q + A, q + 2 * A, s.probs.data(), L, dh, 3 * A, A, L, before, after, relative,
+                       c.scale_attention);
         if (s.masked[size_t(l) * h + i])  // switched off: its weights are shown, its output is zeros
-          for (int t = 0; t < L; ++t) std::fill_n(head + size_t(t) * d, dh, 0.0f);
+          for (int t = 0; t < L; ++t) std::fill_n(head + size_t(t) * A, dh, 0.0f);
         show(StageKind::AttentionWeights, l, i, s.probs.data(), L, L);
-        show(StageKind::HeadOutput, l, i, head, dh, d);
+        show(StageKind::HeadOutput, l, i, head, dh, A);
       }
-      show(StageKind::HeadsConcatenated, l, -1, s.context.data(), d, d);
+      show(StageKind::HeadsConcatenated, l, -1, s.context.data(), A, A);
       project(s, Product::OutProjection, l, s.sub.data(), s.context.data(), L);
       show(StageKind::OutputProjection, l, -1, s.sub.data(), d, d);
     });
@@ -120,13 +122,17 @@ Hidden Encoder::watch(const std::vector<int32_t>& ids, const EncodeOptions& opti
     sublayer(s, L, w.norm2_weight, w.norm2_bias, [&](const float* in) {
       project(s, Product::Linear1, l, s.ff.data(), in, L);
       activation(s.ff.data(), size_t(L) * F, c.activation);
+      if (c.gated_ffn) {  // ⊙ x·Vᵀ
+        project(s, Product::Linear1V, l, s.ff_v.data(), in, L);
+        for (size_t n = 0; n < size_t(L) * F; ++n) s.ff[n] *= s.ff_v[n];
+      }
       show(StageKind::FeedForwardHidden, l, -1, s.ff.data(), F, F);
       project(s, Product::Linear2, l, s.sub.data(), s.ff.data(), L);
     });
     show(StageKind::FeedForwardResidual, l, -1, s.x.data(), d, d);
   }
   if (c.final_norm) {
-    layer_norm(s.x.data(), s.x.data(), weights.norm_weight, weights.norm_bias, L, d, float(c.layer_norm_eps));
+    norm(s.x.data(), s.x.data(), weights.norm_weight, weights.norm_bias, L);
     show(StageKind::FinalNorm, -1, -1, s.x.data(), d, d);
   }
   out.data.assign(s.x.begin(), s.x.begin() + size_t(L) * d);

@@ -670,7 +670,7 @@ void ReducedLinear::products_wide(int32_t*, const int16_t*, int, int) const {}
 std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type) {
   const auto start = std::chrono::steady_clock::now();
   const Config& c = model.config();
-  const int d = c.d_model, F = c.d_ff;
+  const int d = c.d_model, F = c.d_ff, A = c.attention_width();
   auto r = std::make_unique<ReducedModel>();
   r->type = type;
   for (const LayerWeights& w : model.weights().layers) {
@@ -679,9 +679,10 @@ std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type
     const bool first = r->layers.empty();
     // at int8, in_proj's value third and linear2 on the finer grids (reduced.h says why)
     l.in_proj = std::make_unique<ReducedLinear>(first ? ComputeType::F32 : type, w.in_proj_weight, w.in_proj_bias,
-                                                3 * d, d, 2 * d);
-    l.out_proj = std::make_unique<ReducedLinear>(type, w.out_proj_weight, w.out_proj_bias, d, d);
+                                                3 * A, d, 2 * A);
+    l.out_proj = std::make_unique<ReducedLinear>(type, w.out_proj_weight, w.out_proj_bias, d, A);
     l.linear1 = std::make_unique<ReducedLinear>(type, w.linear1_weight, w.linear1_bias, F, d);
+    if (w.linear1_v_weight) l.linear1_v = std::make_unique<ReducedLinear>(type, w.linear1_v_weight, nullptr, F, d);
     l.linear2 = std::make_unique<ReducedLinear>(type, w.linear2_weight, w.linear2_bias, d, F, 0);
     r->layers.push_back(std::move(l));
   }

@@ -136,17 +136,17 @@ class ReducedLinear {
   std::unique_ptr<Prepared> prepared_;
 };
 
-// The four products of every layer, converted once (Encoder::set_compute_type), except the first
-// layer's in_proj, which stays in float (its type() is F32). In a post-LN encoder it is the one
-// product whose input is not a LayerNorm output but E[id]·√d + PE, and in a model whose embedding
-// entries are about 1 (PyTorch's nn.Embedding starts at N(0, 1)) that row is √d times a normalized
-// one, so q·kᵀ, quadratic in it, is large, and the softmax turns a small relative error of q and k
-// into a different mix of v. Quantized, this one product took the held-out lines' lowest
-// mean-pooled cosine to f32 from 0.9999 to 0.988 on the random base model (int8; 0.998 at bf16);
+// The four products of every layer (five with a gated FFN), converted once (Encoder::set_compute_type), except the
+// first layer's in_proj, which stays in float (its type() is F32). In a post-LN encoder it is the one product whose
+// input is not a LayerNorm output but E[id]·√d + PE, and in a model whose embedding entries are about 1 (PyTorch's
+// nn.Embedding starts at N(0, 1)) that row is √d times a normalized one, so q·kᵀ, quadratic in it, is large, and the
+// softmax turns a small relative error of q and k into a different mix of v. Quantized, this one product took the
+// held-out lines' lowest mean-pooled cosine to f32 from 0.9999 to 0.988 on the random base model (int8; 0.998 at bf16);
 // kept in float, it costs 1/24 of the base encoder's weight products (docs/precision.md).
 struct ReducedModel {
   struct Layer {
     std::unique_ptr<ReducedLinear> in_proj, out_proj, linear1, linear2;
+    std::unique_ptr<ReducedLinear> linear1_v;  // a gated FFN's V, else null
   };
   ComputeType type = ComputeType::F32;
   std::vector<Layer> layers;

@@ -28,14 +28,19 @@ enum class PeLayout { Interleaved, Split };  // paper: sin at 2i, cos at 2i+1
 enum class Head { None, MaskedLM };
 // Whose tensor names model.safetensors uses: ordo's (nn.TransformerEncoder's), or a Hugging Face
 // BertModel's (BERT, MiniLM, bge, e5, gte) or XLMRobertaModel's / RobertaModel's, which differ only in
-// the position offset (docs/models.md).
-enum class Family { Ordo, Bert, Roberta };
+// the position offset, or T5's encoder (T5EncoderModel, and the encoder of T5Model and
+// T5ForConditionalGeneration: the fields below its family sets; docs/models.md).
+enum class Family { Ordo, Bert, Roberta, T5 };
+// The normalization of every sublayer and of the final norm (reference::layer_norm, rms_norm):
+// LayerNorm(x) = (x − mean(x)) / √(var(x) + eps)·γ + β, or RMSNorm(x) = x / √(mean(x²) + eps)·γ
+// (Zhang and Sennrich 2019; T5's, with no β).
+enum class Norm { Layer, RMS };
 
 struct Config {
   // Sizes (required). Letters used throughout: V vocab, d model width, h heads, F feed-forward.
   int vocab_size = 0;  // V
   int d_model = 0;     // d
-  int n_heads = 0;     // h; head size dh = d / h
+  int n_heads = 0;     // h; head size dh = d / h unless head_size says otherwise
   int d_ff = 0;        // F
   int n_layers = 0;
 
@@ -75,7 +80,8 @@ struct Config {
   // What a Hugging Face encoder adds (config.json with "model_type"; docs/models.md). With embedding_norm:
   //   x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])     (T[0] only with token_types > 0)
   Family family = Family::Ordo;
-  std::string weights_prefix;   // "", "bert." or "roberta.": before every tensor name (set by Model)
+  std::string weights_prefix;   // "", "bert." or "roberta.": before every tensor name (set by Model);
+                                // T5: the embedding's, "shared." or "encoder.embed_tokens."
   bool embedding_norm = false;  // a LayerNorm (layer_norm_eps) over the embedding sum
   int token_types = 0;          // rows of the token-type table; row 0 (segment A) is added to every token
   int position_offset = 0;      // the learned row of position t is t + position_offset (RoBERTa: padding_idx + 1)
@@ -85,7 +91,16 @@ struct Config {
   int max_length = 0;      // max_seq_length: texts are cut to it (0: the position table's limit)
   std::string name;        // the model's name (the directory's, or config.json's _name_or_path)
 
-  int head_dim() const { return d_model / n_heads; }
+  // What the T5 encoder adds (family T5; docs/models.md), each computed in engine/encoder.cpp and,
+  // plainly, in engine/reference.cpp:
+  Norm norm = Norm::Layer;      // RMS: every norm is x / √(mean(x²) + eps)·γ, no mean, no β
+  bool gated_ffn = false;       // FFN(x) = (act(x·W1ᵀ) ⊙ x·Vᵀ)·W2ᵀ, V (F, d) a second input matrix
+  bool scale_attention = true;  // false: softmax(q·kᵀ + b), without the 1/√dh
+  int head_size = 0;            // dh when h·dh is not d (T5's d_kv); 0: d / h
+
+  int head_dim() const { return head_size > 0 ? head_size : d_model / n_heads; }
+  // The width of q, k, v and of the heads' concatenation, h·dh: d, unless head_size makes it another
+  int attention_width() const { return n_heads * head_dim(); }
 };
 
 // One attention head: its layer and its index in the layer, both from 0 (ordo --mask-head L,H).
@@ -125,6 +140,7 @@ const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);
 const char* to_string(PeLayout l);
 const char* to_string(Head h);    // "mlm" or "none"
-const char* to_string(Family f);  // "ordo", "bert" or "roberta"
+const char* to_string(Family f);  // "ordo", "bert", "roberta" or "t5"
+const char* to_string(Norm n);    // "layer" or "rms"
 
 }  // namespace ordo

@@ -40,10 +40,11 @@ enum class StageKind {
 
 // A stage's name and equation. Where a model's options change the equation, the variant picks
 // the row: Input, 1 for the √d scale + 2 for positions; ScaledScores and AttentionWeights, 1 for
-// alibi and t5-buckets, 2 for alibi-symmetric; AlibiBias (the bias of any scheme that adds one to
-// the scores), 1 for alibi-symmetric, 2 for t5-buckets; the residual stages, 1 for pre-LN;
-// FeedForwardHidden, 1 for GELU, 2 for its tanh form; Input, 4 and 6 for a Hugging Face encoder's
-// normed embedding sum (6 with positions).
+// alibi and t5-buckets, 2 for alibi-symmetric, 3 and 4 for a T5 encoder's unscaled scores (4 with its
+// bias); AlibiBias (the bias of any scheme that adds one to the scores), 1 for alibi-symmetric, 2 for
+// t5-buckets; the residual stages, 1 for pre-LN; FeedForwardHidden, 1 for GELU, 2 for its tanh form, 3
+// more for the gated form; Input, 4 and 6 for a Hugging Face encoder's normed embedding sum (6 with
+// positions); FinalNorm, 1 for RMSNorm.
 struct StageText {
   StageKind kind;
   int variant;
@@ -79,9 +80,13 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::ScaledScores, 0, "scaled scores", "s / sqrt(dh)"},
     {StageKind::ScaledScores, 1, "scaled scores + bias", "s / sqrt(dh) + b_ij"},
     {StageKind::ScaledScores, 2, "scaled scores + bias", "s / sqrt(dh) - m_h |i - j|"},
+    {StageKind::ScaledScores, 3, "scores (not scaled)", "s   (T5: no 1/sqrt(dh))"},
+    {StageKind::ScaledScores, 4, "scores + bias", "s + b_ij   (T5: no 1/sqrt(dh))"},
     {StageKind::AttentionWeights, 0, "attention weights", "A = softmax(q k^T / sqrt(dh))"},
     {StageKind::AttentionWeights, 1, "attention weights", "A = softmax(q k^T / sqrt(dh) + b)"},
     {StageKind::AttentionWeights, 2, "attention weights", "A = softmax(q k^T / sqrt(dh) - m_h |i - j|)"},
+    {StageKind::AttentionWeights, 3, "attention weights", "A = softmax(q k^T)"},
+    {StageKind::AttentionWeights, 4, "attention weights", "A = softmax(q k^T + b)"},
     {StageKind::HeadOutput, 0, "head output", "A v_h   (row i: the values mixed by row i of A)"},
     {StageKind::HeadsConcatenated, 0, "heads concatenated", "concat_i(A_i v_i)"},
     {StageKind::OutputProjection, 0, "output projection", "a = concat W_o^T + b_o"},
@@ -90,9 +95,13 @@ inline constexpr StageText kStageTable[] = {
     {StageKind::FeedForwardHidden, 0, "feed-forward hidden", "f = ReLU(x W1^T + b1)"},
     {StageKind::FeedForwardHidden, 1, "feed-forward hidden", "f = GELU(x W1^T + b1)"},
     {StageKind::FeedForwardHidden, 2, "feed-forward hidden", "f = GELU_tanh(x W1^T + b1)"},
+    {StageKind::FeedForwardHidden, 3, "feed-forward hidden (gated)", "f = ReLU(x W1^T) * (x V^T)"},
+    {StageKind::FeedForwardHidden, 4, "feed-forward hidden (gated)", "f = GELU(x W1^T) * (x V^T)"},
+    {StageKind::FeedForwardHidden, 5, "feed-forward hidden (gated)", "f = GELU_tanh(x W1^T) * (x V^T)"},
     {StageKind::FeedForwardResidual, 0, "feed-forward + residual, norm2", "x = norm2(x + (f W2^T + b2))"},
     {StageKind::FeedForwardResidual, 1, "feed-forward + residual", "x = x + (f W2^T + b2)"},
     {StageKind::FinalNorm, 0, "final norm", "x = LayerNorm(x)"},
+    {StageKind::FinalNorm, 1, "final norm", "x = RMSNorm(x) = x / sqrt(mean(x^2) + eps) * g"},
 };
 
 // The row of kStageTable for `kind` in a model with config c; `positions`: whether the model's
@@ -104,7 +113,8 @@ inline const StageText& stage_text(StageKind kind, const Config& c, bool positio
     variant = c.embedding_norm ? 4 + (positions ? 2 : 0)
                                : (c.scale_embedding ? 1 : 0) + (positions && added_to_input(p) ? 2 : 0);
   if (kind == StageKind::ScaledScores || kind == StageKind::AttentionWeights)
-    variant = !positions                                                             ? 0
+    variant = !c.scale_attention                                                     ? (positions ? 4 : 3)
+              : !positions                                                           ? 0
               : p == PositionalEncoding::Alibi || p == PositionalEncoding::T5Buckets ? 1
               : p == PositionalEncoding::AlibiSymmetric                              ? 2
                                                                                      : 0;
@@ -112,7 +122,11 @@ inline const StageText& stage_text(StageKind kind, const Config& c, bool positio
     variant = p == PositionalEncoding::AlibiSymmetric ? 1 : p == PositionalEncoding::T5Buckets ? 2 : 0;
   if (kind == StageKind::AttentionResidual || kind == StageKind::FeedForwardResidual) variant = c.norm_first ? 1 : 0;
   if (kind == StageKind::FeedForwardHidden)
-    variant = c.activation == Activation::GELU ? 1 : c.activation == Activation::GELUTanh ? 2 : 0;
+    variant = (c.activation == Activation::GELU       ? 1
+               : c.activation == Activation::GELUTanh ? 2
+                                                      : 0) +
+              (c.gated_ffn ? 3 : 0);
+  if (kind == StageKind::FinalNorm) variant = c.norm == Norm::RMS ? 1 : 0;
   for (const StageText& s : kStageTable)
     if (s.kind == kind && s.variant == variant) return s;
   return kStageTable[0];  // not reached: every (kind, variant) has a row

@@ -1,6 +1,8 @@
 // config.json: defaults, and errors that name the key.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <ordo/config.h>
 #include <ordo/errors.h>
 
@@ -156,6 +158,50 @@ TEST(Config, T5Buckets) {
                 [&] { with(R"(, "relative_attention_num_buckets": 32, "relative_attention_max_distance": 8)"); }),
             "config.json: key \"relative_attention_max_distance\" (8) must be above 8, the exact distances of 32 "
             "buckets");
+}
+
+// A Hugging Face T5 directory (config.json under T5Config's names, spiece.model): the encoder's fields,
+// T5's defaults for the keys an older config leaves out, and one line naming what ordo does not have.
+TEST(Config, T5Directory) {
+  test::TempDir dir;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::FILE* f = std::fopen((dir.path + "/" + name).c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write("spiece.model", "");  // only its presence picks the tokenizer here
+  const std::string sizes = R"("model_type": "t5", "vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 1024, )"
+                            R"("num_layers": 8, "num_heads": 6)";
+  write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gated-gelu", "layer_norm_epsilon": 1e-06})");
+  const Config c = load_config(dir.path + "/config.json");
+  EXPECT_EQ(c.family, Family::T5);
+  EXPECT_EQ(c.head_dim(), 64);
+  EXPECT_EQ(c.attention_width(), 384);  // flan-t5-small's: 6 × 64, not d_model
+  EXPECT_TRUE(c.gated_ffn);
+  EXPECT_EQ(c.activation, Activation::GELUTanh);  // "gated-gelu" is transformers' gelu_new
+  EXPECT_EQ(c.norm, Norm::RMS);
+  EXPECT_TRUE(c.norm_first && c.final_norm);
+  EXPECT_FALSE(c.scale_attention || c.scale_embedding || c.add_bos);
+  EXPECT_TRUE(c.add_eos);
+  EXPECT_EQ(c.positional_encoding, PositionalEncoding::T5Buckets);
+  EXPECT_EQ(c.relative_buckets, 32);  // T5Config's defaults
+  EXPECT_EQ(c.relative_max_distance, 128);
+  EXPECT_EQ(c.tokenizer, "spiece.model");
+  write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gelu"})");
+  const Config plain = load_config(dir.path + "/config.json");
+  EXPECT_FALSE(plain.gated_ffn);
+  EXPECT_EQ(plain.activation, Activation::GELU);  // a plain "gelu" is the erf one
+  EXPECT_EQ(plain.layer_norm_eps, 1e-6);
+  write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gated-silu"})");
+  EXPECT_NE(test::input_error([&] {
+              load_config(dir.path + "/config.json");
+            }).find("key \"feed_forward_proj\" must be \"relu\" | \"gated-relu\""),
+            std::string::npos);
+  write("config.json", "{" + sizes + "}");
+  write("modules.json",
+        R"([{"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])");
+  EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
+            dir.path + "/modules.json: has a Dense module (a projection after the pooling), which ordo does not have");
 }
 
 }  // namespace

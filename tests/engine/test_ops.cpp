@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/ops.h"
+#include "engine/reference.h"
 #include "test_util.h"
 
 namespace ordo {
@@ -107,6 +108,37 @@ TEST(LayerNorm, ConstantRowIsFinite) {
   for (int j = 0; j < 3; ++j) EXPECT_EQ(y[j], beta[j]);
 }
 
+// RMSNorm by hand: x = (1, 2, 3, 4), mean(x²) = 30/4 = 7.5, so y_j = x_j / √(7.5 + eps)·γ_j; no mean is
+// taken out and there is no β. And the fast step against its plain twin on random rows.
+TEST(LayerNorm, RmsNormHandComputed) {
+  const float x[] = {1, 2, 3, 4}, gamma[] = {1, 2, 0.5f, -1};
+  float y[4];
+  rms_norm(y, x, gamma, 1, 4, 1e-6f);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(y[j], x[j] / std::sqrt(7.5 + 1e-6) * gamma[j], 1e-6) << j;
+  double yd[4];
+  const double xd[] = {1, 2, 3, 4};
+  reference::rms_norm(yd, xd, gamma, 1, 4, 1e-6);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(yd[j], x[j] / std::sqrt(7.5 + 1e-6) * gamma[j], 1e-15) << j;
+  const float zeros[] = {0, 0, 0, 0};  // a zero row: 0 / √eps, finite
+  rms_norm(y, zeros, gamma, 1, 4, 1e-6f);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(y[j], 0.0f);
+}
+
+TEST(LayerNorm, RmsNormMatchesReference) {
+  const int M = 70, d = 37;  // past one block of rows, an odd width
+  const auto x = random_floats(size_t(M) * d, 5, 3.0f), gamma = random_floats(d, 6, 1.5f);
+  std::vector<float> fast(x.size());
+  rms_norm(fast.data(), x.data(), gamma.data(), M, d, 1e-6f);
+  std::vector<double> slow(x.size());
+  reference::rms_norm(slow.data(), test::widen(x.data(), x.size()).data(), gamma.data(), M, d, 1e-6);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::fabs(fast[i] - slow[i]) / (1 + std::fabs(slow[i])));
+  EXPECT_LT(worst, 1e-6);
+  rms_norm(fast.data(), fast.data(), gamma.data(), M, d, 1e-6f);  // in place too
+  EXPECT_TRUE(std::all_of(fast.begin(), fast.end(), [](float v) { return std::isfinite(v); }));
+}
+
 TEST(Activation, HandComputed) {
   std::vector<float> x = {1, -1, 0.5f, -3};
   activation(x.data(), x.size(), Activation::GELU);  // ½x(1 + erf(x/√2))
@@ -197,35 +229,58 @@ TEST(Attention, AlibiBiasMatchesReference) {
 // T5's buckets in the fast head: a bias by offset, relative[j − i], added to every block of query
 // rows as the plain twin adds the same bias given as an (L, L) matrix.
 TEST(Attention, RelativeBiasMatchesReference) {
-  for (int L : {1, 37, 130})
-    for (int block : {7, kQueryBlock}) {
-      const int dh = 16, ld = 3 * 48;
-      const auto qkv = random_floats(size_t(L) * ld, 11 + L, 2.0f);
-      const auto by_offset = random_floats(size_t(2 * L - 1), 3 + L, 3.0f);  // offsets −(L − 1) .. L − 1
-      const float* relative = by_offset.data() + (L - 1);
-      std::vector<double> bias(size_t(L) * L);
-      for (int i = 0; i < L; ++i)
-        for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = relative[j - i];
-      std::vector<float> fast(size_t(L) * dh), scratch(attention_scratch_floats(L, dh, block));
-      attention_head(fast.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block,
-                     0.0f, 0.0f, relative);
-      const size_t n = size_t(L - 1) * ld + dh;
-      std::vector<double> slow(size_t(L) * dh), probs(size_t(L) * L);
-      reference::attention_head(slow.data(), test::widen(qkv.data(), n).data(), test::widen(qkv.data() + 48, n).data(),
-                                test::widen(qkv.data() + 96, n).data(), probs.data(), L, dh, ld, dh, 0.0, 0.0,
-                                bias.data());
-      double worst = 0, moved = 0;  // and the bias moved the result: without it the outputs differ
-      std::vector<float> plain(size_t(L) * dh);
-      attention_head(plain.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block);
-      for (size_t k = 0; k < fast.size(); ++k) {
-        worst = std::max(worst, std::fabs(fast[k] - slow[k]));
-        moved = std::max(moved, double(std::fabs(fast[k] - plain[k])));
+  for (bool scaled : {true, false})  // T5's scores are not divided by √dh (their q and k smaller here)
+    for (int L : {1, 37, 130})
+      for (int block : {7, kQueryBlock}) {
+        const int dh = 16, ld = 3 * 48;
+        const auto qkv = random_floats(size_t(L) * ld, 11 + L, scaled ? 2.0f : 0.5f);
+        const auto by_offset = random_floats(size_t(2 * L - 1), 3 + L, 3.0f);  // offsets −(L − 1) .. L − 1
+        const float* relative = by_offset.data() + (L - 1);
+        std::vector<double> bias(size_t(L) * L);
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < L; ++j) bias[size_t(i) * L + j] = relative[j - i];
+        std::vector<float> fast(size_t(L) * dh), scratch(attention_scratch_floats(L, dh, block));
+        attention_head(fast.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block,
+                       0.0f, 0.0f, relative, scaled);
+        const size_t n = size_t(L - 1) * ld + dh;
+        std::vector<double> slow(size_t(L) * dh), probs(size_t(L) * L);
+        reference::attention_head(slow.data(), test::widen(qkv.data(), n).data(),
+                                  test::widen(qkv.data() + 48, n).data(), test::widen(qkv.data() + 96, n).data(),
+                                  probs.data(), L, dh, ld, dh, 0.0, 0.0, bias.data(), scaled);
+        double worst = 0, moved = 0;  // and the bias moved the result: without it the outputs differ
+        std::vector<float> plain(size_t(L) * dh);
+        attention_head(plain.data(), qkv.data(), qkv.data() + 48, qkv.data() + 96, scratch.data(), L, dh, ld, dh, block,
+                       0.0f, 0.0f, nullptr, scaled);
+        for (size_t k = 0; k < fast.size(); ++k) {
+          worst = std::max(worst, std::fabs(fast[k] - slow[k]));
+          moved = std::max(moved, double(std::fabs(fast[k] - plain[k])));
+        }
+        EXPECT_LT(worst, 1e-5) << "L " << L << " block " << block << (scaled ? "" : ", unscaled");
+        if (L > 1) {
+          EXPECT_GT(moved, 1e-2) << "L " << L;
+        }
       }
-      EXPECT_LT(worst, 1e-5) << "L " << L << " block " << block;
-      if (L > 1) {
-        EXPECT_GT(moved, 1e-2) << "L " << L;
-      }
-    }
+}
+
+// T5's attention has no 1/√dh: softmax(q·kᵀ + b)·v. By hand, q = k = I (2×2), v = [[1 2], [3 4]]: scores
+// = I, so each row puts e / (e + 1) on its own token (RelativeBiasMatchesReference holds the fast head to
+// its plain twin unscaled too).
+TEST(Attention, UnscaledHandComputed) {
+  const float qkv[] = {1, 0, 1, 0, 1, 2,   // token 0: q | k | v (dh = 2, row stride 6)
+                       0, 1, 0, 1, 3, 4};  // token 1
+  float out[4];
+  std::vector<float> scratch(attention_scratch_floats(2, 2, 2));
+  attention_head(out, qkv, qkv + 2, qkv + 4, scratch.data(), 2, 2, 6, 2, 2, 0.0f, 0.0f, nullptr, /*scaled=*/false);
+  const double p = std::exp(1.0) / (std::exp(1.0) + 1);
+  EXPECT_NEAR(scratch[0], p, 1e-6);
+  EXPECT_NEAR(out[0], p * 1 + (1 - p) * 3, 1e-6);
+  EXPECT_NEAR(out[3], (1 - p) * 2 + p * 4, 1e-6);
+  double slow[4], probs[4];
+  const std::vector<double> wide = test::widen(qkv, 12);
+  reference::attention_head(slow, wide.data(), wide.data() + 2, wide.data() + 4, probs, 2, 2, 6, 2, 0.0, 0.0, nullptr,
+                            false);
+  EXPECT_NEAR(probs[0], p, 1e-15);
+  EXPECT_NEAR(slow[0], p * 1 + (1 - p) * 3, 1e-15);
 }
 
 // ALiBi by hand: with q = 0 every score is 0, so row i of the weights is the softmax of the bias alone.

@@ -213,6 +213,32 @@ TEST(Reference, AlibiHeadSlopes) {
 // 32 and anything past it → 15 (8 and more, held to the side's last bucket). To distance 128 (T5's):
 // 8 + ⌊2·log2(n/8)⌋: 16 → 10, 32 → 12, 64 → 14, 90 → 14 (6.98), 127 → 15 (7.98), 128 and past → 15.
 // A key after the query (j − i > 0) adds 16; j − i = 0 is the query itself, bucket 0.
+// The gated feed-forward layer (T5's "gated-gelu", here with ReLU to keep the hand arithmetic exact):
+// FFN(x) = (act(x·W1ᵀ) ⊙ x·Vᵀ)·W2ᵀ, d = 2, F = 2, no biases. x = (1, 2):
+//   x·W1ᵀ = (1·1 + 2·0, 1·(−1) + 2·1) = (1, 1), ReLU (1, 1); x·Vᵀ = (1·2 + 2·1, 1·0 + 2·(−1)) = (4, −2)
+//   product (4, −2); ·W2ᵀ = (4·1 + (−2)·3, 4·0.5 + (−2)·0) = (−2, 2)
+// and the same layer ungated: (1, 1)·W2ᵀ = (4, 0.5).
+TEST(Reference, GatedFeedForwardByHand) {
+  const float w1[] = {1, 0, -1, 1}, v[] = {2, 1, 0, -1}, w2[] = {1, 3, 0.5f, 0};
+  LayerWeights w;
+  w.linear1_weight = w1, w.linear1_v_weight = v, w.linear2_weight = w2;
+  const double x[] = {1, 2};
+  double out[2];
+  reference::feed_forward(out, x, w, 1, 2, 2, Activation::ReLU);
+  EXPECT_EQ(out[0], -2.0);
+  EXPECT_EQ(out[1], 2.0);
+  w.linear1_v_weight = nullptr;
+  reference::feed_forward(out, x, w, 1, 2, 2, Activation::ReLU);
+  EXPECT_EQ(out[0], 4.0);
+  EXPECT_EQ(out[1], 0.5);
+  // GELU-tanh gated, against the formula in double: act(1)·4 and act(1)·(−2), then W2
+  w.linear1_v_weight = v;
+  reference::feed_forward(out, x, w, 1, 2, 2, Activation::GELUTanh);
+  const double g = 0.5 * (1 + std::tanh(std::sqrt(2 / M_PI) * (1 + 0.044715)));  // GELUTanh(1)
+  EXPECT_NEAR(out[0], g * 4 * 1 + g * -2 * 3, 1e-15);
+  EXPECT_NEAR(out[1], g * 4 * 0.5, 1e-15);
+}
+
 TEST(Reference, T5BucketsByHand) {
   const std::pair<int, int> to32[] = {{0, 0},   {1, 1},   {7, 7},   {8, 8},   {9, 8},   {10, 9},  {15, 11},  {16, 12},
                                       {26, 14}, {27, 15}, {31, 15}, {32, 15}, {33, 15}, {96, 15}, {1000, 15}};

@@ -44,20 +44,26 @@ def bert_vocab(rng, extra):
     return pieces
 
 
-def xlmr_spm(out_dir, rng):
-    """A small sentencepiece BPE model numbered as XLM-R's: <unk> 0, <s> 1, </s> 2."""
+def train_spm(out_dir, rng, prefix, texts, vocab_sizes, **options):
+    """A small sentencepiece model out_dir/prefix.model, trained on random lines of WORDS and `texts`."""
     import sentencepiece as spm
     corpus = os.path.join(out_dir, "corpus.txt")
     with open(corpus, "w") as f:
         for _ in range(400):
             f.write(" ".join(rng.choice(WORDS) for _ in range(12)) + "\n")
-        for t in TEXTS:
+        for t in texts:
             f.write(t + "\n")
-    spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(out_dir, "sentencepiece.bpe"),
-                                   vocab_size=rng.choice([150, 151, 163]), model_type="bpe", unk_id=0, bos_id=1,
-                                   eos_id=2, pad_id=-1, character_coverage=1.0, minloglevel=2)
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(out_dir, prefix),
+                                   vocab_size=rng.choice(vocab_sizes), character_coverage=1.0, minloglevel=2,
+                                   **options)
     os.remove(corpus)
-    os.remove(os.path.join(out_dir, "sentencepiece.bpe.vocab"))
+    os.remove(os.path.join(out_dir, prefix + ".vocab"))
+
+
+def xlmr_spm(out_dir, rng):
+    """A small sentencepiece BPE model numbered as XLM-R's: <unk> 0, <s> 1, </s> 2."""
+    train_spm(out_dir, rng, "sentencepiece.bpe", TEXTS, [150, 151, 163], model_type="bpe", unk_id=0, bos_id=1,
+              eos_id=2, pad_id=-1)
 
 
 def random_case(rng, arch):
@@ -120,38 +126,47 @@ class Errors:
         return self.ok
 
 
-def run_case(a, case, rng, seed):
+def hidden_parity(a, out, case, tok, model, pad, texts, width):
+    """`ordo encode --model out --pooling none --json` on all texts in one batch against `model` on the same
+    padded batch: the ids equal to tok's, every text's rows within BAR. Returns (the case's Errors, or None
+    when ordo failed or the ids differ; transformers' hidden states (B, S, width); the ids)."""
     import numpy as np
+    import torch
+    r = subprocess.run([a.ordo, "encode", "--model", out, "--pooling", "none", "--json", *texts],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FAIL {case}: ordo exited {r.returncode}: {r.stderr.strip()}")
+        return None, None, None
+    rows = [json.loads(line) for line in r.stdout.split("\n") if line]
+    want_ids = [tok(t)["input_ids"] for t in texts]
+    ok = True
+    for text, row, ids in zip(texts, rows, want_ids):
+        if row["ids"] != ids:
+            print(f"FAIL {case}\n  ids of {text!r}: ordo {row['ids']}, transformers {ids}")
+            ok = False
+    if not ok:
+        return None, None, None
+    S = max(len(i) for i in want_ids)
+    batch = torch.tensor([i + [pad] * (S - len(i)) for i in want_ids])
+    mask = torch.tensor([[1] * len(i) + [0] * (S - len(i)) for i in want_ids])
+    with torch.no_grad():
+        want = model(input_ids=batch, attention_mask=mask).last_hidden_state.numpy()
+    errors = Errors(case)
+    for k, (row, ids) in enumerate(zip(rows, want_ids)):
+        got = np.array(row["hidden"], dtype=np.float64).reshape(len(ids), width)
+        ref = want[k, :len(ids)].astype(np.float64)
+        err = np.abs(got - ref).max() / np.abs(ref).max()
+        errors.check(err, f"text {k}: max relative error {err:.3g} > {BAR}")
+    return errors, want, want_ids
+
+
+def run_case(a, case, rng, seed):
     import torch
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as out:
         tok, model, pad = random_checkpoint(out, case, rng, type_vocab_size=case["type_vocab_size"])
-        r = subprocess.run([a.ordo, "encode", "--model", out, "--pooling", "none", "--json", *TEXTS],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print(f"FAIL {case}: ordo exited {r.returncode}: {r.stderr.strip()}")
-            return False
-        rows = [json.loads(line) for line in r.stdout.split("\n") if line]
-        want_ids = [tok(t)["input_ids"] for t in TEXTS]
-        ok = True
-        for text, row, ids in zip(TEXTS, rows, want_ids):
-            if row["ids"] != ids:
-                print(f"FAIL {case}\n  ids of {text!r}: ordo {row['ids']}, transformers {ids}")
-                ok = False
-        if not ok:
-            return False
-        S = max(len(i) for i in want_ids)
-        batch = torch.tensor([i + [pad] * (S - len(i)) for i in want_ids])
-        mask = torch.tensor([[1] * len(i) + [0] * (S - len(i)) for i in want_ids])
-        with torch.no_grad():
-            want = model(input_ids=batch, attention_mask=mask).last_hidden_state.numpy()
-        errors = Errors(case)
-        for k, (row, ids) in enumerate(zip(rows, want_ids)):
-            got = np.array(row["hidden"], dtype=np.float64).reshape(len(ids), case["hidden_size"])
-            ref = want[k, :len(ids)].astype(np.float64)
-            err = np.abs(got - ref).max() / np.abs(ref).max()
-            errors.check(err, f"text {k}: max relative error {err:.3g} > {BAR}")
-        return errors.report()
+        errors, _, _ = hidden_parity(a, out, case, tok, model, pad, TEXTS, case["hidden_size"])
+        return errors.report() if errors else False
 
 
 def run_cases(run_case, random_case, default_seed, default_cases):

@@ -18,7 +18,7 @@ namespace {
 void head_qk(Pipeline& pipeline, const Tokenization& tok, int layer, int head, bool positions, std::vector<double>* q,
              std::vector<double>* k) {
   const Config& c = pipeline.config();
-  const int d = c.d_model, dh = c.head_dim();
+  const int A = c.attention_width(), dh = c.head_dim();  // k starts A columns after q
   EncodeOptions options;
   options.positions = positions;
   options.observe = [&](const Stage& s) {
@@ -26,7 +26,7 @@ void head_qk(Pipeline& pipeline, const Tokenization& tok, int layer, int head, b
     for (int t = 0; t < s.rows; ++t)
       for (int e = 0; e < dh; ++e) {
         q->push_back(s.data[size_t(t) * s.stride + head * dh + e]);
-        k->push_back(s.data[size_t(t) * s.stride + d + head * dh + e]);
+        k->push_back(s.data[size_t(t) * s.stride + A + head * dh + e]);
       }
   };
   pipeline.observe(tok.ids, options);
@@ -43,7 +43,7 @@ void print_parts(Pipeline& pipeline, const Tokenization& tok, int layer, int hea
   std::vector<double> q, k, qc, kc;
   head_qk(pipeline, tok, layer, head, true, &q, &k);
   head_qk(pipeline, tok, layer, head, false, &qc, &kc);
-  const double scale = 1.0 / std::sqrt(double(dh));
+  const double scale = pipeline.config().scale_attention ? 1.0 / std::sqrt(double(dh)) : 1.0;  // T5: no 1/√dh
   const char* names[4] = {"content . content", "content . position", "position . content", "position . position"};
   std::vector<float> part[4], total(size_t(S) * S);
   for (auto& p : part) p.assign(size_t(S) * S, 0.0f);

@@ -37,10 +37,13 @@ int cmd_info(int argc, char** argv) {
   struct stat st {};
   ::stat(m.file().path().c_str(), &st);
   std::printf("model       %s\n", m.dir.c_str());
-  std::printf("sizes       d_model %d, n_heads %d (head size %d), d_ff %d, n_layers %d, vocab_size %d\n", c.d_model,
-              c.n_heads, c.head_dim(), c.d_ff, c.n_layers, c.vocab_size);
-  std::printf("layers      %s, %s%s, layer_norm_eps %g\n", c.norm_first ? "pre-LN" : "post-LN", to_string(c.activation),
-              c.final_norm ? ", final LayerNorm" : "", c.layer_norm_eps);
+  std::printf("sizes       d_model %d, n_heads %d (head size %d", c.d_model, c.n_heads, c.head_dim());
+  if (c.attention_width() != c.d_model) std::printf(", attention %d wide", c.attention_width());
+  std::printf("), d_ff %d, n_layers %d, vocab_size %d\n", c.d_ff, c.n_layers, c.vocab_size);
+  const char* norm = c.norm == Norm::RMS ? "RMSNorm" : "LayerNorm";
+  std::printf("layers      %s (%s), %s%s%s%s, layer_norm_eps %g\n", c.norm_first ? "pre-LN" : "post-LN", norm,
+              c.gated_ffn ? "gated " : "", to_string(c.activation), c.final_norm ? ", a final norm" : "",
+              c.scale_attention ? "" : ", scores not divided by sqrt(dh)", c.layer_norm_eps);
   std::printf("positions   %s", to_string(c.positional_encoding));
   if (c.positional_encoding == PositionalEncoding::Sinusoidal)
     std::printf(", %s layout, base %g", to_string(c.pe_layout), c.pe_base);

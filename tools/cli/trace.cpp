@@ -154,15 +154,16 @@ int cmd_trace(int argc, char** argv) {
       heading(std::string(s.name) + ", head " + std::to_string(s.head), shape(s, c), s.equation);
       print_rows(s.data, s.rows, s.cols, s.stride, 0, K, pieces);
     } else if (s.kind == StageKind::Qkv || s.kind == StageKind::RotatedQk) {
-      heading(s.name, shape(s, c),
-              std::string(s.equation) +
-                  (s.kind == StageKind::RotatedQk ? "" : "   (q = cols [0, d), k = [d, 2d), v = [2d, 3d))"));
+      const int A = s.cols / 3;  // d, but for a T5 encoder whose d_kv says otherwise
+      const char* columns = A == d ? "   (q = cols [0, d), k = [d, 2d), v = [2d, 3d))"
+                                   : "   (q = cols [0, A), k = [A, 2A), v = [2A, 3A), A = h*dh)";
+      heading(s.name, shape(s, c), std::string(s.equation) + (s.kind == StageKind::RotatedQk ? "" : columns));
       const bool rotated = s.kind == StageKind::RotatedQk;  // v is not turned
       for (const char* part : {"q", "k", "v"}) {
         if (rotated && part[0] == 'v') continue;
-        const int offset = (part[0] == 'q' ? 0 : part[0] == 'k' ? 1 : 2) * d;
+        const int offset = (part[0] == 'q' ? 0 : part[0] == 'k' ? 1 : 2) * A;
         std::printf("  %s:\n", part);
-        print_rows(s.data + offset, s.rows, d, s.stride, 0, K, pieces);
+        print_rows(s.data + offset, s.rows, A, s.stride, 0, K, pieces);
       }
     } else {
       heading(s.name, shape(s, c), s.equation);
