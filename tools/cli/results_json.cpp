@@ -82,7 +82,12 @@ void HeadInsides::observe(const Stage& s) {
       copy(&(in.*slot.matrix));
       if (slot.equation) in.*slot.equation = s.equation;
     }
-  if (s.kind == StageKind::AttentionScores)  // s = q·kᵀ; times 1/√dh (as the engine does next): before any bias
+  // s = q·kᵀ; times 1/√dh as the engine did next (its scaled scores say whether: a T5 encoder's are not
+  // scaled, rows 3 and 4 of kStageTable), before any bias
+  if (s.kind == StageKind::ScaledScores &&
+      std::none_of(std::begin(kStageTable), std::end(kStageTable), [&](const StageText& t) {
+        return t.kind == StageKind::ScaledScores && t.equation == s.equation && t.variant >= 3;
+      }))
     for (float& v : in.unbiased.v) v *= 1.0f / std::sqrt(static_cast<float>(in.q.cols));
   if (s.kind == StageKind::HeadQuery && turned_.count(s.layer)) {  // the same columns of q | k | v, before rope
     const Matrix& qkv = qkv_[s.layer];
