@@ -7,7 +7,9 @@ attention mask):
     max |ordo − transformers| ≤ 1e-5 · max |transformers|     for every text
 and the ids with transformers' T5Tokenizer of the directory (its pieces, then </s>); and the default
 pooling (the mean) of `ordo encode` and, with --python-dir, of ordo.Model(DIR).encode, within the same bar
-of the mean of transformers' rows. Shapes: layers 1-3,
+of the mean of transformers' rows; and the ids of 10,000 hostile lines (make_hostile_text.py: accents,
+CJK, emoji, control and zero-width characters, long words, empty lines) equal to T5Tokenizer's on both
+tokenizers. Shapes: layers 1-3,
 1-8 heads, d_kv 3-64 with h·d_kv equal to d_model or not (flan-t5-small's 6 × 64 = 384 beside 512), odd
 vocabulary sizes, feed_forward_proj relu, gelu, gated-gelu and gated-relu, 8 to 32 buckets to distances the
 long text runs past, layer_norm_epsilon 1e-6 and 1e-3. The tokenizer is a unigram model trained here with
@@ -51,6 +53,10 @@ SHAPES = [("T5EncoderModel", 6, 64, 512, "gated-gelu", 32, 128, "trained"),
           ("T5Model", 3, 5, 15, "gelu", 16, 20, "trained"),
           ("T5EncoderModel", 4, 16, 48, "gated-gelu", 12, 9, "default")]
 shape_index = 0
+# the model beside the tokenizers of tokenizer_parity (tokenize reads the directory's model too)
+SHAPES_TOKENIZER = dict(arch="T5EncoderModel", d_model=8, num_heads=2, d_kv=4, num_layers=1, d_ff=8,
+                        feed_forward_proj="relu", relative_attention_num_buckets=8, relative_attention_max_distance=5,
+                        layer_norm_epsilon=1e-6, extra=0)
 
 
 def random_case(rng, arch):
@@ -122,16 +128,46 @@ def run_case(a, case, rng, seed):
         return errors.report()
 
 
+def tokenizer_parity(a, rng, lines):
+    """ordo tokenize on `lines` hostile lines (make_hostile_text.py) against T5Tokenizer, on each tokenizer:
+    a T5 directory with the trained unigram model, and one with the project's own. Returns the failures."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    raw = subprocess.run([sys.executable, os.path.join(here, "make_hostile_text.py"), str(lines)],
+                         capture_output=True, check=True).stdout
+    texts = raw.decode("utf-8").split("\n")[:-1]
+    failed = 0
+    for spiece in ["trained", "default"]:
+        with tempfile.TemporaryDirectory() as out:
+            case = dict(SHAPES_TOKENIZER, spiece=spiece)
+            tok, _ = random_t5_checkpoint(out, case, rng)
+            path = os.path.join(out, "hostile.txt")
+            with open(path, "wb") as f:
+                f.write(raw)
+            r = subprocess.run([a.ordo, "tokenize", "--model", out, "--input", path, "--json"], capture_output=True)
+            rows = [json.loads(line) for line in r.stdout.decode("utf-8").split("\n") if line]
+            bad = [(t, row["ids"]) for t, row in zip(texts, rows) if row["ids"] != tok(t)["input_ids"]]
+            if r.returncode != 0 or len(rows) != len(texts) or bad:
+                print(f"FAIL ids on {spiece} spiece.model: exit {r.returncode}, {len(rows)} rows, {len(bad)} differ"
+                      + (f"; first {bad[0][0]!r}: ordo {bad[0][1]}, transformers {tok(bad[0][0])['input_ids']}"
+                         if bad else ""))
+                failed += 1
+            else:
+                print(f"ok   ids of {len(texts)} hostile lines equal T5Tokenizer's on the {spiece} spiece.model")
+    return failed
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ordo", required=True)
     p.add_argument("--python-dir", help="the directory holding the built `ordo` Python module")
     p.add_argument("--seed", type=int, default=20261127)
     p.add_argument("--cases", type=int, default=len(SHAPES))
+    p.add_argument("--lines", type=int, default=10000, help="hostile lines for the tokenizer's ids")
     a = p.parse_args()
     rng = random.Random(a.seed)
     failed = sum(not run_case(a, random_case(rng, "t5"), rng, a.seed + n) for n in range(a.cases))
-    print(f"{a.cases - failed} passed, {failed} failed")
+    failed += tokenizer_parity(a, rng, a.lines)
+    print(f"{a.cases + 2 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
