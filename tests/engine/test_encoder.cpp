@@ -97,7 +97,9 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
          c.positional_encoding = PositionalEncoding::Alibi, c.n_heads = 4, c.alibi_slopes = {0.5, 0.5, 0.125, 0.125};
        }},
       {"alibi-symmetric, 3 heads, slopes given",
-       [](Config& c) { c.positional_encoding = PositionalEncoding::AlibiSymmetric, c.alibi_slopes = {1.0, 0.3, 0.01}; }},
+       [](Config& c) {
+         c.positional_encoding = PositionalEncoding::AlibiSymmetric, c.alibi_slopes = {1.0, 0.3, 0.01};
+       }},
       // 7 pieces: offsets to ±6, past max_distance 5 (the last bucket of each side); and ordo's 32 to 32
       {"t5-buckets, 8 buckets to distance 5",
        [](Config& c) {
@@ -208,6 +210,20 @@ TEST(Encoder, T5EncoderMatchesThePlainEncoder) {
     const Hidden w = enc.forward({ids[0]}, watched), plain = enc.forward({ids[0]});
     EXPECT_GT(stages, 0);
     EXPECT_LT(max_abs_diff(w.data.data(), plain.data.data(), plain.data.size()), 1e-5) << k.name;
+    // int8 converts the gated FFN's second matrix with the first: the rows stay close to f32's
+    if (have_onednn()) {
+      enc.set_compute_type(ComputeType::Int8);
+      const Hidden q = enc.forward({ids[0]});
+      enc.set_compute_type(ComputeType::F32);
+      for (int t = 0; t < int(ids[0].size()); ++t) {
+        double dot = 0, qq = 0, pp = 0;
+        for (int j = 0; j < k.d; ++j) {
+          const double a = q.row(0, t)[j], b = plain.row(0, t)[j];
+          dot += a * b, qq += a * a, pp += b * b;
+        }
+        EXPECT_GT(dot / std::sqrt(qq * pp), 0.99) << k.name << ", int8, row " << t;
+      }
+    }
     const std::vector<HeadIndex> off = {{1, k.h - 1}};
     enc.set_masked_heads(off);
     EXPECT_LT(diff_to_reference(enc.forward({ids[0]}), 0, reference::forward(m, ids[0], true, off)), 2e-5) << k.name;
