@@ -7,7 +7,8 @@ attention mask):
     max |ordo − transformers| ≤ 1e-5 · max |transformers|     for every text
 and the ids with transformers' T5Tokenizer of the directory (its pieces, then </s>); and the default
 pooling (the mean) of `ordo encode` and, with --python-dir, of ordo.Model(DIR).encode, within the same bar
-of the mean of transformers' rows; and the ids of 10,000 hostile lines (make_hostile_text.py: accents,
+of the mean of transformers' rows; one line on stderr for umT5, gated-silu and a config that disagrees with
+its tensors; and the ids of 10,000 hostile lines (make_hostile_text.py: accents,
 CJK, emoji, control and zero-width characters, long words, empty lines) equal to T5Tokenizer's on both
 tokenizers. Shapes: layers 1-3,
 1-8 heads, d_kv 3-64 with h·d_kv equal to d_model or not (flan-t5-small's 6 × 64 = 384 beside 512), odd
@@ -156,6 +157,36 @@ def tokenizer_parity(a, rng, lines):
     return failed
 
 
+def refusals(a, rng):
+    """What ordo does not run gets one line on stderr, exit 2 (docs/models.md's table): umT5, a gated-silu FFN,
+    and a config that says relu beside a checkpoint with the gated FFN's tensors. Returns the failures."""
+    failed = 0
+    with tempfile.TemporaryDirectory() as out:
+        random_t5_checkpoint(out, dict(SHAPES_TOKENIZER, feed_forward_proj="gated-gelu", spiece="default"), rng)
+        path = os.path.join(out, "config.json")
+        with open(path) as f:
+            config = json.load(f)
+        wants = [({"model_type": "umt5"}, f'error: {path}: key "model_type" must be "bert" | "roberta" | '
+                                          f'"xlm-roberta" | "t5" | "mt5", got "umt5"'),
+                 ({"feed_forward_proj": "gated-silu"}, f'error: {path}: key "feed_forward_proj" must be "relu" | '
+                                                       f'"gated-relu" | "gelu" | "gated-gelu" | "gelu_new" | '
+                                                       f'"gated-gelu_new" | "gelu_pytorch_tanh" | '
+                                                       f'"gated-gelu_pytorch_tanh" | "gelu_fast" | '
+                                                       f'"gated-gelu_fast", got "gated-silu"'),
+                 ({"feed_forward_proj": "relu"}, f"error: {out}/model.safetensors: missing tensor "
+                                                 f"encoder.block.0.layer.1.DenseReluDense.wi.weight [8,8]")]
+        for change, want in wants:
+            with open(path, "w") as f:
+                json.dump({**config, **change}, f)
+            r = subprocess.run([a.ordo, "encode", "--model", out, "x"], capture_output=True, text=True)
+            if (r.returncode, r.stdout, r.stderr) != (2, "", want + "\n"):
+                print(f"FAIL {change}: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
+                failed += 1
+            else:
+                print(f"ok   {change}: {want}")
+    return failed
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ordo", required=True)
@@ -166,8 +197,8 @@ def main():
     a = p.parse_args()
     rng = random.Random(a.seed)
     failed = sum(not run_case(a, random_case(rng, "t5"), rng, a.seed + n) for n in range(a.cases))
-    failed += tokenizer_parity(a, rng, a.lines)
-    print(f"{a.cases + 2 - failed} passed, {failed} failed")
+    failed += tokenizer_parity(a, rng, a.lines) + refusals(a, rng)
+    print(f"{a.cases + 5 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
