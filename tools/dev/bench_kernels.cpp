@@ -143,6 +143,8 @@ void bench_linear(const std::vector<int>& ms, int rounds) {
 
 // int8 and bf16: the same 24 products at M rows through ReducedLinear, ordo's own kernel (VNNI,
 // AVX-512 BF16) against oneDNN's tiles, with f32's linear (the engine's choice at M) beside them.
+// int8 as convert_model makes it (in_proj's value third and linear2 on the finer 16-bit grids,
+// engine/kernels/reduced.h), and "own-8bit" with every product at 8 bits, as it was before those.
 void bench_reduced(ComputeType type, const std::vector<int>& ms, int rounds) {
   const char* name = compute_type_name(type);
   if (!have_onednn()) {
@@ -151,26 +153,31 @@ void bench_reduced(ComputeType type, const std::vector<int>& ms, int rounds) {
   }
   const std::vector<Layer> layers = random_layers();
   // Each weight converted once, found by its address.
-  std::map<const float*, std::unique_ptr<ReducedLinear>> converted;
+  std::map<const float*, std::unique_ptr<ReducedLinear>> converted, all8;
   for (const Layer& l : layers)
-    for (auto [w, b, N, K] : {std::tuple{&l.in_w, &l.in_b, 3 * D, D}, std::tuple{&l.out_w, &l.out_b, D, D},
-                              std::tuple{&l.w1, &l.b1, F, D}, std::tuple{&l.w2, &l.b2, D, F}})
-      converted[w->data()] = std::make_unique<ReducedLinear>(type, w->data(), b->data(), N, K);
+    for (auto [w, b, N, K, wide] :
+         {std::tuple{&l.in_w, &l.in_b, 3 * D, D, 2 * D}, std::tuple{&l.out_w, &l.out_b, D, D, -1},
+          std::tuple{&l.w1, &l.b1, F, D, -1}, std::tuple{&l.w2, &l.b2, D, F, 0}}) {
+      converted[w->data()] = std::make_unique<ReducedLinear>(type, w->data(), b->data(), N, K, wide);
+      if (type == ComputeType::Int8)
+        all8[w->data()] = std::make_unique<ReducedLinear>(type, w->data(), b->data(), N, K);
+    }
   const int threads = kernel_threads();
   for (int M : ms) {
     Products p(M);
-    auto pass = [&](ReducedKernel kernel) {
-      return [&, kernel] {
+    auto pass = [&](ReducedKernel kernel, const std::map<const float*, std::unique_ptr<ReducedLinear>>* which) {
+      return [&, kernel, which] {
         p.run(layers, [&](float* y, const float* x, const float* w, const float*, int rows, int, int) {
-          converted.at(w)->forward(y, x, rows, threads, kernel);
+          which->at(w)->forward(y, x, rows, threads, kernel);
         });
       };
     };
     std::vector<Variant> variants;
     variants.push_back({"f32", [&] { p.run(layers, linear); }});
-    if (have_own_kernel(type)) variants.push_back({"own", pass(ReducedKernel::Own)});
+    if (have_own_kernel(type)) variants.push_back({"own", pass(ReducedKernel::Own, &converted)});
+    if (type == ComputeType::Int8) variants.push_back({"own-8bit", pass(ReducedKernel::Own, &all8)});
     if (type == ComputeType::Int8 ? onednn_int8_exact() : onednn_bf16())
-      variants.push_back({"onednn", pass(ReducedKernel::OneDnn)});
+      variants.push_back({"onednn", pass(ReducedKernel::OneDnn, &converted)});
     const int calls = std::max(2, std::min(10, 1000 / (M + 20)));
     compare(std::string(name) + " M=" + std::to_string(M), variants, rounds, calls);
   }
