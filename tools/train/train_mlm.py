@@ -10,10 +10,11 @@ texts' licences, train.log, training.json) through tools/export_pytorch.py.
     tools/train/train_mlm.py --positions alibi-pairs --out models/position-alibi   (trained as "alibi", its first name)
     tools/train/train_mlm.py --positions alibi-symmetric --out models/position-alibi-symmetric
     tools/train/train_mlm.py --positions t5-buckets --out models/position-t5-buckets
+    tools/train/train_mlm.py --positions alibi-pairs --heads 8 --alibi-slopes all --out models/position-alibi-all-slopes
 
-The seven differ only in positions: same data, packing, sizes, steps and seed. `--positions alibi-pairs
---heads 8 --alibi-slopes all` gives ALiBi's pairs a pair of heads for each of the paper's four slopes:
-8 heads of 8 dimensions where the others have 4 of 16 (the same parameters, the same d_model).
+The first seven differ only in positions: same data, packing, sizes, steps and seed. The eighth,
+`--heads 8 --alibi-slopes all`, gives ALiBi's pairs a pair of heads for each of the paper's four
+slopes: 8 heads of 8 dimensions where the others have 4 of 16 (the same parameters, the same d_model).
 
 Data (tools/train/corpus.py): the WordNet glosses and examples and the sentences of Jane Austen's six
 novels (r-cran-janeaustenr), each minus its held-out lines, Austen's sentences cut at spaces into parts
