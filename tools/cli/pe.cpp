@@ -226,12 +226,12 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
   double steepest = 0;  // the picture's scale: the largest |bias| drawn
   if (buckets) {
     std::printf(
-        "positions of %s: t5-buckets, nothing added to the token vectors; each head's scores q.k/sqrt(dh) get\n"
+        "positions of %s: t5-buckets, nothing added to the token vectors; each head's scores %s get\n"
         "b_ij = W[h, bucket(j - i)] before the softmax, W (%d heads x %d buckets) learned and shared by all layers:\n"
         "%d buckets a side, distances 0 .. %d one bucket each, then log-spaced to %d, every distance past it in\n"
         "the side's last bucket\n",
-        dir.c_str(), h, c.relative_buckets, c.relative_buckets / 2, c.relative_buckets / 4 - 1,
-        c.relative_max_distance);
+        dir.c_str(), c.scale_attention ? "q.k/sqrt(dh)" : "q.k (T5's, not divided by sqrt(dh))", h, c.relative_buckets,
+        c.relative_buckets / 2, c.relative_buckets / 4 - 1, c.relative_max_distance);
     const int shown = std::min(N - 1, 40);
     auto listed = [&](int o) { return std::abs(o) <= 4 || o % 8 == 0 || std::abs(o) == shown; };
     std::printf("%-8s", "offset");
@@ -320,7 +320,8 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
       for (int j = 0; j < N; ++j) {
         double s = 0;
         for (int e = 0; e < dh; ++e) s += a[size_t(i) * dh + e] * b[size_t(j) * dh + e];
-        out[size_t(i) * N + j] = s / std::sqrt(double(dh)) + (alibi ? bias(head, (first + j) - (first + i)) : 0.0);
+        const double scaled = c.scale_attention ? s / std::sqrt(double(dh)) : s;  // T5's: not divided by √dh
+        out[size_t(i) * N + j] = scaled + (alibi ? bias(head, (first + j) - (first + i)) : 0.0);
       }
     return out;
   };
@@ -338,9 +339,10 @@ int relative_positions(const cxxopts::ParseResult& args, const std::string& dir,
     }
   }
   std::printf(
-      "\nrelative: shifting every position by k = 1, 7, 100, 1000 changes no score q.k/sqrt(dh)%s: %s, worst "
+      "\nrelative: shifting every position by k = 1, 7, 100, 1000 changes no score %s%s: %s, worst "
       "change %.3g (scores up to %.3g; random q, k of %d positions, in double)\n",
-      alibi ? " + b_ij" : "", worst <= 1e-9 * std::max(1.0, largest) ? "holds" : "FAILS", worst, largest, N);
+      c.scale_attention ? "q.k/sqrt(dh)" : "q.k", alibi ? " + b_ij" : "",
+      worst <= 1e-9 * std::max(1.0, largest) ? "holds" : "FAILS", worst, largest, N);
 
   if (args.count("png")) {
     teach::Heatmap hm;
