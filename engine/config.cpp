@@ -144,7 +144,8 @@ Config parse_config(const std::string& text, const std::string& where) {
                                 ", the exact distances of " + std::to_string(c.relative_buckets) + " buckets");
   if (r.has("alibi_slopes")) {
     const json& v = j["alibi_slopes"];
-    if (c.positional_encoding != PositionalEncoding::Alibi && c.positional_encoding != PositionalEncoding::AlibiSymmetric)
+    if (c.positional_encoding != PositionalEncoding::Alibi &&
+        c.positional_encoding != PositionalEncoding::AlibiSymmetric)
       throw InputError(where, "key \"alibi_slopes\" is for \"alibi-pairs\" or \"alibi-symmetric\", not \"" + pe + "\"");
     bool ok = v.is_array() && v.size() == size_t(c.n_heads);
     for (size_t k = 0; ok && k < v.size(); ++k)

@@ -120,8 +120,9 @@ TEST(Config, AlibiSlopes) {
   EXPECT_EQ(with("alibi-symmetric", "[1, 2]").alibi_slopes, (std::vector<double>{1.0, 2.0}));
   EXPECT_EQ(with("alibi-pairs", "null").alibi_slopes, std::vector<double>{});  // the default rule
   for (const char* bad : {"[0.5]", "[0.5, 0.1, 0.1]", "[0.5, 0]", "[0.5, -1]", "[0.5, \"x\"]", "0.5"})
-    EXPECT_EQ(test::input_error([&] { with("alibi-pairs", bad); }).rfind(
-                  "config.json: key \"alibi_slopes\" must be a list of 2 positive numbers, one per head, got ", 0),
+    EXPECT_EQ(test::input_error([&] {
+                with("alibi-pairs", bad);
+              }).rfind("config.json: key \"alibi_slopes\" must be a list of 2 positive numbers, one per head, got ", 0),
               0u)
         << bad;
   EXPECT_EQ(test::input_error([&] { with("rope", "[0.5, 0.125]"); }),
