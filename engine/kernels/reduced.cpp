@@ -510,17 +510,29 @@ void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int thr
   });
 }
 
+// The finer grid's channels [wide, N) in the own kernel of the level: acc (M, N − wide) = xq·W16ᵀ when y
+// is null, else y's columns [wide, N) (rows ld apart) = acc·(xs[m]·ws[n]) + b[n], with ws and b those
+// channels' own.
+namespace {
+void wide_products(int32_t* acc, float* y, int ld, const int16_t* xq, const float* xs, const int16_t* w16,
+                   const int16_t* panels, const float* ws, const float* b, int M, int Nw, int K, int threads) {
+  const int K2 = (K + 1) / 2 * 2;
+  const Own path = own_int8();
+  if (path == Own::Avx512) return int16_vnni(acc, y, xq, xs, panels, ws, b, M, Nw, K2, ld, threads);
+  if (path == Own::Avx2) return avx2::int16_products(acc, y, xq, xs, panels, ws, b, M, Nw, K2, ld, threads);
+  if (!y) return int_plain(acc, xq, K2, w16, M, Nw, K, threads);
+  Scratch& s = scratch();
+  grow(s.acc, size_t(M) * Nw);
+  int_plain(s.acc.data(), xq, K2, w16, M, Nw, K, threads);
+  scale_plain(y, ld, s.acc.data(), xs, ws, b, M, Nw);
+}
+}  // namespace
+
 void ReducedLinear::products_wide(int32_t* acc, const int16_t* xq, int M, int threads) const {
   if (type_ != ComputeType::Int8) throw std::logic_error("ReducedLinear::products_wide: not an int8 product");
-  const int Nw = N_ - wide_, K2 = (K_ + 1) / 2 * 2;
-  if (Nw == 0) return;
-  const Own path = own_int8();
-  if (path == Own::Avx512)
-    int16_vnni(acc, nullptr, xq, nullptr, w16_panels_.data(), nullptr, nullptr, M, Nw, K2, Nw, threads);
-  else if (path == Own::Avx2)
-    avx2::int16_products(acc, nullptr, xq, nullptr, w16_panels_.data(), nullptr, nullptr, M, Nw, K2, Nw, threads);
-  else
-    int_plain(acc, xq, K2, w16_.data(), M, Nw, K_, threads);
+  if (wide_ == N_) return;
+  wide_products(acc, nullptr, N_ - wide_, xq, nullptr, w16_.data(), w16_panels_.data(), nullptr, nullptr, M, N_ - wide_,
+                K_, threads);
 }
 
 void ReducedLinear::forward(float* y, const float* x, int M, int threads, ReducedKernel kernel) const {
@@ -530,26 +542,16 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
   }
   Scratch& s = scratch();
   if (type_ == ComputeType::Int8) {
-    if (wide_ < N_) {  // the finer grids' channels, in the own kernel of the level
-      const int Nw = N_ - wide_, K2 = (K_ + 1) / 2 * 2;
+    if (wide_ < N_) {  // the finer grids' channels
+      const int K2 = (K_ + 1) / 2 * 2;
       grow(s.x16, size_t(M) * K2), grow(s.xs16, size_t(M));
       int16_t* xq = s.x16.data();
       float* xs = s.xs16.data();
       over_row_blocks(M, threads, [&](int m0, int rows) {
         quantize_rows16(xq + size_t(m0) * K2, xs + m0, x + size_t(m0) * K_, rows, K_, K2, wide_x_top(K_));
       });
-      const float* ws = ws_.data() + wide_;
-      const float* b = b_ ? b_ + wide_ : nullptr;
-      const Own own = own_int8();
-      if (own == Own::Avx512) {
-        int16_vnni(nullptr, y + wide_, xq, xs, w16_panels_.data(), ws, b, M, Nw, K2, N_, threads);
-      } else if (own == Own::Avx2) {
-        avx2::int16_products(nullptr, y + wide_, xq, xs, w16_panels_.data(), ws, b, M, Nw, K2, N_, threads);
-      } else {
-        grow(s.acc, size_t(M) * Nw);
-        int_plain(s.acc.data(), xq, K2, w16_.data(), M, Nw, K_, threads);
-        scale_plain(y + wide_, N_, s.acc.data(), xs, ws, b, M, Nw);
-      }
+      wide_products(nullptr, y + wide_, N_, xq, xs, w16_.data(), w16_panels_.data(), ws_.data() + wide_,
+                    b_ ? b_ + wide_ : nullptr, M, N_ - wide_, K_, threads);
     }
     const int Nn = wide_;
     if (Nn == 0) return;
