@@ -67,6 +67,33 @@ inline __m256 exp8(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(k, half)));
 }
 
+// exp8 for the softmax's arguments, z − max ≤ 0 (or NaN, which the lower bound turns into −104,
+// as in exp8 and at AVX-512), with the same bits as exp8 and fewer instructions:
+//  - n = round(x / ln 2) by adding 1.5·2²³, which leaves n in the low bits of the sum (the float
+//    addition rounds to the nearest integer, ties to even, as _mm256_round_ps does), instead of a
+//    round and a conversion;
+//  - while every 2^n · e^r is a normal float (n ≥ −125: e^r ≥ 0.7), 2^n is applied by adding n to
+//    the exponent bits of e^r, which is exact; a block with a lane below that (x < −86.6: weights
+//    under 10⁻³⁷) takes exp8's two products, which round a result below the normal range once.
+// The upper bound is left out: it changes nothing for x ≤ 0 and frees a register in the loop.
+inline __m256 exp8_nonpositive(__m256 x) {
+  const __m256 shift = _mm256_set1_ps(12582912.0f);  // 1.5·2²³: t + shift is an integer for |t| < 2²²
+  x = _mm256_max_ps(x, _mm256_set1_ps(-104.0f));
+  const __m256 s = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), shift);
+  const __m256 n = _mm256_sub_ps(s, shift);                         // round(x / ln 2)
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // as in exp8
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));  // p·r² + r + 1
+  if (_mm256_movemask_ps(_mm256_cmp_ps(n, _mm256_set1_ps(-125.0f), _CMP_LT_OQ)) == 0)   // n·2²³ added to p's bits
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(s), 23)));
+  const __m256i k = _mm256_sub_epi32(_mm256_castps_si256(s), _mm256_castps_si256(shift)),
+                half = _mm256_srai_epi32(k, 1);
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(k, half)));
+}
+
 // sum(f(j, left)) over the blocks of 8 of a row of n, j = 0, 8, 16, …, left = n − j, into two sets
 // of 8 lanes taken in turn (16 lanes, as at AVX-512: at 8192 keys each lane adds 512 terms; and two
 // chains of additions instead of one).
@@ -84,22 +111,47 @@ inline __m256 sum_blocks(int n, F f) {
 
 }  // namespace
 
-// Three passes, 8 columns at a time: the max, exp(z − max) and its sum, the normalisation.
+// Three passes, 8 columns at a time: the max, exp(z − max) and its sum, the normalisation. Each
+// pass runs over whole blocks of 32 or 16 columns with several independent registers (four maxima,
+// two sums), so that no pass waits on one chain of dependent instructions, and the last n mod 16
+// columns go 8 at a time through masked loads and stores. The sums are added in sum_blocks' order
+// (two sets of 8 lanes in turn, the tail in the first), so the weights keep their bits.
 void softmax_row(float* row, int valid) {
-  __m256 vmax = _mm256_set1_ps(-INFINITY);
-  for (int j = 0; j < valid; j += 8) {
-    const __m256 z = load(row + j, valid - j);
-    vmax = _mm256_max_ps(vmax,
-                         valid - j >= 8 ? z : _mm256_blendv_ps(vmax, z, _mm256_castsi256_ps(first_lanes(valid - j))));
+  __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+  int j = 0;
+  for (; j + 32 <= valid; j += 32) {
+    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(row + j));
+    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(row + j + 8));
+    m2 = _mm256_max_ps(m2, _mm256_loadu_ps(row + j + 16));
+    m3 = _mm256_max_ps(m3, _mm256_loadu_ps(row + j + 24));
   }
-  const __m256 max = _mm256_set1_ps(max8(vmax));  // exp(z − max) ≤ 1: no overflow
-  const __m256 sum = sum_blocks(valid, [&](int j, int left) {
-    const __m256 e = keep(exp8(_mm256_sub_ps(load(row + j, left), max)), left);
+  for (; j < valid; j += 8) {
+    const __m256 z = load(row + j, valid - j);
+    m0 = _mm256_max_ps(m0, valid - j >= 8 ? z : _mm256_blendv_ps(m0, z, _mm256_castsi256_ps(first_lanes(valid - j))));
+  }
+  const __m256 max = _mm256_set1_ps(max8(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3))));
+  // exp(z − max) ≤ 1: no overflow
+  __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
+  for (j = 0; j + 16 <= valid; j += 16) {
+    const __m256 e0 = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(row + j), max));
+    const __m256 e1 = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(row + j + 8), max));
+    _mm256_storeu_ps(row + j, e0);
+    _mm256_storeu_ps(row + j + 8, e1);
+    even = _mm256_add_ps(even, e0);
+    odd = _mm256_add_ps(odd, e1);
+  }
+  for (; j < valid; j += 8) {
+    const int left = valid - j;
+    const __m256 e = keep(exp8_nonpositive(_mm256_sub_ps(load(row + j, left), max)), left);
     store(row + j, e, left);
-    return e;
-  });
-  const __m256 inv = _mm256_set1_ps(1.0f / sum8(sum));  // sum ≥ 1: exp(0) is one term
-  for (int j = 0; j < valid; j += 8) store(row + j, _mm256_mul_ps(load(row + j, valid - j), inv), valid - j);
+    even = _mm256_add_ps(even, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / sum8(_mm256_add_ps(even, odd)));  // sum ≥ 1: exp(0) is one term
+  for (j = 0; j + 16 <= valid; j += 16) {
+    _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), inv));
+    _mm256_storeu_ps(row + j + 8, _mm256_mul_ps(_mm256_loadu_ps(row + j + 8), inv));
+  }
+  for (; j < valid; j += 8) store(row + j, _mm256_mul_ps(load(row + j, valid - j), inv), valid - j);
 }
 
 // As in rows_avx512.cpp: with r, x + r is written to y and read back from there; then the mean and

@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "engine/kernels/blas.h"
+#include "engine/kernels/cpu.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/rows.h"
 #include "engine/kernels/small_m.h"
 #include "engine/kernels/tiles.h"
 #include "engine/ops.h"
@@ -130,6 +132,42 @@ TEST(Kernels, SoftmaxMatchesTheFormulaInDouble) {
         ASSERT_NEAR(z[size_t(r) * cols + j], want, 1e-6 * want + 1e-12) << "valid " << valid << " col " << j;
       }
     }
+  }
+}
+
+TEST(Kernels, SoftmaxWeightsBelowTheNormalRangeMatchTheFormula) {
+  // Scores 87 to 103 below the row's maximum: weights under 2^−126, which the AVX2 softmax rounds
+  // in exp8's two products rather than in its exponent-bit shortcut; mixed in one block of 8 with
+  // ordinary scores, and after a block of 16 of them. Each within 1e-6 relatively of the formula in
+  // double, or within the spacing of the smallest floats (2^−149).
+  for (int valid : {8, 11, 24, 40}) {
+    auto z = random_floats(size_t(valid), 1200 + valid, 2.0f);
+    for (int j = 1; j < valid; j += 3) z[j] = -87.0f - 16.0f * float(j) / float(valid);
+    const auto in = z;
+    softmax_rows(z.data(), 1, valid, valid);
+    const double max = *std::max_element(in.begin(), in.end());
+    double sum = 0;
+    for (float v : in) sum += std::exp(double(v) - max);
+    for (int j = 0; j < valid; ++j) {
+      const double want = std::exp(double(in[j]) - max) / sum;
+      ASSERT_NEAR(z[j], want, 1e-6 * want + std::ldexp(1.0, -149)) << "valid " << valid << " col " << j;
+    }
+  }
+}
+
+TEST(Kernels, SoftmaxGivesTheSameBitsAtAvx2AndAvx512) {
+  // The two vector kernels round every weight alike (rows_avx2.cpp's exp8): the same input rows,
+  // with tails, −∞ scores and weights below the normal range, give the same floats.
+  const CpuFeatures& f = cpu_features();
+  if (!(f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl)) GTEST_SKIP() << "this CPU has no AVX-512";
+  for (int valid : {1, 7, 8, 9, 16, 17, 31, 32, 33, 100, 2049}) {
+    auto z = random_floats(size_t(valid), 1300 + valid, 60.0f);
+    for (int j = 2; j < valid; j += 5) z[j] = -INFINITY;
+    z[0] = 1.0f;
+    auto at_avx2 = z, at_avx512 = z;
+    avx2::softmax_row(at_avx2.data(), valid);
+    avx512::softmax_row(at_avx512.data(), valid);
+    EXPECT_EQ(at_avx2, at_avx512) << "valid " << valid;
   }
 }
 
