@@ -185,10 +185,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--shapes", default=",".join(f"{b}x{s}" for b, s in SHAPES), help="e.g. 1x8,4x512")
     ap.add_argument("--peers", default="ordo,ort,torch",
-                    help="of ordo, ort, torch, the int8 pair ordo-int8 (--compute-type int8) and ort-int8 "
+                    help="of ordo, ort, torch, before (--before's f32), the int8 pair ordo-int8 (--compute-type int8) and ort-int8 "
                          "(tools/dev/quantize_onnx.py's graph, made on first use), and ordo-bf16")
     ap.add_argument("--before", default="",
-                    help="another ordo binary (an earlier build) to time beside --ordo at int8 and bf16: the peers "
+                    help="another ordo binary (an earlier build) to time beside --ordo: the peers before (f32), "
                          "before-int8 and before-bf16 in --peers")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true",
@@ -211,6 +211,11 @@ def main():
     if "ordo" in names:
         peers.append(Peer("ordo", [args.ordo, "bench", "--model", args.out, "--threads", str(args.threads), "--stdin"],
                           peer_env()))
+    if "before" in names:  # the f32 pass of the --before build, in the same rounds
+        if not args.before:
+            sys.exit("error: --peers: before needs --before ORDO")
+        peers.append(Peer("before", [args.before, "bench", "--model", args.out, "--threads", str(args.threads),
+                                     "--stdin"], peer_env()))
     for compute_type in ("bf16", "int8"):
         if f"ordo-{compute_type}" in names:
             peers.append(Peer(f"ordo-{compute_type}", [args.ordo, "bench", "--model", args.out, "--threads",
