@@ -69,28 +69,26 @@ inline __m256 exp8(__m256 x) {
 
 // exp8 for the softmax's arguments, z − max ≤ 0 (or NaN, which the lower bound turns into −104,
 // as in exp8 and at AVX-512), with the same bits as exp8 and fewer instructions:
-//  - n = round(x / ln 2) by adding 1.5·2²³, which leaves n in the low bits of the sum (the float
-//    addition rounds to the nearest integer, ties to even, as _mm256_round_ps does), instead of a
-//    round and a conversion;
+//  - n = round(x / ln 2) is converted to an integer once (ties to even, as _mm256_round_ps
+//    rounds), and back;
 //  - while every 2^n · e^r is a normal float (n ≥ −125: e^r ≥ 0.7), 2^n is applied by adding n to
 //    the exponent bits of e^r, which is exact; a block with a lane below that (x < −86.6: weights
 //    under 10⁻³⁷) takes exp8's two products, which round a result below the normal range once.
 // The upper bound is left out: it changes nothing for x ≤ 0 and frees a register in the loop.
 inline __m256 exp8_nonpositive(__m256 x) {
-  const __m256 shift = _mm256_set1_ps(12582912.0f);  // 1.5·2²³: t + shift is an integer for |t| < 2²²
   x = _mm256_max_ps(x, _mm256_set1_ps(-104.0f));
-  const __m256 s = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), shift);
-  const __m256 n = _mm256_sub_ps(s, shift);                         // round(x / ln 2)
+  const __m256i k = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)));
+  const __m256 n = _mm256_cvtepi32_ps(k);                           // round(x / ln 2)
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // as in exp8
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
   __m256 p = _mm256_set1_ps(1.9875691500e-4f);
   for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
   p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));  // p·r² + r + 1
-  if (_mm256_movemask_ps(_mm256_cmp_ps(n, _mm256_set1_ps(-125.0f), _CMP_LT_OQ)) == 0)   // n·2²³ added to p's bits
-    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(s), 23)));
-  const __m256i k = _mm256_sub_epi32(_mm256_castps_si256(s), _mm256_castps_si256(shift)),
-                half = _mm256_srai_epi32(k, 1);
+  if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(-125), k))) == 0)
+    return _mm256_castsi256_ps(
+        _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(k, 23)));  // n added to p's exponent
+  const __m256i half = _mm256_srai_epi32(k, 1);
   return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(k, half)));
 }
 
