@@ -75,6 +75,7 @@ class Pool {
     static auto* parents = new std::vector<std::thread>;
     for (std::thread& t : helpers_) parents->push_back(std::move(t));
     helpers_.clear();
+    alone_until_ = Clock::time_point();
     new (&job_mutex_) std::mutex;
     new (&mutex_) std::mutex;
     new (&wake_) std::condition_variable;
@@ -91,6 +92,7 @@ class Pool {
     return;
 #endif
     stop_helpers();
+    alone_until_ = Clock::time_point();
     cpu_.reset(new std::atomic<int>[size_t(std::max(threads, 1))]);
     for (int i = 0; i < std::max(threads, 1); ++i) cpu_[i].store(-1, std::memory_order_relaxed);
     for (int i = 1; i < threads; ++i) {
@@ -143,7 +145,10 @@ class Pool {
  private:
   void run_job(int n_tasks, const std::function<void(int, int)>& body) {
     std::lock_guard<std::mutex> job(job_mutex_);
-    if (helpers_.empty()) {  // resized to one thread while this caller waited for the job lock
+    const Clock::time_point start = Clock::now();
+    // Resized to one thread while this caller waited for the job lock, or alone for a while after a
+    // job that a helper made slower than one thread (below; not while a test holds the helpers back).
+    if (helpers_.empty() || (start < alone_until_ && !helper_hook.load(std::memory_order_relaxed))) {
       for (int i = 0; i < n_tasks; ++i) body(i, 0);
       return;
     }
@@ -156,10 +161,12 @@ class Pool {
     wake_sleepers();
     // The caller works too, and then waits only for tasks a helper has taken and not finished: a
     // helper that is asleep or off the CPU when the job comes holds nothing up, its share is done here.
-    work(0, generation);
+    const int mine = work(0, generation);
+    if (done_.load(std::memory_order_acquire) == n_tasks) return;
     // Waiting for a helper on another core: spin, it finishes within microseconds. On this core (the
     // scheduler put both threads on one), or after a long wait (the machine is oversubscribed), give
     // the core away, or the helper cannot finish.
+    const Clock::time_point own = Clock::now();
     bool share = false;
     for (int spins = 0; done_.load(std::memory_order_acquire) < n_tasks; ++spins) {
       if (spins % 64 == 63) share = helper_on_cpu(caller_cpu_.load(std::memory_order_relaxed));
@@ -168,6 +175,16 @@ class Pool {
       else
         std::this_thread::yield();
     }
+    // A helper that took a task and then lost its core (another process's turn on it) holds the job
+    // up by a time slice, milliseconds, where the job itself takes microseconds. When the job took
+    // longer than the caller alone would have (its own tasks' pace times all the tasks), the caller
+    // works alone for the next kAloneFactor times the wait (at most kMaxAlone), then tries again: on
+    // a host busy with other work, two threads are then not slower than one, and on a quiet one a
+    // helper is never this late.
+    const Clock::time_point end = Clock::now();
+    if (mine == 0) return;
+    const Clock::duration alone = (own - start) * n_tasks / mine, waited = end - own;
+    if (end - start > alone + kSlack) alone_until_ = end + std::min(waited * kAloneFactor, kMaxAlone);
   }
 
   bool helper_on_cpu(int cpu) const {
@@ -193,15 +210,16 @@ class Pool {
     stop_.store(false, std::memory_order_relaxed);
   }
 
-  // Takes tasks of job `generation` until none is left.
-  void work(int thread, uint64_t generation) {
+  // Takes tasks of job `generation` until none is left; returns how many it ran.
+  int work(int thread, uint64_t generation) {
     uint64_t w = word_.load(std::memory_order_acquire);
-    for (;;) {
-      if (JobWord::generation(w) != generation || JobWord::next(w) >= JobWord::tasks(w)) return;
+    for (int ran = 0;;) {
+      if (JobWord::generation(w) != generation || JobWord::next(w) >= JobWord::tasks(w)) return ran;
       if (!word_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
       if (thread > 0) cpu_[thread].store(sched_getcpu(), std::memory_order_relaxed);
       (*body_)(JobWord::next(w), thread);
       done_.fetch_add(1, std::memory_order_release);
+      ++ran;
       w = word_.load(std::memory_order_acquire);
     }
   }
@@ -241,17 +259,22 @@ class Pool {
     }
   }
 
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::duration kSlack = std::chrono::microseconds(20);      // a wake-up, a cache miss
+  static constexpr int kAloneFactor = 16;                                       // probes cost ≤ 1/16
+  static constexpr Clock::duration kMaxAlone = std::chrono::milliseconds(100);  // then try again
+
   std::vector<std::thread> helpers_;
-  std::mutex job_mutex_;  // one job at a time
-  std::mutex mutex_;      // guards sleeping on wake_
+  Clock::time_point alone_until_;  // the caller runs jobs alone until then (job lock)
+  std::mutex job_mutex_;           // one job at a time
+  std::mutex mutex_;               // guards sleeping on wake_
   std::condition_variable wake_;
   std::atomic<uint64_t> word_{0};
   std::atomic<int> done_{0};
   std::atomic<int> sleepers_{0}, active_passes_{0};
-  std::atomic<uint64_t> pass_epoch_{0};
-  std::atomic<int> caller_cpu_{-1};  // the core of the thread running the current job
-  std::unique_ptr<std::atomic<int>[]>
-      cpu_;  // [thread]: the core each helper last took a task on  // passes begun: a sleeping helper wakes for each
+  std::atomic<uint64_t> pass_epoch_{0};      // passes begun: a sleeping helper wakes for each
+  std::atomic<int> caller_cpu_{-1};          // the core of the thread running the current job
+  std::unique_ptr<std::atomic<int>[]> cpu_;  // [thread]: the core each helper last took a task on
   std::atomic<bool> stop_{false};
   std::atomic<int> size_{1};  // helpers + 1, readable without the job lock
   const std::function<void(int, int)>* body_ = nullptr;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
@@ -536,6 +537,61 @@ TEST(Parallel, ALateHelperLeavesSmallMBitsAsOneThread) {
     linear_small_m(late.data(), x.data(), w.data(), b.data(), M, K, N);
   }
   EXPECT_EQ(one, late);
+}
+
+// A helper that takes a task and then loses its core holds the job up, by a time slice where the job
+// takes microseconds. The body plays that helper: the task it takes waits until the caller has done
+// all the others, then 20 ms more (no clock is asserted on; the wait only makes the job longer than
+// the caller alone would have taken, by far). The next jobs run on the caller alone, and later the
+// helper takes part again.
+TEST(Parallel, AJobAHelperHeldUpLeavesTheNextJobsToTheCaller) {
+  ThreadsGuard guard;
+  set_kernel_threads(1);
+  set_kernel_threads(2);  // a new pool: no spell left by an earlier test
+  const int n = 8;
+  bool held = false;
+  for (int attempt = 0; attempt < 100 && !held; ++attempt) {  // until the helper comes for a task
+    std::atomic<int> by_caller{0};
+    std::atomic<bool> helper_took{false};
+    parallel_for(n, [&](int, int thread) {
+      if (thread == 0) {  // the caller's first task gives the helper time to come
+        for (int i = 0; i < 100000 && by_caller.load() == 0 && !helper_took.load(); ++i) std::this_thread::yield();
+        by_caller.fetch_add(1);
+        return;
+      }
+      helper_took = true;
+      while (by_caller.load() < n - 1) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    });
+    held = helper_took;
+  }
+  ASSERT_TRUE(held) << "the helper never came for a task";
+  // Inside a pass (the helper spins for jobs) and with some work in each task (~10 µs, ~1 ms a job),
+  // a helper that was given tasks would take some.
+  const auto some_work = [] {
+    volatile double sink = 0;
+    for (int i = 0; i < 5000; ++i) sink = sink + i;
+  };
+  std::atomic<int> off_caller{0};
+  {
+    const PassThreads pass;
+    for (int job = 0; job < 10; ++job)
+      parallel_for(64, [&](int, int thread) {
+        if (thread != 0) off_caller.fetch_add(1);
+        some_work();
+      });
+  }
+  EXPECT_EQ(off_caller.load(), 0) << "tasks run by the helper right after it held a job up";
+  // After the spell (at most 100 ms), the helper is given tasks again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::atomic<bool> back{false};
+  const PassThreads pass;
+  for (int job = 0; job < 1000 && !back.load(); ++job)
+    parallel_for(64, [&](int, int thread) {
+      if (thread != 0) back = true;
+      some_work();
+    });
+  EXPECT_TRUE(back.load()) << "the helper was never given a task again";
 }
 
 // The decision in one place: the caller alone below the threshold or with one thread, then
