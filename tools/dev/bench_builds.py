@@ -62,6 +62,7 @@ def main():
                                       "--threads", threads, "--repeat", str(args.repeat), "--json"],
                                      env=env, capture_output=True, text=True, check=True).stdout
                 res[(name, (B, S))].append(json.loads(out)["ms_median"])
+                print(f"# round {round_ + 1} {B}x{S} {name}: {res[(name, (B, S))][-1]:.2f} (load {load()})", flush=True)
     print(f"# load average after: {load()}")
     print(f"# {args.processes} fresh processes per cell; ms: median of medians (fastest-slowest, slowest/fastest)"
           + (f"; [n/{args.processes}]: rounds slower than {args.one}" if args.one else "")
