@@ -1,12 +1,15 @@
 #include "engine/kernels/parallel.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -227,6 +230,7 @@ class Pool {
   // `seen`: the last job when the helper was made (resize holds the job lock, so none was running).
   // Read by the thread itself, a job handed out before it first ran would be taken for an old one.
   void helper(int thread, uint64_t seen) {
+    std::chrono::steady_clock::time_point next_step_off;  // when it may step off the caller's core again
     for (;;) {
       // Between jobs of a pass, spin (a pass hands out a job every few to few hundred µs, and waking
       // a sleeping thread costs tens of µs on a virtual machine); with no pass running, or after
@@ -239,9 +243,10 @@ class Pool {
         cpu_relax();
         if (spins % 64 != 63) continue;
         // Spinning on the caller's core would take the core from the thread that hands out the work.
-        if (active_passes_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < until &&
-            sched_getcpu() != caller_cpu_.load(std::memory_order_relaxed))
-          continue;
+        if (active_passes_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < until) {
+          const int caller = caller_cpu_.load(std::memory_order_relaxed);
+          if (sched_getcpu() != caller || step_off(caller, size(), next_step_off)) continue;
+        }
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
         const uint64_t epoch = pass_epoch_.load(std::memory_order_seq_cst);
@@ -257,6 +262,45 @@ class Pool {
       if (auto* hook = helper_hook.load(std::memory_order_acquire)) hook(thread);
       work(thread, seen);
     }
+  }
+
+  // A helper on the caller's core during a pass was put there by the kernel at a wake-up, and as it
+  // sleeps at once there, it is never waiting long enough to be moved. When the other cores are
+  // busy that is right (they have no room for it). But the kernel skips its search for an idle core
+  // at a wake-up when the cores have been busy in the last tens of milliseconds (as they are right
+  // after the previous process), so a helper can stay on the caller's core while another is idle, and
+  // the process runs at the speed of one thread. So when no other thread on the machine is waiting
+  // for a core (/proc/loadavg counts no more runnable threads than the pool has), the helper steps
+  // off: its CPU set without the caller's core, which moves it at once, then its own set again, so
+  // the kernel is as free as before (a set the user narrowed stays as it was). Checked at most every
+  // 2 ms. Returns whether the helper is now on another core.
+  static bool step_off(int caller, int threads, std::chrono::steady_clock::time_point& next) {
+    const Clock::time_point now = Clock::now();
+    if (caller < 0 || now < next) return false;
+    next = now + std::chrono::milliseconds(2);
+    if (runnable_threads() > threads) return false;  // other work wants the cores: stay
+    cpu_set_t own, off;
+    if (sched_getaffinity(0, sizeof own, &own) != 0 || CPU_COUNT(&own) < 2 || !CPU_ISSET(caller, &own)) return false;
+    off = own;
+    CPU_CLR(caller, &off);
+    const bool moved = sched_setaffinity(0, sizeof off, &off) == 0;
+    sched_setaffinity(0, sizeof own, &own);
+    return moved && sched_getcpu() != caller;
+  }
+
+  // The threads on the machine running or waiting for a core now: /proc/loadavg's fourth field,
+  // "running/total" (a large number if it cannot be read: then the helper stays where it is).
+  static int runnable_threads() {
+    const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1 << 30;
+    char text[128];
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) return 1 << 30;
+    text[n] = 0;
+    int running = 0;
+    if (std::sscanf(text, "%*s %*s %*s %d/", &running) != 1) return 1 << 30;
+    return running;
   }
 
   using Clock = std::chrono::steady_clock;

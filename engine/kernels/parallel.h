@@ -2,6 +2,13 @@
 // helpers wait between jobs (a short spin, then asleep), so a forward pass that hands out dozens
 // of jobs pays no thread start-up after the first.
 //
+// The caller never waits for a helper that has not come (it takes the tasks itself), only for tasks
+// a helper has taken. A helper that takes a task and then loses its core to another process holds
+// the job up by a time slice (milliseconds, where a job at 1 × 8 takes 0.1–0.3 ms): after a job that
+// took longer than the caller alone would have, the caller runs the jobs alone for a while (16 times
+// the wait, at most 100 ms), then shares them again. On a quiet host that is rare (a kernel thread's
+// turn on the helper's core).
+//
 // Several threads may run forward passes at once: their jobs take turns on the one set of helpers
 // (one job at a time), so each job still sees every thread index it was promised.
 #pragma once

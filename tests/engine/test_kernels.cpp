@@ -2,6 +2,7 @@
 // harness, softmax and LayerNorm, on sizes that are not multiples of the vector width or the tile,
 // at several thread counts; and the thread pool itself.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -592,6 +593,63 @@ TEST(Parallel, AJobAHelperHeldUpLeavesTheNextJobsToTheCaller) {
       some_work();
     });
   EXPECT_TRUE(back.load()) << "the helper was never given a task again";
+}
+
+// A helper on the caller's core may step off it (when no other thread waits for a core), and does so
+// by narrowing its CPU set for a moment: afterwards its set is the one it had, and a set narrowed to
+// the caller's core alone (as a user may with taskset) is left as it is, with every job still done.
+struct HelperCpus {
+  static inline cpu_set_t sets[2];         // the whole set, the caller's core alone (written before the hook is set)
+  static inline std::atomic<int> want{0};  // which of them the helper's set must be at each job
+  static inline std::atomic<int> jobs{0}, wrong_set{0}, off_caller{0}, caller{-1};
+  static inline std::atomic<bool> narrow{false};  // the helper narrows itself to the caller's core
+  static void look(int) {
+    if (narrow.exchange(false)) sched_setaffinity(0, sizeof sets[1], &sets[1]);
+    cpu_set_t now;
+    if (sched_getaffinity(0, sizeof now, &now) != 0 || !CPU_EQUAL(&now, &sets[want.load()])) wrong_set.fetch_add(1);
+    if (sched_getcpu() != caller.load()) off_caller.fetch_add(1);
+    jobs.fetch_add(1);
+  }
+};
+
+TEST(Parallel, AHelperKeepsItsCpuSet) {
+  ThreadsGuard guard;
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one CPU";
+  set_kernel_threads(1);
+  set_kernel_threads(2);  // a helper started with this thread's set
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // the caller on one core
+  HelperCpus::sets[0] = all, HelperCpus::sets[1] = one;
+  HelperCpus::caller = first, HelperCpus::want = 0, HelperCpus::jobs = 0, HelperCpus::wrong_set = 0;
+  set_helper_hook(HelperCpus::look);
+  const auto jobs = [](int n) {
+    const PassThreads pass;
+    for (int job = 0; job < n; ++job)
+      parallel_for(16, [&](int, int) {
+        volatile double sink = 0;
+        for (int i = 0; i < 2000; ++i) sink = sink + i;
+      });
+  };
+  jobs(2000);
+  EXPECT_GT(HelperCpus::jobs.load(), 0);
+  EXPECT_EQ(HelperCpus::wrong_set.load(), 0) << "the helper's CPU set changed";
+  HelperCpus::want = 1, HelperCpus::jobs = 0, HelperCpus::wrong_set = 0, HelperCpus::off_caller = 0;
+  HelperCpus::narrow = true;  // at its next job
+  while (HelperCpus::narrow.load()) jobs(1);
+  HelperCpus::jobs = 0, HelperCpus::wrong_set = 0, HelperCpus::off_caller = 0;
+  jobs(2000);
+  EXPECT_GT(HelperCpus::jobs.load(), 0);
+  EXPECT_EQ(HelperCpus::wrong_set.load(), 0) << "the narrowed set was widened";
+  EXPECT_EQ(HelperCpus::off_caller.load(), 0) << "the helper ran outside its narrowed set";
+  set_helper_hook(nullptr);
+  sched_setaffinity(0, sizeof all, &all);
+  set_kernel_threads(1);  // the narrowed helper ends here
 }
 
 // The decision in one place: the caller alone below the threshold or with one thread, then
