@@ -238,11 +238,15 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
   const float scale = c.scale_embedding ? static_cast<float>(std::sqrt(double(d))) : 1.0f;
   const float* p = positions(s, S, options);
   const float* type = w.token_type_embedding;  // row 0, segment A (Hugging Face encoders), or null
+  // RoBERTa counts only the tokens that are not <pad> (id padding_idx = position_offset − 1): a <pad> in
+  // the text takes row padding_idx, and the tokens after it one row less each (reference::embed_hf)
+  const int pad = c.family == Family::Roberta && p ? c.position_offset - 1 : -1;
   for (size_t b = 0; b < ids.size(); ++b)
-    for (size_t t = 0; t < ids[b].size(); ++t) {
+    for (size_t t = 0, counted = 0; t < ids[b].size(); ++t) {
       const float* e = w.embedding + size_t(ids[b][t]) * d;
       float* x = s.x.data() + (b * S + t) * d;
-      for (int j = 0; j < d; ++j) x[j] = e[j] * scale + (p ? p[t * d + j] : 0.0f);
+      const float* pt = !p ? nullptr : ids[b][t] == pad ? w.position_embedding + size_t(pad) * d : p + counted++ * d;
+      for (int j = 0; j < d; ++j) x[j] = e[j] * scale + (pt ? pt[j] : 0.0f);
       if (type)
         for (int j = 0; j < d; ++j) x[j] += type[j];
     }

@@ -281,6 +281,9 @@ void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, boo
 }
 
 // x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])
+// RoBERTa (position_offset = padding_idx + 1) numbers only the tokens that are not <pad>: token t at
+// padding_idx + (how many of ids 0..t are not padding_idx), a <pad> at padding_idx itself, as
+// transformers' create_position_ids_from_input_ids; without a <pad> in the text that is t + offset.
 void embed_hf(double* x, const int32_t* ids, const Model& m, int S, bool positions) {
   const Config& c = m.config();
   const Weights& w = m.weights();
@@ -289,7 +292,11 @@ void embed_hf(double* x, const int32_t* ids, const Model& m, int S, bool positio
   see(StageKind::Embedding, x, S, d, d);
   if (positions) {
     std::vector<double> p(size_t(S) * d);
-    std::copy_n(w.position_embedding + size_t(c.position_offset) * d, p.size(), p.begin());
+    const int pad = c.family == Family::Roberta ? c.position_offset - 1 : -1;
+    for (int t = 0, counted = 0; t < S; ++t) {
+      const int row = ids[t] == pad ? pad : c.position_offset + counted++;
+      std::copy_n(w.position_embedding + size_t(row) * d, d, p.begin() + size_t(t) * d);
+    }
     see(StageKind::LearnedPositions, p.data(), S, d, d);
     add_positions(x, p.data(), p.size());
   }

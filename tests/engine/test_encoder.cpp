@@ -167,7 +167,9 @@ TEST(Encoder, HuggingFaceEncoderMatchesThePlainEncoder) {
     write_safetensors(dir.path + "/model.safetensors", tensors);
     const Model m(c, dir.path + "/model.safetensors");
     Encoder enc(m);
-    const std::vector<std::vector<int32_t>> ids = {{1, 4, 9, 16, 25, 36, 49, 52}, {2}, {7, 7, 3}};
+    // for RoBERTa id 1 is <pad> (padding_idx = offset − 1): in a text it takes row 1 and the rows after it
+    // shift back, in both encoders
+    const std::vector<std::vector<int32_t>> ids = {{1, 4, 9, 16, 25, 36, 49, 52}, {2}, {7, 7, 3}, {5, 1, 8, 1, 1, 3}};
     expect_batch_matches_reference(enc, m, ids, k.name);
     // the table's last usable row: max_positions − offset tokens run, one more does not
     EXPECT_NO_THROW(enc.forward({std::vector<int32_t>(size_t(24 - c.position_offset), 5)}));
