@@ -233,7 +233,8 @@ struct Pipeline::Impl {
       t.ids.insert(t.ids.begin(), tokenizer.bos_id());
       t.pieces.insert(t.pieces.begin(), tokenizer.piece(tokenizer.bos_id()));
     }
-    if (c.add_eos) {
+    // T5Tokenizer adds no </s> to a text whose last piece is one already ("... </s>" in the text)
+    if (c.add_eos && !(c.family == Family::T5 && !t.ids.empty() && t.ids.back() == tokenizer.eos_id())) {
       t.ids.push_back(tokenizer.eos_id());
       t.pieces.push_back(tokenizer.piece(tokenizer.eos_id()));
     }
@@ -290,6 +291,7 @@ Pipeline::Pipeline(const std::string& model_dir) : impl_(std::make_unique<Impl>(
     throw InputError(where, "config sets add_bos but the tokenizer has no BOS piece");
   if (c.add_eos && impl_->tokenizer.eos_id() < 0)
     throw InputError(where, "config sets add_eos but the tokenizer has no EOS piece");
+  impl_->tokenizer.keep_special_tokens_below(c.vocab_size);  // T5's sentinels past a small vocabulary
 }
 
 // The most bytes the tokenizer may make of one text on this model and machine, whoever calls (prepare

@@ -38,6 +38,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
     Tokenizer t;
     t.path_ = path;
     t.wp_ = WordPiece::load(path);
+    t.specials_ = t.wp_->special;
     return t;
   }
   Tokenizer t = parse(read_regular_file(path, kMaxBytes, "a sentencepiece model"), path);
@@ -46,8 +47,36 @@ Tokenizer Tokenizer::load(const std::string& path) {
       throw InputError(path, "is not XLM-RoBERTa's sentencepiece model (it has <unk> 0, <s> 1, </s> 2)");
     t.fairseq_ = true;
     t.joined_.reset();
+    // XLMRobertaTokenizer's special tokens, in fairseq's numbering
+    t.specials_ = {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}, {"<mask>", t.size() - 1, true, false}};
+  } else if (name == "spiece.model") {
+    // T5Tokenizer's: 100 sentinels after the model's pieces, counted down, then </s>, <unk> and <pad>,
+    // each the model's piece or, where it has none, the next id after the sentinels
+    constexpr int kExtraIds = 100;
+    for (int i = 0; i < kExtraIds; ++i)
+      t.specials_.push_back({"<extra_id_" + std::to_string(i) + ">", t.size() + kExtraIds - 1 - i, true, true});
+    int next = t.size() + kExtraIds;
+    for (const char* special : {"</s>", "<unk>", "<pad>"}) {
+      const int id = t.sp_->PieceToId(special);
+      t.specials_.push_back({special, id >= 0 && t.sp_->IdToPiece(id) == special ? id : next++});
+    }
   }
   return t;
+}
+
+void Tokenizer::keep_special_tokens_below(int limit) {
+  specials_.erase(
+      std::remove_if(specials_.begin(), specials_.end(), [limit](const SpecialToken& s) { return s.id >= limit; }),
+      specials_.end());
+}
+
+const SpecialToken* Tokenizer::special_at(std::string_view text, size_t i) const {
+  const SpecialToken* best = nullptr;
+  for (const SpecialToken& s : specials_)
+    if (s.text[0] == text[i] && text.compare(i, s.text.size(), s.text) == 0 &&
+        (!best || s.text.size() > best->text.size()))
+      best = &s;
+  return best;
 }
 
 // fairseq's numbering of XLM-R's pieces: <s> 0, <pad> 1, </s> 2, <unk> 3, sentencepiece's id + 1 after.
@@ -105,7 +134,78 @@ sentencepiece::SentencePieceProcessor* Tokenizer::inside_word() const {
   return j.sp.get();
 }
 
+namespace {
+// The characters Python's str.isspace() calls whitespace (bidirectional class WS, B or S, or category
+// Zs), which transformers' tokenizers strip beside a special token that asks for it (lstrip, rstrip).
+bool python_space(uint32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+// The code point that starts at s[i] (valid UTF-8) and its length.
+uint32_t code_point(std::string_view s, size_t i, size_t* len) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  *len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  uint32_t cp = *len == 1 ? c : c & (0xFF >> (*len + 1));
+  for (size_t k = 1; k < *len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return cp;
+}
+// How many bytes of whitespace s starts with, and ends with.
+size_t python_space_prefix(std::string_view s) {
+  size_t i = 0, len = 0;
+  while (i < s.size() && python_space(code_point(s, i, &len))) i += len;
+  return i;
+}
+size_t python_space_suffix(std::string_view s) {
+  size_t end = s.size();
+  while (end > 0) {
+    size_t begin = end - 1, len = 0;
+    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80) --begin;
+    if (!python_space(code_point(s, begin, &len))) break;
+    end = begin;
+  }
+  return s.size() - end;
+}
+}  // namespace
+
+// Each special token's text is its piece; the text between two (or before the first, after the last)
+// is tokenized alone, as Hugging Face's tokenizers split a text at its added tokens first.
 Tokenization Tokenizer::encode(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
+  if (specials_.empty()) return encode_text(text, where, spans);
+  size_t bad = 0;
+  if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
+  Tokenization out;
+  size_t start = 0;                      // where the text not yet tokenized begins
+  const SpecialToken* before = nullptr;  // the special token just before it
+  auto flush = [&](size_t end, const SpecialToken* after) {
+    if (before && before->rstrip) start += python_space_prefix(text.substr(start, end - start));
+    if (after && after->lstrip) end -= python_space_suffix(text.substr(start, end - start));
+    if (end <= start) return;
+    const size_t first = spans ? spans->size() : 0;
+    Tokenization part = encode_text(text.substr(start, end - start), where, spans);
+    if (spans)
+      for (size_t k = first; k < spans->size(); ++k) (*spans)[k].begin += start, (*spans)[k].end += start;
+    out.pieces.insert(out.pieces.end(), part.pieces.begin(), part.pieces.end());
+    out.ids.insert(out.ids.end(), part.ids.begin(), part.ids.end());
+  };
+  for (size_t i = 0; i < text.size();) {
+    const SpecialToken* s = special_at(text, i);
+    if (!s) {
+      ++i;
+      continue;
+    }
+    flush(i, s);
+    out.pieces.push_back(s->text);
+    out.ids.push_back(s->id);
+    if (spans) spans->push_back({i, i + s->text.size()});
+    i += s->text.size();
+    start = i;
+    before = s;
+  }
+  flush(text.size(), nullptr);
+  return out;
+}
+
+Tokenization Tokenizer::encode_text(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
   if (wp_) {
     size_t bad = 0;
     if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
@@ -162,6 +262,9 @@ uint64_t Tokenizer::normalized_bytes(std::string_view text, uint64_t stop, size_
 }
 
 std::string Tokenizer::piece(int id) const {
+  if (id >= size())  // T5's sentinels
+    for (const SpecialToken& s : specials_)
+      if (s.id == id) return s.text;
   if (id < 0 || id >= size()) return "<?>";
   if (wp_) return wp_->piece(id);
   if (fairseq_) {

@@ -32,6 +32,17 @@ struct Span {
   size_t end = 0;
 };
 
+// A piece that a Hugging Face tokenizer keeps whole wherever its text stands in a text ("[SEP]",
+// "</s>", "<extra_id_0>"): matched exactly, case and all, before anything is normalized; the text
+// between two of them is tokenized on its own. lstrip: the whitespace before it (as Python's
+// str.isspace() has it) belongs to no piece; rstrip: the whitespace after it.
+struct SpecialToken {
+  std::string text;
+  int32_t id = 0;
+  bool lstrip = false;
+  bool rstrip = false;
+};
+
 class WordPiece;
 
 class Tokenizer {
@@ -49,7 +60,8 @@ class Tokenizer {
   ~Tokenizer();
 
   // Invalid UTF-8 is an InputError ("<where>: ...") rather than silently replaced. `spans`, if
-  // given, receives each piece's bytes in `text`.
+  // given, receives each piece's bytes in `text`. A special token's text in `text` is that token
+  // (special_tokens()); where two start at one byte, the longer.
   Tokenization encode(std::string_view text, const std::string& where = "input",
                       std::vector<Span>* spans = nullptr) const;
 
@@ -80,6 +92,16 @@ class Tokenizer {
   Tokenization encode_masked(std::string_view text, const std::string& where = "input",
                              std::vector<int>* positions = nullptr) const;
   const std::string& path() const { return path_; }
+
+  // The special tokens encode() finds in a text, as the model's Hugging Face tokenizer does: for a
+  // vocab.txt, tokenizer.json's added_tokens (else [PAD] [UNK] [CLS] [SEP] [MASK]); for XLM-R's
+  // <s> <pad> </s> <unk> <mask> (lstrip), as XLMRobertaTokenizer; for T5's spiece.model </s> <unk> <pad>
+  // and <extra_id_0> .. <extra_id_99> (ids from the piece count + 99 down; lstrip and rstrip), as
+  // T5Tokenizer. ordo's own tokenizer.model has none: there
+  // "<mask>" in a text is text, and only encode_masked reads it.
+  const std::vector<SpecialToken>& special_tokens() const { return specials_; }
+  // Forgets those whose id is not below `limit` (a model's vocab_size: T5's extra ids past it).
+  void keep_special_tokens_below(int limit);
   // Which kind of tokenizer this is, as trace names it: "wordpiece" (a vocab.txt), "sentencepiece
   // with XLM-R's ids" (a sentencepiece.bpe.model) or "sentencepiece".
   const char* kind() const { return wp_ ? "wordpiece" : fairseq_ ? "sentencepiece with XLM-R's ids" : "sentencepiece"; }
@@ -95,6 +117,10 @@ class Tokenizer {
   Tokenizer() = default;
   Tokenization encode_with(sentencepiece::SentencePieceProcessor& sp, std::string_view text, const std::string& where,
                            std::vector<Span>* spans) const;
+  // encode() of a text in which no special token is looked for.
+  Tokenization encode_text(std::string_view text, const std::string& where, std::vector<Span>* spans) const;
+  // The longest special token whose text starts at text[i], or null.
+  const SpecialToken* special_at(std::string_view text, size_t i) const;
   // The same model with add_dummy_prefix off, made the first time a segment needs it.
   struct Joined;
   sentencepiece::SentencePieceProcessor* inside_word() const;
@@ -106,6 +132,7 @@ class Tokenizer {
   int from_sp(int id) const;             // a sentencepiece id as this tokenizer numbers it
   std::string path_;
   std::string charsmap_;  // the normalizer's precompiled_charsmap ("" for none)
+  std::vector<SpecialToken> specials_;
 };
 
 // True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).

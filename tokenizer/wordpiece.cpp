@@ -114,7 +114,8 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
   const auto flag = [](const json& j, const char* key, bool& out) {
     if (j.contains(key) && j[key].is_boolean()) out = j[key].get<bool>();
   };
-  bool strip_said = false, strip = true;
+  const auto is_true = [](const json& j, const char* key) { return j.contains(key) && j[key] == true; };
+  bool strip_said = false, strip = true, added_said = false;
   if (exists(dir + "/tokenizer_config.json")) {
     const json j = read(dir + "/tokenizer_config.json");
     if (j.is_object()) {
@@ -134,6 +135,14 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
       strip_said = n.contains("strip_accents") && n["strip_accents"].is_boolean();
       if (strip_said) strip = n["strip_accents"];
     }
+    if (j.is_object() && j.contains("added_tokens") && j["added_tokens"].is_array()) {
+      added_said = true;
+      for (const json& t : j["added_tokens"])
+        if (t.is_object() && t.contains("content") && t["content"].is_string() && !t["content"].empty() &&
+            t.contains("id") && t["id"].is_number_integer() && t["id"] >= 0 && t["id"] < wp->size())
+          wp->special.push_back(
+              {t["content"].get<std::string>(), t["id"].get<int32_t>(), is_true(t, "lstrip"), is_true(t, "rstrip")});
+    }
     if (j.is_object() && j.contains("model") && j["model"].is_object()) {
       const json& m = j["model"];
       if (m.contains("max_input_chars_per_word") && m["max_input_chars_per_word"].is_number_integer())
@@ -142,6 +151,9 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
     }
   }
   wp->strip_accents = strip_said ? strip : wp->lowercase;  // unset: accents go with the case
+  if (!added_said)
+    for (const char* name : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
+      if (wp->id(name) >= 0) wp->special.push_back({name, wp->id(name)});
   wp->unk_ = wp->id(unk);
   if (wp->unk_ < 0) throw InputError(path, "has no unknown piece " + unk);
   return wp;

@@ -43,6 +43,9 @@ class WordPiece {
   bool strip_accents = true;
   bool chinese_chars = true;
   int max_chars_per_word = 100;
+  // Pieces kept whole in a text (Tokenizer::special_tokens): tokenizer.json's added_tokens when it
+  // has them, else those of [PAD] [UNK] [CLS] [SEP] [MASK] the vocabulary holds.
+  std::vector<SpecialToken> special;
 
  private:
   std::vector<std::string> pieces_;

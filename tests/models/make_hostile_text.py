@@ -4,8 +4,10 @@ every run (a fixed seed; no input): accents precomposed and combining, CJK ideog
 (with skin tones, ZWJ sequences and flags), control and zero-width characters, Greek final sigma,
 Turkish dotted I, ligatures, right-to-left scripts, unassigned and private-use code points, Unicode
 spaces, punctuation runs, numbers, 200-character words, and empty lines. No NUL, CR or LF inside a
-line (they end or spoil a line of a text file), no surrogates (not UTF-8).
-    make_hostile_text.py [N] > hostile.txt
+line (they end or spoil a line of a text file), no surrogates (not UTF-8). With --special, the
+special tokens' texts of BERT, XLM-R and T5 as well ("[SEP]", "</s>", "<extra_id_0>", near misses
+like "[sep]" and "<extra_id_100>"), glued to words and spaces as the rest: a tokenizer keeps them whole.
+    make_hostile_text.py [N] [--special] > hostile.txt
 """
 import random
 import sys
@@ -37,10 +39,13 @@ POOLS = {
                              0xFDFA, 0x2460, 0x2163, 0x00B2, 0x00BD, 0xFF21, 0xFF41, 0x1D7D8]],
 }
 KINDS = list(POOLS)
+SPECIAL = ["[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[sep]", "[MASK", "[[MASK]]", "<s>", "</s>", "<pad>", "<unk>",
+           "<mask>", "<MASK>", "< s>", "</s></s>", "<extra_id_0>", "<extra_id_1>", "<extra_id_99>", "<extra_id_100>",
+           "<extra_id_07>", "<EXTRA_ID_1>"]
 
 
-def token(rng):
-    kind = rng.choice(KINDS)
+def token(rng, kinds=KINDS):
+    kind = rng.choice(kinds)
     n = rng.choice([1, 1, 1, 2, 3, 5])
     s = "".join(rng.choice(POOLS[kind]) for _ in range(n))
     if rng.random() < 0.15:  # glue a mark, a zero-width character or an accent to a word
@@ -48,7 +53,7 @@ def token(rng):
     return s
 
 
-def line(rng):
+def line(rng, kinds=KINDS):
     r = rng.random()
     if r < 0.03:
         return ""
@@ -59,17 +64,20 @@ def line(rng):
         return " ".join(rng.choice(POOLS["words"]) for _ in range(rng.randint(1, 12)))
     parts = []
     for _ in range(rng.randint(1, 20)):
-        parts.append(token(rng))
+        parts.append(token(rng, kinds))
         parts.append(rng.choice([" ", " ", " ", "", rng.choice(POOLS["spaces"])]))
     return "".join(parts)
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
+    args = [a for a in sys.argv[1:] if a != "--special"]
+    n = int(args[0]) if args else 10000
+    kinds = KINDS + ["special"] * 3 if "--special" in sys.argv[1:] else KINDS  # the default lines stay as they were
+    POOLS["special"] = SPECIAL
     rng = random.Random(38)
     out = sys.stdout.buffer
     for _ in range(n):
-        out.write(line(rng).encode("utf-8") + b"\n")
+        out.write(line(rng, kinds).encode("utf-8") + b"\n")
 
 
 if __name__ == "__main__":

