@@ -188,31 +188,40 @@ def run_cases(run_case, random_case, default_seed, default_cases):
     return 1 if failed else 0
 
 
-def xlmr_hostile_ids(lines=10000):
-    """`ordo tokenize` on an XLM-R directory against XLMRobertaTokenizer, line by line, on `lines` hostile lines
-    (make_hostile_text.py --special: special tokens' texts among them). Returns 1 if any line's ids differ."""
-    p = argparse.ArgumentParser()
-    p.add_argument("--ordo", required=True)
-    a, _ = p.parse_known_args()
+def hostile_lines(lines):
+    """`lines` hostile lines with special tokens' texts among them (make_hostile_text.py --special), as bytes."""
     here = os.path.dirname(os.path.abspath(__file__))
-    raw = subprocess.run([sys.executable, os.path.join(here, "make_hostile_text.py"), str(lines), "--special"],
-                         capture_output=True, check=True).stdout
+    return subprocess.run([sys.executable, os.path.join(here, "make_hostile_text.py"), str(lines), "--special"],
+                          capture_output=True, check=True).stdout
+
+
+def hostile_ids(ordo, out, raw, tok, name):
+    """`ordo tokenize --model out` on the lines `raw` (bytes) against transformers' tokenizer `tok`, line by line.
+    Prints one line; returns 1 if ordo failed or any line's ids differ."""
     texts = raw.decode("utf-8").split("\n")[:-1]
-    rng = random.Random(38)
-    with tempfile.TemporaryDirectory() as out:
-        tok, _, _ = random_checkpoint(out, random_case(rng, "xlm-roberta"), rng, type_vocab_size=1)
-        path = os.path.join(out, "hostile.txt")
-        with open(path, "wb") as f:
-            f.write(raw)
-        r = subprocess.run([a.ordo, "tokenize", "--model", out, "--input", path, "--json"], capture_output=True)
+    path = os.path.join(out, "hostile.txt")
+    with open(path, "wb") as f:
+        f.write(raw)
+    r = subprocess.run([ordo, "tokenize", "--model", out, "--input", path, "--json"], capture_output=True)
     rows = [json.loads(line) for line in r.stdout.decode("utf-8").split("\n") if line]
     bad = [(t, row["ids"]) for t, row in zip(texts, rows) if row["ids"] != tok(t)["input_ids"]]
     if r.returncode != 0 or len(rows) != len(texts) or bad:
-        print(f"FAIL XLM-R ids: exit {r.returncode}, {len(rows)} rows, {len(bad)} differ"
+        print(f"FAIL ids {name}: exit {r.returncode}, {len(rows)} rows, {len(bad)} differ"
               + (f"; first {bad[0][0]!r}: ordo {bad[0][1]}, transformers {tok(bad[0][0])['input_ids']}" if bad else ""))
         return 1
-    print(f"ok   ids of {len(texts)} hostile lines equal XLMRobertaTokenizer's")
+    print(f"ok   ids of {len(texts)} hostile lines equal {type(tok).__name__}'s {name}")
     return 0
+
+
+def xlmr_hostile_ids(lines=10000):
+    """The XLM-R tokenizer's ids on `lines` hostile lines against XLMRobertaTokenizer's. Returns 1 if any differ."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--ordo", required=True)
+    a, _ = p.parse_known_args()
+    rng = random.Random(38)
+    with tempfile.TemporaryDirectory() as out:
+        tok, _, _ = random_checkpoint(out, random_case(rng, "xlm-roberta"), rng, type_vocab_size=1)
+        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on an XLM-R directory")
 
 
 def main():

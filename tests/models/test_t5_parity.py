@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_hf_parity import BAR, TEXTS, WORDS, hidden_parity, train_spm  # noqa: E402
+from test_hf_parity import BAR, TEXTS, WORDS, hidden_parity, hostile_ids, hostile_lines, train_spm  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # a long line: offsets past every max_distance below, so the log-spaced and the last buckets are used
@@ -130,30 +130,14 @@ def run_case(a, case, rng, seed):
 
 
 def tokenizer_parity(a, rng, lines):
-    """ordo tokenize on `lines` hostile lines (make_hostile_text.py) against T5Tokenizer, on each tokenizer:
-    a T5 directory with the trained unigram model, and one with the project's own. Returns the failures."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    raw = subprocess.run([sys.executable, os.path.join(here, "make_hostile_text.py"), str(lines), "--special"],
-                         capture_output=True, check=True).stdout
-    texts = raw.decode("utf-8").split("\n")[:-1]
+    """ordo tokenize on `lines` hostile lines (make_hostile_text.py --special) against T5Tokenizer, on each
+    tokenizer: a T5 directory with the trained unigram model, and one with the project's own. Returns the failures."""
+    raw = hostile_lines(lines)
     failed = 0
     for spiece in ["trained", "default"]:
         with tempfile.TemporaryDirectory() as out:
-            case = dict(SHAPES_TOKENIZER, spiece=spiece)
-            tok, _ = random_t5_checkpoint(out, case, rng)
-            path = os.path.join(out, "hostile.txt")
-            with open(path, "wb") as f:
-                f.write(raw)
-            r = subprocess.run([a.ordo, "tokenize", "--model", out, "--input", path, "--json"], capture_output=True)
-            rows = [json.loads(line) for line in r.stdout.decode("utf-8").split("\n") if line]
-            bad = [(t, row["ids"]) for t, row in zip(texts, rows) if row["ids"] != tok(t)["input_ids"]]
-            if r.returncode != 0 or len(rows) != len(texts) or bad:
-                print(f"FAIL ids on {spiece} spiece.model: exit {r.returncode}, {len(rows)} rows, {len(bad)} differ"
-                      + (f"; first {bad[0][0]!r}: ordo {bad[0][1]}, transformers {tok(bad[0][0])['input_ids']}"
-                         if bad else ""))
-                failed += 1
-            else:
-                print(f"ok   ids of {len(texts)} hostile lines equal T5Tokenizer's on the {spiece} spiece.model")
+            tok, _ = random_t5_checkpoint(out, dict(SHAPES_TOKENIZER, spiece=spiece), rng)
+            failed += hostile_ids(a.ordo, out, raw, tok, f"on the {spiece} spiece.model")
     return failed
 
 
