@@ -79,6 +79,7 @@ class Pool {
     for (std::thread& t : helpers_) parents->push_back(std::move(t));
     helpers_.clear();
     alone_until_ = Clock::time_point();
+    alone_factor_ = 1;
     new (&job_mutex_) std::mutex;
     new (&mutex_) std::mutex;
     new (&wake_) std::condition_variable;
@@ -96,6 +97,7 @@ class Pool {
 #endif
     stop_helpers();
     alone_until_ = Clock::time_point();
+    alone_factor_ = 1;
     cpu_.reset(new std::atomic<int>[size_t(std::max(threads, 1))]);
     for (int i = 0; i < std::max(threads, 1); ++i) cpu_[i].store(-1, std::memory_order_relaxed);
     for (int i = 1; i < threads; ++i) {
@@ -165,7 +167,10 @@ class Pool {
     // The caller works too, and then waits only for tasks a helper has taken and not finished: a
     // helper that is asleep or off the CPU when the job comes holds nothing up, its share is done here.
     const int mine = work(0, generation);
-    if (done_.load(std::memory_order_acquire) == n_tasks) return;
+    if (done_.load(std::memory_order_acquire) == n_tasks) {
+      if (mine < n_tasks) alone_factor_ = 1;  // a helper took part and held nothing up
+      return;
+    }
     // Waiting for a helper on another core: spin, it finishes within microseconds. On this core (the
     // scheduler put both threads on one), or after a long wait (the machine is oversubscribed), give
     // the core away, or the helper cannot finish.
@@ -178,16 +183,22 @@ class Pool {
       else
         std::this_thread::yield();
     }
-    // A helper that took a task and then lost its core (another process's turn on it) holds the job
-    // up by a time slice, milliseconds, where the job itself takes microseconds. When the job took
-    // longer than the caller alone would have (its own tasks' pace times all the tasks), the caller
-    // works alone for the next kAloneFactor times the wait (at most kMaxAlone), then tries again: on
-    // a host busy with other work, two threads are then not slower than one, and on a quiet one a
-    // helper is never this late.
+    // A helper that took a task and then lost its core (another process's turn on it, a kernel
+    // thread's) holds the job up by a time slice, milliseconds, where the job itself takes
+    // microseconds. When the job took longer than the caller alone would have (its own tasks' pace
+    // times all the tasks), the caller works alone for as long as the wait, then tries again; each
+    // time in a row that it is held up again, twice as long (at most kMaxAlone). A single stall (a
+    // kernel thread's 1–4 ms on a quiet host) costs a few jobs alone; a host busy with other work
+    // keeps the caller alone most of the time, as one thread would be.
     const Clock::time_point end = Clock::now();
     if (mine == 0) return;
     const Clock::duration alone = (own - start) * n_tasks / mine, waited = end - own;
-    if (end - start > alone + kSlack) alone_until_ = end + std::min(waited * kAloneFactor, kMaxAlone);
+    if (end - start > alone + kSlack) {
+      alone_until_ = end + std::min(waited * alone_factor_, kMaxAlone);
+      alone_factor_ = std::min(alone_factor_ * 2, 1 << 10);
+    } else {
+      alone_factor_ = 1;
+    }
   }
 
   bool helper_on_cpu(int cpu) const {
@@ -305,11 +316,11 @@ class Pool {
 
   using Clock = std::chrono::steady_clock;
   static constexpr Clock::duration kSlack = std::chrono::microseconds(20);      // a wake-up, a cache miss
-  static constexpr int kAloneFactor = 16;                                       // probes cost ≤ 1/16
   static constexpr Clock::duration kMaxAlone = std::chrono::milliseconds(100);  // then try again
 
   std::vector<std::thread> helpers_;
   Clock::time_point alone_until_;  // the caller runs jobs alone until then (job lock)
+  int alone_factor_ = 1;           // times the wait it runs alone at the next hold-up (job lock)
   std::mutex job_mutex_;           // one job at a time
   std::mutex mutex_;               // guards sleeping on wake_
   std::condition_variable wake_;

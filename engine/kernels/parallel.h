@@ -5,9 +5,10 @@
 // The caller never waits for a helper that has not come (it takes the tasks itself), only for tasks
 // a helper has taken. A helper that takes a task and then loses its core to another process holds
 // the job up by a time slice (milliseconds, where a job at 1 × 8 takes 0.1–0.3 ms): after a job that
-// took longer than the caller alone would have, the caller runs the jobs alone for a while (16 times
-// the wait, at most 100 ms), then shares them again. On a quiet host that is rare (a kernel thread's
-// turn on the helper's core).
+// took longer than the caller alone would have, the caller runs the jobs alone for as long as the
+// wait, then shares them again; held up again at once, twice as long each time (at most 100 ms). On a
+// quiet host that is rare (a kernel thread's turn on the helper's core); on a busy one the caller then
+// works alone most of the time, as one thread would.
 //
 // Several threads may run forward passes at once: their jobs take turns on the one set of helpers
 // (one job at a time), so each job still sees every thread index it was promised.

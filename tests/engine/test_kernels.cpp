@@ -542,9 +542,9 @@ TEST(Parallel, ALateHelperLeavesSmallMBitsAsOneThread) {
 
 // A helper that takes a task and then loses its core holds the job up, by a time slice where the job
 // takes microseconds. The body plays that helper: the task it takes waits until the caller has done
-// all the others, then 20 ms more (no clock is asserted on; the wait only makes the job longer than
-// the caller alone would have taken, by far). The next jobs run on the caller alone, and later the
-// helper takes part again.
+// all the others, then 100 ms more (no clock is asserted on; the wait only makes the job longer than
+// the caller alone would have taken, by far). The next jobs (for as long as that wait) run on the
+// caller alone, and later the helper takes part again.
 TEST(Parallel, AJobAHelperHeldUpLeavesTheNextJobsToTheCaller) {
   ThreadsGuard guard;
   set_kernel_threads(1);
@@ -562,7 +562,7 @@ TEST(Parallel, AJobAHelperHeldUpLeavesTheNextJobsToTheCaller) {
       }
       helper_took = true;
       while (by_caller.load() < n - 1) std::this_thread::yield();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     });
     held = helper_took;
   }
