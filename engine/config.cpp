@@ -287,10 +287,12 @@ Config hf_directory(Config c, const std::string& dir) {
     c.tokenizer = "spiece.model";
   else if (exists(base + "/tokenizer.model"))
     c.tokenizer = "tokenizer.model";
+  else if (exists(base + "/tokenizer.json"))  // a fast tokenizer saved alone: read if its model is WordPiece
+    c.tokenizer = "tokenizer.json";
   else
     throw InputError(base,
-                     "has no tokenizer ordo reads: vocab.txt (WordPiece), sentencepiece.bpe.model (XLM-R), "
-                     "spiece.model (T5) or tokenizer.model (sentencepiece)");
+                     "has no tokenizer ordo reads: vocab.txt or tokenizer.json (WordPiece), sentencepiece.bpe.model "
+                     "(XLM-R), spiece.model (T5) or tokenizer.model (sentencepiece)");
 
   // sentence-transformers: the modules, their pooling and normalization, the length texts are cut to
   if (exists(base + "/modules.json")) {

@@ -34,7 +34,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
   // The largest published sentencepiece models are a few MB; past this it is not a tokenizer.
   constexpr uint64_t kMaxBytes = uint64_t(256) << 20;
   const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
-  if (name == "vocab.txt") {
+  if (name == "vocab.txt" || name == "tokenizer.json") {
     Tokenizer t;
     t.path_ = path;
     t.wp_ = WordPiece::load(path);

@@ -74,10 +74,47 @@ bool exists(const std::string& path) {
 
 }  // namespace
 
+namespace {
+// The vocabulary of a tokenizer.json whose model is WordPiece: model.vocab, piece → id, the ids 0 .. n − 1.
+std::vector<std::string> json_vocabulary(const std::string& path, const std::string& text) {
+  using nlohmann::json;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw InputError(path, std::string("is not valid JSON (") + e.what() + ")");
+  }
+  const json* model = j.is_object() && j.contains("model") && j["model"].is_object() ? &j["model"] : nullptr;
+  const std::string type = model && model->contains("type") && (*model)["type"].is_string() ? (*model)["type"] : "";
+  if (type != "WordPiece")
+    throw InputError(path, "has a " + (type.empty() ? std::string("tokenizer without a model type") : type + " model") +
+                               "; ordo reads a WordPiece tokenizer.json, vocab.txt, or a sentencepiece model");
+  if (!model->contains("vocab") || !(*model)["vocab"].is_object() || (*model)["vocab"].empty())
+    throw InputError(path, "model.vocab is not an object of pieces and their ids");
+  const json& vocab = (*model)["vocab"];
+  std::vector<std::string> pieces(vocab.size());
+  std::vector<bool> seen(vocab.size());
+  for (const auto& [piece, id] : vocab.items()) {
+    if (!id.is_number_integer() || id < 0 || id >= json(vocab.size()) || seen[id.get<size_t>()])
+      throw InputError(path, "model.vocab's ids are not 0 .. " + std::to_string(vocab.size() - 1) + " once each (\"" +
+                                 piece.substr(0, 40) + "\": " + id.dump().substr(0, 40) + ")");
+    if (!valid_utf8(piece)) throw InputError(path, "model.vocab has a piece that is not valid UTF-8");
+    seen[id.get<size_t>()] = true;
+    pieces[id.get<size_t>()] = piece;
+  }
+  return pieces;
+}
+}  // namespace
+
 std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
   constexpr uint64_t kMaxBytes = uint64_t(64) << 20;
-  const std::string text = read_regular_file(path, kMaxBytes, "a WordPiece vocabulary");
+  const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   auto wp = std::make_unique<WordPiece>();
+  if (name == "tokenizer.json") {
+    wp->pieces_ = json_vocabulary(path, read_regular_file(path, kMaxBytes, "a tokenizer"));
+    for (size_t i = 0; i < wp->pieces_.size(); ++i) wp->ids_[wp->pieces_[i]] = int(i);
+  }
+  const std::string text = name == "tokenizer.json" ? "" : read_regular_file(path, kMaxBytes, "a WordPiece vocabulary");
   const size_t lines = size_t(std::count(text.begin(), text.end(), '\n')) + 1;
   wp->pieces_.reserve(lines);
   wp->ids_.reserve(lines);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ordo's WordPiece against Hugging Face's on 10,000 lines of hostile text (tests/models/make_hostile_text.py):
 `ordo tokenize --model DIR --input FILE --json` must give, line by line, exactly the ids of
-  - all-MiniLM-L6-v2's own tokenizer.json through `tokenizers` (uncased: lowercased, accents stripped), and
+  - all-MiniLM-L6-v2's own tokenizer.json through `tokenizers` (uncased: lowercased, accents stripped), in its
+    directory and in one without vocab.txt (ordo then reads the vocabulary from tokenizer.json), and
   - transformers' BertTokenizerFast over the same vocab.txt with each other setting of tokenizer_config.json:
     cased, cased with accents stripped, lowercased keeping accents, CJK characters not split,
 Runs with the reference environment's python
@@ -19,6 +20,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = [
     None,  # the model's tokenizer.json
+    "tokenizer.json alone",  # the same, in a directory without vocab.txt (the vocabulary read from it)
     dict(do_lower_case=False, strip_accents=None),
     dict(do_lower_case=False, strip_accents=True),
     dict(do_lower_case=True, strip_accents=False),
@@ -45,13 +47,18 @@ def main():
         with open(path, "wb") as f:
             f.write(raw)
         for v in VARIANTS:
-            if v is None:
+            if v is None or isinstance(v, str):
                 d = model
+                if isinstance(v, str):
+                    d = os.path.join(tmp, "json-only")
+                    os.mkdir(d)
+                    for f in ["config.json", "model.safetensors", "tokenizer.json"]:
+                        os.symlink(os.path.join(model, f), os.path.join(d, f))
                 ref = Tokenizer.from_file(os.path.join(model, "tokenizer.json"))
                 ref.no_padding()
                 ref.no_truncation()
                 encode = lambda t: ref.encode(t)  # noqa: E731
-                name = "tokenizer.json"
+                name = v or "tokenizer.json"
             else:
                 d = os.path.join(tmp, "v%d" % VARIANTS.index(v))
                 os.mkdir(d)

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 
 #include "paths.h"
@@ -59,6 +60,38 @@ TEST(SpecialTokens, WordPieceKeepsThemWholeWhereverTheyStand) {
   ASSERT_EQ(only.special_tokens().size(), 1u);
   EXPECT_FALSE(only.special_tokens()[0].rstrip) << "a flag that is not true is false";
   EXPECT_EQ(only.encode("[SEP]").pieces, (std::vector<std::string>{"[", "sep", "]"}));
+}
+
+// A directory with a fast tokenizer's tokenizer.json and no vocab.txt: its WordPiece vocabulary is read from
+// model.vocab; another model type, or ids that are not 0 .. n − 1, are one line naming the file.
+TEST(SpecialTokens, AWordPieceTokenizerJsonAloneIsRead) {
+  Dir dir;
+  const std::string path = dir.path + "/tokenizer.json";
+  std::ofstream(path) << R"({"model": {"type": "WordPiece", "unk_token": "[UNK]",
+      "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3, "##b": 4}},
+      "added_tokens": [{"id": 2, "content": "[SEP]"}]})";
+  const Tokenizer tok = Tokenizer::load(path);
+  EXPECT_EQ(tok.size(), 5);
+  EXPECT_EQ(tok.encode("ab [SEP] c").pieces, (std::vector<std::string>{"a", "##b", "[SEP]", "[UNK]"}));
+  EXPECT_EQ(tok.bos_id(), 1);
+  const auto message = [&](const std::string& json) {
+    std::ofstream(path) << json;
+    try {
+      Tokenizer::load(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})"),
+            path + ": has a BPE model; ordo reads a WordPiece tokenizer.json, vocab.txt, or a sentencepiece model");
+  EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 2}}})"),
+            path + ": model.vocab's ids are not 0 .. 1 once each (\"a\": 2)");
+  EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 0}}})"),
+            path + ": model.vocab's ids are not 0 .. 1 once each (\"a\": 0)");
+  EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": []}})"),
+            path + ": model.vocab is not an object of pieces and their ids");
+  EXPECT_EQ(message("{").rfind(path + ": is not valid JSON (", 0), 0u) << message("{");
 }
 
 TEST(SpecialTokens, T5SentinelsAreCountedDownAfterThePiecesAndTakeTheSpacesBesideThem) {
