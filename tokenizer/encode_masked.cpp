@@ -1,5 +1,6 @@
 // What the two tokenizers share (tokenizer.cpp through sentencepiece, tokenizer_unigram.cpp through
-// unigram.cpp for the WebAssembly build): "<mask>" markers in a text, and the UTF-8 check.
+// unigram.cpp for the WebAssembly build): "<mask>" markers in a text, the special tokens' list, and the
+// UTF-8 check.
 #include <algorithm>
 
 #include <ordo/errors.h>
@@ -45,6 +46,12 @@ Tokenization Tokenizer::encode_masked(std::string_view text, const std::string& 
   }
   return out;
 }
+void Tokenizer::keep_special_tokens_below(int limit) {
+  specials_.erase(
+      std::remove_if(specials_.begin(), specials_.end(), [limit](const SpecialToken& s) { return s.id >= limit; }),
+      specials_.end());
+}
+
 bool valid_utf8(std::string_view s, size_t* bad_offset) {
   size_t i = 0;
   const size_t n = s.size();

@@ -64,12 +64,6 @@ Tokenizer Tokenizer::load(const std::string& path) {
   return t;
 }
 
-void Tokenizer::keep_special_tokens_below(int limit) {
-  specials_.erase(
-      std::remove_if(specials_.begin(), specials_.end(), [limit](const SpecialToken& s) { return s.id >= limit; }),
-      specials_.end());
-}
-
 const SpecialToken* Tokenizer::special_at(std::string_view text, size_t i) const {
   const SpecialToken* best = nullptr;
   for (const SpecialToken& s : specials_)

@@ -290,6 +290,7 @@ class Pool {
     if (caller < 0 || now < next) return false;
     next = now + std::chrono::milliseconds(2);
     if (runnable_threads() > threads) return false;  // other work wants the cores: stay
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
     cpu_set_t own, off;
     if (sched_getaffinity(0, sizeof own, &own) != 0 || CPU_COUNT(&own) < 2 || !CPU_ISSET(caller, &own)) return false;
     off = own;
@@ -297,6 +298,9 @@ class Pool {
     const bool moved = sched_setaffinity(0, sizeof off, &off) == 0;
     sched_setaffinity(0, sizeof own, &own);
     return moved && sched_getcpu() != caller;
+#else  // no CPU sets (the WebAssembly build, whose pool has no helpers)
+    return false;
+#endif
   }
 
   // The threads on the machine running or waiting for a core now: /proc/loadavg's fourth field,
