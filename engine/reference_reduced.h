@@ -16,7 +16,7 @@ namespace ordo::reference {
 // nearest even (s = 0: all q 0). x is quantized per row (token), W per row (output channel), then
 //   acc[m][n] = Σ_k qx[m][k]·qw[n][k]   (exact)      y[m][n] = acc[m][n]·sx[m]·sw[n] + b[n]
 //
-// The output channels from `wide` on (wide < N: in BERT's terms `value`, and `output` whole; see
+// The output channels from `wide` on (wide < N: in BERT's terms `value`, `intermediate` and `output` whole; see
 // engine/kernels/reduced.h) take finer grids, in 16-bit integers: W per channel with 511 steps
 // each side (10 bits), x per row with wide_x_top(K) (12 bits, 2,047, unless K is so large that
 // 2,047·511·K would leave int32), so the sums stay exact in int32 as well:

@@ -679,11 +679,11 @@ std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type
     ReducedModel::Layer l;
     // the first layer's in_proj stays in float (reduced.h says why)
     const bool first = r->layers.empty();
-    // at int8, in_proj's value third and linear2 on the finer grids (reduced.h says why)
+    // at int8, in_proj's value third, linear1 and linear2 on the finer grids (reduced.h says why)
     l.in_proj = std::make_unique<ReducedLinear>(first ? ComputeType::F32 : type, w.in_proj_weight, w.in_proj_bias,
                                                 3 * A, d, 2 * A);
     l.out_proj = std::make_unique<ReducedLinear>(type, w.out_proj_weight, w.out_proj_bias, d, A);
-    l.linear1 = std::make_unique<ReducedLinear>(type, w.linear1_weight, w.linear1_bias, F, d);
+    l.linear1 = std::make_unique<ReducedLinear>(type, w.linear1_weight, w.linear1_bias, F, d, 0);
     if (w.linear1_v_weight) l.linear1_v = std::make_unique<ReducedLinear>(type, w.linear1_v_weight, nullptr, F, d);
     l.linear2 = std::make_unique<ReducedLinear>(type, w.linear2_weight, w.linear2_bias, d, F, 0);
     r->layers.push_back(std::move(l));

@@ -11,13 +11,15 @@
 //         Symmetric for x too (not u8 with a zero point): no zero-point term to carry, and the
 //         reference twin is the same few lines; asymmetric would give linear2's one-sided GELU
 //         input one more bit. 127, not 128, keeps −q representable.
-//         Two products take finer grids, by their role: in_proj's value third (v's error goes
-//         into every token's mix, where the softmax forgives q's and k's) and linear2 (its input
-//         is GELU's output, the most outlying of all, and its weights lose the most at 8 bits):
-//         W at 511 steps each side, x at wide_x_top(K) (2,047), both held in int16 and summed
-//         exactly in int32 (vpdpwssd, vpmaddwd): twice the VNNI kernel's work on those two, the
-//         same work in the AVX2 kernel, which multiplies 16-bit pairs anyway. On all-MiniLM-L6-v2
-//         they take the lowest cosine to f32 from 0.983 to 0.9947 (docs/precision.md).
+//         Three products take finer grids, by their role: in_proj's value third (v's error goes
+//         into every token's mix, where the softmax forgives q's and k's), linear1 (its input is
+//         a LayerNorm output with a dimension 18–20 times the row's root mean square) and linear2
+//         (its input is GELU's output, the most outlying of all, and its weights lose the most at
+//         8 bits): W at 511 steps each side, x at wide_x_top(K) (2,047), both held in int16 and
+//         summed exactly in int32 (vpdpwssd, vpmaddwd): twice the VNNI kernel's work on those
+//         three, the same work in the AVX2 kernel, which multiplies 16-bit pairs anyway. On
+//         all-MiniLM-L6-v2 they take the lowest cosine to f32 from 0.983 to 0.9993 (0.9947 with
+//         value and linear2 alone; docs/precision.md).
 //
 // The products run in oneDNN's matmul (the library made for this; AVX-512 VNNI's vpdpbusd and
 // BF16's vdpbf16ps on CPUs that have them), in tiles of up to 128 rows × 256 columns spread over the

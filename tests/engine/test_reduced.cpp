@@ -426,12 +426,12 @@ TEST(Reduced, FirstInProjectionStaysInFloat) {
       const ReducedModel::Layer& layer = r->layers[l];
       EXPECT_EQ(layer.in_proj->type(), l == 0 ? ComputeType::F32 : type) << "layer " << l;
       for (const auto* p : {&layer.out_proj, &layer.linear1, &layer.linear2}) EXPECT_EQ((*p)->type(), type);
-      // int8's finer grids: in_proj's value third and linear2 whole (reduced.h); none at bf16
+      // int8's finer grids: in_proj's value third, linear1 and linear2 whole (reduced.h); none at bf16
       const int d = m.config().d_model;
       const bool int8 = type == ComputeType::Int8;
       EXPECT_EQ(layer.in_proj->wide(), int8 && l > 0 ? 2 * d : 3 * d) << "layer " << l;
       EXPECT_EQ(layer.out_proj->wide(), d);
-      EXPECT_EQ(layer.linear1->wide(), m.config().d_ff);
+      EXPECT_EQ(layer.linear1->wide(), int8 ? 0 : m.config().d_ff);
       EXPECT_EQ(layer.linear2->wide(), int8 ? 0 : d);
     }
   }

@@ -3,11 +3,10 @@
 sentence-transformers, on 2,000 lines it was never tuned on (tests/models/make_hostile_text.py's, every tenth
 a run of many of them, longer than the model's 256 tokens, so truncated): for every line
     cos(ordo, sentence-transformers) ≥ 0.99999     (float32)
-    cos(ordo --compute-type int8, sentence-transformers) ≥ 0.994    (where the build has oneDNN)
-The int8 bar is what ordo's int8 reaches with value's and linear2's finer grids (lowest 0.99469 on these
-lines, the same with AVX-512 VNNI and with ORDO_ISA=avx2; it was 0.9833 with every product at 8 bits), not
-the 0.999 asked for: that takes the finer grids in linear1 too, at a cost that would lose int8's lead over
-ONNX Runtime's (docs/precision.md, "int8 on all-MiniLM-L6-v2").
+    cos(ordo --compute-type int8, sentence-transformers) ≥ 0.999    (where the build has oneDNN)
+The int8 bar is what ordo's int8 reaches with value's, linear1's and linear2's finer grids (lowest 0.9993
+to ordo's own f32 on these lines, the same with AVX-512 VNNI and with ORDO_ISA=avx2; it was 0.9947 with
+value and linear2 alone, 0.9833 with every product at 8 bits; docs/precision.md, "int8 on all-MiniLM-L6-v2").
 and the ids of every line equal to the model's own tokenizer's (tokenizer.json through `tokenizers`).
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
@@ -21,7 +20,7 @@ import tempfile
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 HERE = os.path.dirname(os.path.abspath(__file__))
-INT8_BAR = 0.994
+INT8_BAR = 0.999
 
 
 def model_dir():
