@@ -130,11 +130,11 @@ std::string kernels_chosen() {
     s += "ordo's AVX2 kernels (small-M up to 8 rows, weight streaming up to 256, then packed GEMM)\n";
   else
     s += "OpenBLAS's sgemm\n";
-  s += std::string("softmax, LayerNorm: ") +
+  s += std::string("softmax, LayerNorm, GELU: ") +
        (level == Isa::Avx512 ? "AVX-512"
         : level == Isa::Avx2 ? "AVX2"
                              : "plain loops") +
-       "; GELU: " + (level == Isa::Scalar ? "plain loops" : "AVX2") + "\n";
+       "\n";
   if (!have_onednn()) return s + "int8, bf16 products: none (this build has no oneDNN)\n";
   s += "int8 products: " + reduced_kernel_name(ComputeType::Int8) + "\n";
   try {

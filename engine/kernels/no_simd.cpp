@@ -28,6 +28,12 @@ void softmax_row(float*, int) {
 void layer_norm_row(float*, const float*, const float*, const float*, const float*, int, float) {
   none("avx512::layer_norm_row");
 }
+void gelu(float*, size_t) {
+  none("avx512::gelu");
+}
+void gelu_tanh(float*, size_t) {
+  none("avx512::gelu_tanh");
+}
 void linear_small_m(float*, const float*, const float*, const float*, int, int, int) {
   none("avx512::linear_small_m");
 }

@@ -38,18 +38,20 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
   for (int j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv_std) * gamma[j] + beta[j];
 }
 
-// The GELUs at AVX-512 too run the AVX2 body, 8 floats at a time. Below AVX2, each value in
+// Below AVX2, each value of the GELUs in
 // the forms that keep the negative side's small values accurate: ½v·(1 + erf(v/√2)) as
 // ½v·erfc(−v/√2), and ½v·(1 + tanh u) as v / (1 + e^(−2u)).
 
 void gelu(float* x, size_t n) {
-  if (isa_level() != Isa::Scalar) return avx2::gelu(x, n);
+  if (isa_level() == Isa::Avx512) return avx512::gelu(x, n);
+  if (isa_level() == Isa::Avx2) return avx2::gelu(x, n);
   const float inv_sqrt2 = 0.70710678118654752f;
   for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * inv_sqrt2);
 }
 
 void gelu_tanh(float* x, size_t n) {
-  if (isa_level() != Isa::Scalar) return avx2::gelu_tanh(x, n);
+  if (isa_level() == Isa::Avx512) return avx512::gelu_tanh(x, n);
+  if (isa_level() == Isa::Avx2) return avx2::gelu_tanh(x, n);
   const float c = 0.79788456080286536f;  // √(2/π)
   for (size_t i = 0; i < n; ++i) {
     const float v = x[i], u = c * (v + 0.044715f * v * v * v);

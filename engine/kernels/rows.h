@@ -1,7 +1,6 @@
 // ordo: the row-wise kernels behind softmax_rows, layer_norm, the residual adds and the GELU
 // activations (engine/ops.h). AVX-512 bodies (rows_avx512.cpp) where the kernels run at AVX-512
-// (engine/kernels/cpu.h), AVX2 and FMA ones (rows_avx2.cpp) at AVX2, the GELUs at AVX2 at both;
-// otherwise plain loops.
+// (engine/kernels/cpu.h), AVX2 and FMA ones (rows_avx2.cpp) at AVX2; otherwise plain loops.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +29,8 @@ void gelu_tanh(float* x, size_t n);
 namespace avx512 {
 void softmax_row(float* row, int valid);
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
+void gelu(float* x, size_t n);
+void gelu_tanh(float* x, size_t n);
 }  // namespace avx512
 
 // Rows per task when a row-wise step (LayerNorm, residual add) is spread over the threads: a
