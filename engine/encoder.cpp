@@ -14,6 +14,18 @@
 
 namespace ordo {
 
+namespace {
+
+// Where each sequence's rows begin in the pass's activations (RunState: the sequences one after
+// another, no padding rows), and the total, start[B].
+std::vector<size_t> starts(const std::vector<int>& lengths) {
+  std::vector<size_t> start(lengths.size() + 1, 0);
+  for (size_t b = 0; b < lengths.size(); ++b) start[b + 1] = start[b] + size_t(lengths[b]);
+  return start;
+}
+
+}  // namespace
+
 void set_num_threads(int n) {
   set_kernel_threads(n);
 }
@@ -200,15 +212,16 @@ Hidden Encoder::forward(const std::vector<std::vector<int32_t>>& ids, const Enco
   Pass pass(*this);
   prepare(pass, B, S, false, options);
   RunState& s = *pass.state;
-  const size_t T = size_t(B) * S;
+  const std::vector<size_t> start = starts(out.lengths);
+  const size_t T = start.back();  // the batch's tokens, no padding rows
 
   embed(s, ids, S, options);
   for (int l = 0; l < c.n_layers; ++l) encoder_layer(s, l, B, S, out.lengths, options);
   if (c.final_norm) norm(s.x.data(), s.x.data(), model_.weights().norm_weight, model_.weights().norm_bias, int(T));
 
-  out.data.assign(T * d, 0.0f);
+  out.data.assign(size_t(B) * S * d, 0.0f);  // padded: the rows past each length stay zero
   for (int b = 0; b < B; ++b)
-    std::copy_n(s.x.data() + size_t(b) * S * d, size_t(out.lengths[b]) * d, out.data.data() + size_t(b) * S * d);
+    std::copy_n(s.x.data() + start[b] * d, size_t(out.lengths[b]) * d, out.data.data() + size_t(b) * S * d);
   return out;
 }
 
@@ -241,19 +254,19 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
   // RoBERTa counts only the tokens that are not <pad> (id padding_idx = position_offset − 1): a <pad> in
   // the text takes row padding_idx, and the tokens after it one row less each (reference::embed_hf)
   const int pad = c.family == Family::Roberta && p ? c.position_offset - 1 : -1;
+  size_t row = 0;  // the sequences one after another (RunState)
   for (size_t b = 0; b < ids.size(); ++b)
-    for (size_t t = 0, counted = 0; t < ids[b].size(); ++t) {
+    for (size_t t = 0, counted = 0; t < ids[b].size(); ++t, ++row) {
       const float* e = w.embedding + size_t(ids[b][t]) * d;
-      float* x = s.x.data() + (b * S + t) * d;
+      float* x = s.x.data() + row * d;
       const float* pt = !p ? nullptr : ids[b][t] == pad ? w.position_embedding + size_t(pad) * d : p + counted++ * d;
       for (int j = 0; j < d; ++j) x[j] = e[j] * scale + (pt ? pt[j] : 0.0f);
       if (type)
         for (int j = 0; j < d; ++j) x[j] += type[j];
     }
-  // x_t = LayerNorm(x_t) (embedding_norm: the embedding sum normed before the first layer; padding rows too,
-  // which no valid row attends to)
+  // x_t = LayerNorm(x_t) (embedding_norm: the embedding sum normed before the first layer)
   if (c.embedding_norm)
-    layer_norm(s.x.data(), s.x.data(), w.embedding_norm_weight, w.embedding_norm_bias, int(ids.size()) * S, d,
+    layer_norm(s.x.data(), s.x.data(), w.embedding_norm_weight, w.embedding_norm_bias, int(row), d,
                float(c.layer_norm_eps));
 }
 
@@ -305,7 +318,7 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
                             const EncodeOptions& options) const {
   const Config& c = model_.config();
   const LayerWeights& w = model_.weights().layers[l];
-  const int d = c.d_model, T = B * S;
+  const int d = c.d_model, T = int(starts(lengths).back());
 
   sublayer(s, T, w.norm1_weight, w.norm1_bias,
            [&](const float* in) { self_attention(s, in, l, B, S, lengths, options); });
@@ -320,11 +333,12 @@ void Encoder::encoder_layer(RunState& s, int l, int B, int S, const std::vector<
   });
 }
 
-void Encoder::rotate(RunState& s, int B, int S, const std::vector<int>& lengths) const {
+void Encoder::rotate(RunState& s, int B, const std::vector<int>& lengths) const {
   const Config& c = model_.config();
   const int A = c.attention_width();
+  const std::vector<size_t> start = starts(lengths);
   for (int b = 0; b < B; ++b) {
-    float* qb = s.qkv.data() + size_t(b) * S * 3 * A;
+    float* qb = s.qkv.data() + start[b] * 3 * A;
     rope(qb, lengths[b], 3 * A, c.n_heads, c.head_dim(), s.rope_cos.data(), s.rope_sin.data());
     rope(qb + A, lengths[b], 3 * A, c.n_heads, c.head_dim(), s.rope_cos.data(), s.rope_sin.data());
   }
@@ -335,10 +349,11 @@ void Encoder::rotate(RunState& s, int B, int S, const std::vector<int>& lengths)
 void Encoder::self_attention(RunState& s, const float* in, int layer, int B, int S, const std::vector<int>& lengths,
                              const EncodeOptions& options) const {
   const Config& c = model_.config();
-  const int A = c.attention_width(), h = c.n_heads, dh = c.head_dim(), T = B * S;
+  const std::vector<size_t> start = starts(lengths);
+  const int A = c.attention_width(), h = c.n_heads, dh = c.head_dim(), T = int(start.back());
   project(s, Product::InProjection, layer, s.qkv.data(), in, T);
   const PositionalEncoding pe = options.positions ? c.positional_encoding : PositionalEncoding::None;
-  if (pe == PositionalEncoding::Rope) rotate(s, B, S, lengths);
+  if (pe == PositionalEncoding::Rope) rotate(s, B, lengths);
 
   // One task per (sequence, head); each thread has its own scratch: (block, S) weights of a block
   // of query rows and the packed keys and values.
@@ -346,8 +361,8 @@ void Encoder::self_attention(RunState& s, const float* in, int layer, int B, int
   const size_t scratch = attention_scratch_floats(S, dh, block);
   auto head = [&](int task, int thread) {
     const int b = task / h, i = task % h, L = lengths[b];  // keys past L are padding: never attended to
-    const float* q = s.qkv.data() + size_t(b) * S * 3 * A + size_t(i) * dh;
-    float* out = s.context.data() + size_t(b) * S * A + size_t(i) * dh;
+    const float* q = s.qkv.data() + start[b] * 3 * A + size_t(i) * dh;
+    float* out = s.context.data() + start[b] * A + size_t(i) * dh;
     const reference::AlibiSlopes m = reference::alibi_head_slopes(pe, h, i, c.alibi_slopes);  // 0 and 0 without alibi
     attention_head(out, q, q + A, q + 2 * A, s.probs.data() + size_t(thread) * scratch, L, dh, 3 * A, A, block,
                    static_cast<float>(m.before), static_cast<float>(m.after), relative_bias(s, pe, i, S),
@@ -357,8 +372,6 @@ void Encoder::self_attention(RunState& s, const float* in, int layer, int B, int
   };
   if (!have_gemm()) blas_check_room(kernel_threads());          // attention_head's cblas_sgemm, on every thread
   parallel_for(B * h, 4.0 * B * h * double(S) * S * dh, head);  // q·kᵀ and weights·v: 2·2·L²·dh FLOPs per head
-  for (int b = 0; b < B; ++b)
-    std::fill(s.context.data() + (size_t(b) * S + lengths[b]) * A, s.context.data() + size_t(b + 1) * S * A, 0.0f);
   project(s, Product::OutProjection, layer, s.sub.data(), s.context.data(), T);
 }
 

@@ -28,6 +28,9 @@ struct Hidden {
 
 // Activations of one forward pass. A pass borrows one from its Encoder and gives it back at the
 // end, so a second pass reuses the memory while shapes do not grow.
+// T is the batch's tokens: the sequences' rows one after another, with no padding rows, so the
+// products, norms and activations do no work for padding; only the attention, and the Hidden that
+// forward() returns, see each sequence on its own.
 struct RunState {
   std::vector<float> x;                   // (T, d)   the residual stream
   std::vector<float> normed;              // (T, d)   a sublayer's normalised input (pre-LN)
@@ -134,8 +137,8 @@ class Encoder {
   // through s.ff (and s.ff_v) (n, F)
   void feed_forward(RunState& s, int layer, float* out, const float* in, int n) const;
   void project(const RunState& s, Product p, int layer, float* y, const float* x, int M) const;
-  // q and k of every head (s.qkv, B sequences of S rows) turned by their position's angles
-  void rotate(RunState& s, int B, int S, const std::vector<int>& lengths) const;
+  // q and k of every head (s.qkv, the B sequences' rows one after another) turned by their position's angles
+  void rotate(RunState& s, int B, const std::vector<int>& lengths) const;
 
   // The watched pass's hand-outs (engine/watch.cpp)
   void hand_out(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows,

@@ -96,7 +96,7 @@ Hidden Encoder::watch(const std::vector<int32_t>& ids, const EncodeOptions& opti
       project(s, Product::InProjection, l, s.qkv.data(), in, L);
       show(StageKind::Qkv, l, -1, s.qkv.data(), 3 * A, 3 * A);
       if (pe == PositionalEncoding::Rope) {
-        rotate(s, 1, L, {L});
+        rotate(s, 1, {L});
         show(StageKind::RotatedQk, l, -1, s.qkv.data(), 3 * A, 3 * A);
       }
       if (!have_gemm()) blas_check_room(1);  // attention_head's cblas_sgemm, on this thread
