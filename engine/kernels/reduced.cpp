@@ -677,8 +677,8 @@ std::unique_ptr<ReducedModel> convert_model(const Model& model, ComputeType type
   r->type = type;
   for (const LayerWeights& w : model.weights().layers) {
     ReducedModel::Layer l;
-    // the first layer's in_proj stays in float (reduced.h says why)
-    const bool first = r->layers.empty();
+    // the first layer's in_proj stays in float (reduced.h says why), unless the embedding sum is normed
+    const bool first = r->layers.empty() && !c.embedding_norm;
     // at int8, in_proj's value third, linear1 and linear2 on the finer grids (reduced.h says why)
     l.in_proj = std::make_unique<ReducedLinear>(first ? ComputeType::F32 : type, w.in_proj_weight, w.in_proj_bias,
                                                 3 * A, d, 2 * A);
