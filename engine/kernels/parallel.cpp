@@ -241,7 +241,8 @@ class Pool {
   // `seen`: the last job when the helper was made (resize holds the job lock, so none was running).
   // Read by the thread itself, a job handed out before it first ran would be taken for an old one.
   void helper(int thread, uint64_t seen) {
-    std::chrono::steady_clock::time_point next_step_off;  // when it may step off the caller's core again
+    std::chrono::steady_clock::time_point next_step_off;  // when it may look at the cores again
+    CpuTimes cpu_times;                                   // what it saw then
     for (;;) {
       // Between jobs of a pass, spin (a pass hands out a job every few to few hundred µs, and waking
       // a sleeping thread costs tens of µs on a virtual machine); with no pass running, or after
@@ -256,7 +257,7 @@ class Pool {
         // Spinning on the caller's core would take the core from the thread that hands out the work.
         if (active_passes_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < until) {
           const int caller = caller_cpu_.load(std::memory_order_relaxed);
-          if (sched_getcpu() != caller || step_off(caller, size(), next_step_off)) continue;
+          if (sched_getcpu() != caller || step_off(caller, cpu_times, next_step_off)) continue;
         }
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -280,42 +281,68 @@ class Pool {
   // busy that is right (they have no room for it). But the kernel skips its search for an idle core
   // at a wake-up when the cores have been busy in the last tens of milliseconds (as they are right
   // after the previous process), so a helper can stay on the caller's core while another is idle, and
-  // the process runs at the speed of one thread. So when no other thread on the machine is waiting
-  // for a core (/proc/loadavg counts no more runnable threads than the pool has), the helper steps
-  // off: its CPU set without the caller's core, which moves it at once, then its own set again, so
-  // the kernel is as free as before (a set the user narrowed stays as it was). Checked at most every
-  // 2 ms. Returns whether the helper is now on another core.
-  static bool step_off(int caller, int threads, std::chrono::steady_clock::time_point& next) {
+  // the process runs at the speed of one thread (traced on a quiet host: 4 of 8 processes). So when
+  // another core of its set was idle at least half the time since the helper last looked (/proc/stat,
+  // 10–200 ms ago), the helper steps off: its CPU set without the caller's core, which moves it at
+  // once, then its own set again, so the kernel is as free as before (a set the user narrowed stays
+  // as it was). Looked at most every 10 ms. Returns whether the helper is now on another core.
+  struct CpuTimes {
+    std::vector<long long> idle, total;  // [cpu]: jiffies
+    std::chrono::steady_clock::time_point at;
+  };
+  static bool step_off(int caller, CpuTimes& last, std::chrono::steady_clock::time_point& next) {
     const Clock::time_point now = Clock::now();
     if (caller < 0 || now < next) return false;
-    next = now + std::chrono::milliseconds(2);
-    if (runnable_threads() > threads) return false;  // other work wants the cores: stay
+    next = now + std::chrono::milliseconds(10);
 #if defined(__linux__) && !defined(__EMSCRIPTEN__)
+    CpuTimes times;
+    times.at = now;
+    if (!read_cpu_times(times)) return false;
+    const CpuTimes before = std::move(last);
+    last = std::move(times);
+    if (before.total.empty() || now - before.at > std::chrono::milliseconds(200)) return false;  // look again
     cpu_set_t own, off;
     if (sched_getaffinity(0, sizeof own, &own) != 0 || CPU_COUNT(&own) < 2 || !CPU_ISSET(caller, &own)) return false;
+    bool idle_core = false;
+    for (size_t c = 0; c < last.total.size() && c < before.total.size() && c < CPU_SETSIZE; ++c) {
+      const long long total = last.total[c] - before.total[c], idle = last.idle[c] - before.idle[c];
+      if (int(c) != caller && CPU_ISSET(int(c), &own) && total > 0 && 2 * idle >= total) idle_core = true;
+    }
+    if (!idle_core) return false;  // the other cores are busy: beside the caller is the better place
     off = own;
     CPU_CLR(caller, &off);
     const bool moved = sched_setaffinity(0, sizeof off, &off) == 0;
     sched_setaffinity(0, sizeof own, &own);
     return moved && sched_getcpu() != caller;
 #else  // no CPU sets (the WebAssembly build, whose pool has no helpers)
+    (void)last;
     return false;
 #endif
   }
 
-  // The threads on the machine running or waiting for a core now: /proc/loadavg's fourth field,
-  // "running/total" (a large number if it cannot be read: then the helper stays where it is).
-  static int runnable_threads() {
-    const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 1 << 30;
-    char text[128];
-    const ssize_t n = ::read(fd, text, sizeof text - 1);
+  // Each CPU's idle (idle + iowait) and total jiffies from /proc/stat's "cpuN" lines; false if unreadable.
+  static bool read_cpu_times(CpuTimes& times) {
+    const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    std::string text(1 << 16, '\0');
+    const ssize_t n = ::read(fd, &text[0], text.size() - 1);
     ::close(fd);
-    if (n <= 0) return 1 << 30;
-    text[n] = 0;
-    int running = 0;
-    if (std::sscanf(text, "%*s %*s %*s %d/", &running) != 1) return 1 << 30;
-    return running;
+    if (n <= 0) return false;
+    text.resize(size_t(n));
+    size_t at = text.find('\n');  // past the machine's "cpu " line
+    while (at != std::string::npos && text.compare(at + 1, 3, "cpu") == 0) {
+      int cpu = -1;
+      long long v[8] = {};
+      if (std::sscanf(text.c_str() + at + 1, "cpu%d %lld %lld %lld %lld %lld %lld %lld %lld", &cpu, &v[0], &v[1], &v[2],
+                      &v[3], &v[4], &v[5], &v[6], &v[7]) != 9 ||
+          cpu < 0 || cpu > 4096)
+        return false;
+      if (size_t(cpu) >= times.total.size()) times.total.resize(size_t(cpu) + 1), times.idle.resize(size_t(cpu) + 1);
+      times.idle[size_t(cpu)] = v[3] + v[4];
+      times.total[size_t(cpu)] = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+      at = text.find('\n', at + 1);
+    }
+    return !times.total.empty();
   }
 
   using Clock = std::chrono::steady_clock;
