@@ -18,22 +18,11 @@ namespace {
 }
 }  // namespace
 
-// gemm.h's tables: empty, never chosen
+// gemm.h's and rows.h's tables: empty, never chosen
 const GemmKernels kGemmAvx512{}, kGemmAvx2{};
+const RowKernels kRowsAvx512{}, kRowsAvx2{};
 
 namespace avx512 {
-void softmax_row(float*, int) {
-  none("avx512::softmax_row");
-}
-void layer_norm_row(float*, const float*, const float*, const float*, const float*, int, float) {
-  none("avx512::layer_norm_row");
-}
-void gelu(float*, size_t) {
-  none("avx512::gelu");
-}
-void gelu_tanh(float*, size_t) {
-  none("avx512::gelu_tanh");
-}
 void linear_small_m(float*, const float*, const float*, const float*, int, int, int) {
   none("avx512::linear_small_m");
 }
@@ -60,18 +49,6 @@ void bf16_dot_linear(float*, const uint16_t*, const PackedBf16&, const float*, i
 }  // namespace avx512
 
 namespace avx2 {
-void softmax_row(float*, int) {
-  none("avx2::softmax_row");
-}
-void layer_norm_row(float*, const float*, const float*, const float*, const float*, int, float) {
-  none("avx2::layer_norm_row");
-}
-void gelu(float*, size_t) {
-  none("avx2::gelu");
-}
-void gelu_tanh(float*, size_t) {
-  none("avx2::gelu_tanh");
-}
 void linear_small_m(float*, const float*, const float*, const float*, int, int, int) {
   none("avx2::linear_small_m");
 }

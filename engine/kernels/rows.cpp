@@ -7,11 +7,18 @@
 
 namespace ordo {
 
+namespace {
+// The row kernels of the level the kernels run at; null below AVX2.
+const RowKernels* fast_rows() {
+  const Isa level = isa_level();
+  return level == Isa::Avx512 ? &kRowsAvx512 : level == Isa::Avx2 ? &kRowsAvx2 : nullptr;
+}
+}  // namespace
+
 // Below AVX2: the same steps one float at a time; the softmax's and LayerNorm's sums in double.
 
 void softmax_row(float* row, int valid) {
-  if (isa_level() == Isa::Avx512) return avx512::softmax_row(row, valid);
-  if (isa_level() == Isa::Avx2) return avx2::softmax_row(row, valid);
+  if (const RowKernels* k = fast_rows()) return k->softmax_row(row, valid);
   const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
   double sum = 0.0;
   for (int j = 0; j < valid; ++j) {
@@ -23,8 +30,7 @@ void softmax_row(float* row, int valid) {
 }
 
 void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps) {
-  if (isa_level() == Isa::Avx512) return avx512::layer_norm_row(y, x, r, gamma, beta, d, eps);
-  if (isa_level() == Isa::Avx2) return avx2::layer_norm_row(y, x, r, gamma, beta, d, eps);
+  if (const RowKernels* k = fast_rows()) return k->layer_norm_row(y, x, r, gamma, beta, d, eps);
   if (r) {
     for (int j = 0; j < d; ++j) y[j] = x[j] + r[j];
     x = y;
@@ -43,15 +49,13 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
 // ½v·erfc(−v/√2), and ½v·(1 + tanh u) as v / (1 + e^(−2u)).
 
 void gelu(float* x, size_t n) {
-  if (isa_level() == Isa::Avx512) return avx512::gelu(x, n);
-  if (isa_level() == Isa::Avx2) return avx2::gelu(x, n);
+  if (const RowKernels* k = fast_rows()) return k->gelu(x, n);
   const float inv_sqrt2 = 0.70710678118654752f;
   for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * inv_sqrt2);
 }
 
 void gelu_tanh(float* x, size_t n) {
-  if (isa_level() == Isa::Avx512) return avx512::gelu_tanh(x, n);
-  if (isa_level() == Isa::Avx2) return avx2::gelu_tanh(x, n);
+  if (const RowKernels* k = fast_rows()) return k->gelu_tanh(x, n);
   const float c = 0.79788456080286536f;  // √(2/π)
   for (size_t i = 0; i < n; ++i) {
     const float v = x[i], u = c * (v + 0.044715f * v * v * v);

@@ -20,18 +20,18 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
 void gelu(float* x, size_t n);
 void gelu_tanh(float* x, size_t n);
 
-namespace avx2 {
-void softmax_row(float* row, int valid);
-void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
-void gelu(float* x, size_t n);
-void gelu_tanh(float* x, size_t n);
-}  // namespace avx2
-namespace avx512 {
-void softmax_row(float* row, int valid);
-void layer_norm_row(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d, float eps);
-void gelu(float* x, size_t n);
-void gelu_tanh(float* x, size_t n);
-}  // namespace avx512
+// One instruction set's row kernels, each doing what the function of its name above does: kRowsAvx512
+// (rows_avx512.cpp) and kRowsAvx2 (rows_avx2.cpp, AVX2 and FMA). The functions above take the table of
+// the level the kernels run at (engine/kernels/cpu.h), and their own plain loops below AVX2. A build
+// without the SIMD files has the tables empty (no_simd.cpp), never chosen.
+struct RowKernels {
+  void (*softmax_row)(float* row, int valid);
+  void (*layer_norm_row)(float* y, const float* x, const float* r, const float* gamma, const float* beta, int d,
+                         float eps);
+  void (*gelu)(float* x, size_t n);
+  void (*gelu_tanh)(float* x, size_t n);
+};
+extern const RowKernels kRowsAvx512, kRowsAvx2;
 
 // Rows per task when a row-wise step (LayerNorm, residual add) is spread over the threads: a
 // block of 32 rows of d = 512 is 64 KB, enough work to pay for handing it out, and a pass over

@@ -215,3 +215,7 @@ void gelu_tanh(float* x, size_t n) {
 }
 
 }  // namespace ordo::avx2
+
+namespace ordo {
+const RowKernels kRowsAvx2 = {avx2::softmax_row, avx2::layer_norm_row, avx2::gelu, avx2::gelu_tanh};
+}  // namespace ordo

@@ -117,3 +117,7 @@ void gelu_tanh(float* x, size_t n) {
 }
 
 }  // namespace ordo::avx512
+
+namespace ordo {
+const RowKernels kRowsAvx512 = {avx512::softmax_row, avx512::layer_norm_row, avx512::gelu, avx512::gelu_tanh};
+}  // namespace ordo

@@ -116,6 +116,21 @@ TEST(Kernels, SmallMGivesTheSameBitsAtAnyThreadCount) {
   EXPECT_EQ(one, three);
 }
 
+// softmax_rows on one row of scores z, each weight held to exp(z_j − max) / Σ exp(z_i − max) in double:
+// within 1e-6 of it relatively, or `floor` absolutely.
+void expect_softmax_of_one_row(std::vector<float> z, double floor) {
+  const std::vector<float> in = z;
+  const int valid = int(z.size());
+  softmax_rows(z.data(), 1, valid, valid);
+  const double max = *std::max_element(in.begin(), in.end());
+  double sum = 0;
+  for (float v : in) sum += std::exp(double(v) - max);
+  for (int j = 0; j < valid; ++j) {
+    const double want = std::exp(double(in[j]) - max) / sum;
+    ASSERT_NEAR(z[j], want, 1e-6 * want + floor) << "valid " << valid << " col " << j;
+  }
+}
+
 TEST(Kernels, SoftmaxMatchesTheFormulaInDouble) {
   // Rows of every length from 1 to 40 (vector tails), scores spread over ±60 so some weights
   // underflow towards 0, and a masked tail.
@@ -145,15 +160,7 @@ TEST(Kernels, SoftmaxWeightsBelowTheNormalRangeMatchTheFormula) {
   for (int valid : {8, 11, 24, 40}) {
     auto z = random_floats(size_t(valid), 1200 + valid, 2.0f);
     for (int j = 1; j < valid; j += 3) z[j] = -87.0f - 16.0f * float(j) / float(valid);
-    const auto in = z;
-    softmax_rows(z.data(), 1, valid, valid);
-    const double max = *std::max_element(in.begin(), in.end());
-    double sum = 0;
-    for (float v : in) sum += std::exp(double(v) - max);
-    for (int j = 0; j < valid; ++j) {
-      const double want = std::exp(double(in[j]) - max) / sum;
-      ASSERT_NEAR(z[j], want, 1e-6 * want + std::ldexp(1.0, -149)) << "valid " << valid << " col " << j;
-    }
+    expect_softmax_of_one_row(z, std::ldexp(1.0, -149));
   }
 }
 
@@ -167,8 +174,8 @@ TEST(Kernels, SoftmaxGivesTheSameBitsAtAvx2AndAvx512) {
     for (int j = 2; j < valid; j += 5) z[j] = -INFINITY;
     z[0] = 1.0f;
     auto at_avx2 = z, at_avx512 = z;
-    avx2::softmax_row(at_avx2.data(), valid);
-    avx512::softmax_row(at_avx512.data(), valid);
+    kRowsAvx2.softmax_row(at_avx2.data(), valid);
+    kRowsAvx512.softmax_row(at_avx512.data(), valid);
     EXPECT_EQ(at_avx2, at_avx512) << "valid " << valid;
   }
 }
@@ -374,18 +381,7 @@ TEST(Kernels, SoftmaxOfLongRowsAndOfMaskedScores) {
   // Rows as long as the longest inputs' (8192 keys, and a ragged 2049), scores over ±30: each
   // weight within 1e-6 of the formula in double, relatively. And −∞ scores (ALiBi's infinite
   // slope) get no weight while the others still sum to 1.
-  for (int valid : {2049, 8192}) {
-    auto z = random_floats(size_t(valid), 900 + valid, 30.0f);
-    const auto in = z;
-    softmax_rows(z.data(), 1, valid, valid);
-    const double max = *std::max_element(in.begin(), in.end());
-    double sum = 0;
-    for (float v : in) sum += std::exp(double(v) - max);
-    for (int j = 0; j < valid; ++j) {
-      const double want = std::exp(double(in[j]) - max) / sum;
-      ASSERT_NEAR(z[j], want, 1e-6 * want + 1e-12) << "valid " << valid << " col " << j;
-    }
-  }
+  for (int valid : {2049, 8192}) expect_softmax_of_one_row(random_floats(size_t(valid), 900 + valid, 30.0f), 1e-12);
   for (int valid : {3, 8, 13}) {
     auto z = random_floats(size_t(valid), 950 + valid, 2.0f);
     for (int j = 0; j < valid; j += 2) z[j] = -INFINITY;
