@@ -163,8 +163,14 @@ size_t python_space_suffix(std::string_view s) {
 
 // Each special token's text is its piece; the text between two (or before the first, after the last)
 // is tokenized alone, as Hugging Face's tokenizers split a text at its added tokens first.
+// A text with no special token in it (most texts) goes to encode_text whole, checked once.
 Tokenization Tokenizer::encode(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
-  if (specials_.empty()) return encode_text(text, where, spans);
+  std::string firsts;  // the bytes a special token can start with ("[" or "<")
+  for (const SpecialToken& s : specials_)
+    if (firsts.find(s.text[0]) == std::string::npos) firsts += s.text[0];
+  size_t i = firsts.empty() ? std::string_view::npos : text.find_first_of(firsts);
+  while (i != std::string_view::npos && !special_at(text, i)) i = text.find_first_of(firsts, i + 1);
+  if (i == std::string_view::npos) return encode_text(text, where, spans);
   size_t bad = 0;
   if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
   Tokenization out;
@@ -181,10 +187,10 @@ Tokenization Tokenizer::encode(std::string_view text, const std::string& where, 
     out.pieces.insert(out.pieces.end(), part.pieces.begin(), part.pieces.end());
     out.ids.insert(out.ids.end(), part.ids.begin(), part.ids.end());
   };
-  for (size_t i = 0; i < text.size();) {
+  while (i < text.size()) {  // i: a byte a special token may start at
     const SpecialToken* s = special_at(text, i);
     if (!s) {
-      ++i;
+      i = std::min(text.find_first_of(firsts, i + 1), text.size());
       continue;
     }
     flush(i, s);
