@@ -166,18 +166,41 @@ TEST(Kernels, SoftmaxWeightsBelowTheNormalRangeMatchTheFormula) {
 
 TEST(Kernels, SoftmaxGivesTheSameBitsAtAvx2AndAvx512) {
   // The two vector kernels round every weight alike (rows_avx2.cpp's exp8): the same input rows,
-  // with tails, −∞ scores and weights below the normal range, give the same floats.
+  // with tails, give the same floats; rows of scores within 87 of their maximum (the AVX2 kernel's
+  // exponent-bit sum) and rows with −∞ scores and weights below the normal range (its rounding of
+  // those to the subnormal floats in integers).
   const CpuFeatures& f = cpu_features();
   if (!(f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl)) GTEST_SKIP() << "this CPU has no AVX-512";
-  for (int valid : {1, 7, 8, 9, 16, 17, 31, 32, 33, 100, 2049}) {
-    auto z = random_floats(size_t(valid), 1300 + valid, 60.0f);
-    for (int j = 2; j < valid; j += 5) z[j] = -INFINITY;
-    z[0] = 1.0f;
-    auto at_avx2 = z, at_avx512 = z;
-    kRowsAvx2.softmax_row(at_avx2.data(), valid);
-    kRowsAvx512.softmax_row(at_avx512.data(), valid);
-    EXPECT_EQ(at_avx2, at_avx512) << "valid " << valid;
-  }
+  for (int valid : {1, 7, 8, 9, 16, 17, 31, 32, 33, 100, 2049})
+    for (bool wide : {false, true}) {
+      auto z = random_floats(size_t(valid), 1300 + valid, wide ? 60.0f : 3.0f);
+      if (wide)
+        for (int j = 2; j < valid; j += 5) z[j] = -INFINITY;
+      z[0] = 1.0f;
+      auto at_avx2 = z, at_avx512 = z;
+      kRowsAvx2.softmax_row(at_avx2.data(), valid);
+      kRowsAvx512.softmax_row(at_avx512.data(), valid);
+      EXPECT_EQ(at_avx2, at_avx512) << "valid " << valid << (wide ? ", wide" : ", narrow");
+    }
+}
+
+TEST(Kernels, Avx2SoftmaxGivesANaNScoreTheWeightOfMinusInfinity) {
+  // A NaN score (not in the row's last block of 8, where it can become the maximum) gets weight 0
+  // and leaves the others as a score of −∞ there would: the same floats, in a row within 87 of its
+  // maximum (where the kernel sums exponent bits without a lower bound, and puts the 0 in
+  // afterwards) and in a wider one.
+  const CpuFeatures& f = cpu_features();
+  if (!(f.avx2 && f.fma)) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  for (int valid : {40, 2049})
+    for (float spread : {3.0f, 60.0f}) {
+      auto z = random_floats(size_t(valid), 1400 + valid, spread);
+      auto with_nan = z, with_minus_infinity = z;
+      for (int j : {3, 17}) with_nan[j] = NAN, with_minus_infinity[j] = -INFINITY;
+      kRowsAvx2.softmax_row(with_nan.data(), valid);
+      kRowsAvx2.softmax_row(with_minus_infinity.data(), valid);
+      EXPECT_EQ(with_nan[3], 0.0f);
+      EXPECT_EQ(with_nan, with_minus_infinity) << "valid " << valid << ", spread " << spread;
+    }
 }
 
 // n floats that end where an unreadable page begins: a kernel reading past its last value faults.
