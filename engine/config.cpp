@@ -247,12 +247,12 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   Reader r{j, where};
   Config c;
-  const std::string type = r.choice("model_type", {"bert", "roberta", "xlm-roberta", "t5", "mt5"}, "", true);
+  const std::string type = r.choice("model_type", {"bert", "roberta", "xlm-roberta", "t5", "mt5", "mpnet"}, "", true);
   if (type == "t5" || type == "mt5") {
     parse_t5(r, c);
     return hf_directory(c, dir);
   }
-  c.family = type == "bert" ? Family::Bert : Family::Roberta;
+  c.family = type == "bert" ? Family::Bert : type == "mpnet" ? Family::MPNet : Family::Roberta;
   r.sizes(c, {"vocab_size", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers"});
   // transformers' names: "gelu" is the erf form; "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" the tanh one
   const std::string act =
@@ -264,6 +264,25 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
   c.max_positions = r.size("max_position_embeddings", true, 0);
   c.scale_embedding = false;
   c.embedding_norm = true;
+  if (c.family == Family::MPNet) {
+    // MPNetModel: no token-type table; padding_idx 1 whatever pad_token_id says (MPNetEmbeddings fixes it),
+    // so positions from row 2; and T5's buckets in every layer, 32 of them up to distance 128 (the
+    // defaults of transformers' compute_position_bias, which the config does not reach), from a table of
+    // relative_attention_num_buckets rows
+    c.token_types = 0;
+    c.position_offset = 2;
+    c.relative_buckets = 32;
+    c.relative_max_distance = 128;
+    c.relative_table_rows = r.size("relative_attention_num_buckets", false, 32);
+    if (c.relative_table_rows < c.relative_buckets)
+      throw InputError(where, "key \"relative_attention_num_buckets\" is " + std::to_string(c.relative_table_rows) +
+                                  ", fewer than the 32 buckets MPNet looks up");
+    if (c.position_offset >= c.max_positions)
+      throw InputError(where, "max_position_embeddings " + std::to_string(c.max_positions) +
+                                  " leaves no position after MPNet's first two rows");
+    c.add_bos = c.add_eos = true;  // <s> ... </s>
+    return hf_directory(c, dir);
+  }
   c.token_types = j.contains("type_vocab_size") && j["type_vocab_size"] == 0 ? 0 : r.size("type_vocab_size", false, 2);
   if (c.family == Family::Roberta) {  // fairseq's positions: 0 .. padding_idx belong to no token
     const int pad = j.contains("pad_token_id") && j["pad_token_id"] == 0 ? 0 : r.size("pad_token_id", false, 1);
@@ -395,7 +414,11 @@ const char* to_string(PositionalEncoding p) {
                                                    : "none";
 }
 const char* to_string(Family f) {
-  return f == Family::Bert ? "bert" : f == Family::Roberta ? "roberta" : f == Family::T5 ? "t5" : "ordo";
+  return f == Family::Bert      ? "bert"
+         : f == Family::Roberta ? "roberta"
+         : f == Family::T5      ? "t5"
+         : f == Family::MPNet   ? "mpnet"
+                                : "ordo";
 }
 const char* to_string(Norm n) {
   return n == Norm::RMS ? "rms" : "layer";
@@ -422,7 +445,7 @@ std::string config_to_json(const Config& c) {
   j["pe_layout"] = to_string(c.pe_layout);
   j["pe_base"] = c.pe_base;
   if (c.positional_encoding == PositionalEncoding::Learned) j["max_positions"] = c.max_positions;
-  if (c.positional_encoding == PositionalEncoding::T5Buckets) {
+  if (c.bucket_bias()) {
     j["relative_attention_num_buckets"] = c.relative_buckets;
     j["relative_attention_max_distance"] = c.relative_max_distance;
   }

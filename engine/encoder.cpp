@@ -183,7 +183,7 @@ void Encoder::prepare(Pass& pass, int B, int S, bool watched, const EncodeOption
     s.rope_first = options.first_position;
     rope_table(s.rope_cos.data(), s.rope_sin.data(), S, c.head_dim(), c.pe_base, s.rope_first);
   }
-  if (options.positions && c.positional_encoding == PositionalEncoding::T5Buckets) {
+  if (options.positions && c.bucket_bias()) {
     // each head's bias by offset j − i, −(S − 1) .. S − 1: the one table read through the buckets
     const int span = 2 * S - 1;
     s.offset_bias.resize(size_t(c.n_heads) * span);
@@ -251,9 +251,9 @@ void Encoder::embed(RunState& s, const std::vector<std::vector<int32_t>>& ids, i
   const float scale = c.scale_embedding ? static_cast<float>(std::sqrt(double(d))) : 1.0f;
   const float* p = positions(s, S, options);
   const float* type = w.token_type_embedding;  // row 0, segment A (Hugging Face encoders), or null
-  // RoBERTa counts only the tokens that are not <pad> (id padding_idx = position_offset − 1): a <pad> in
-  // the text takes row padding_idx, and the tokens after it one row less each (reference::embed_hf)
-  const int pad = c.family == Family::Roberta && p ? c.position_offset - 1 : -1;
+  // RoBERTa and MPNet count only the tokens that are not <pad> (id padding_idx = position_offset − 1): a
+  // <pad> in the text takes row padding_idx, and the tokens after it one row less each (reference::embed_hf)
+  const int pad = c.positions_skip_pads() && p ? c.position_offset - 1 : -1;
   size_t row = 0;  // the sequences one after another (RunState)
   for (size_t b = 0; b < ids.size(); ++b)
     for (size_t t = 0, counted = 0; t < ids[b].size(); ++t, ++row) {

@@ -42,7 +42,7 @@ struct RunState {
   std::vector<float> probs;               // (threads, block, S) attention weights of a block of query rows
   std::vector<float> rope_cos, rope_sin;  // (S, dh/2) rotary angles' cos and sin (rope models)
   int rope_first = 0;                     // the position of their first row
-  std::vector<float> offset_bias;         // (h, 2S − 1) t5-buckets: W[head, bucket(o)] at o = j − i + S − 1
+  std::vector<float> offset_bias;         // (h, 2S − 1) bucket bias: W[head, bucket(o)] at o = j − i + S − 1
   std::vector<float> pe;                  // (S, d)   positional encodings, kept between calls
   int threads = 1;                        // the engine's thread count, fixed for the pass
   const ReducedModel* reduced = nullptr;  // the weight products at reduced precision, or null (f32)
@@ -143,9 +143,12 @@ class Encoder {
   // The watched pass's hand-outs (engine/watch.cpp)
   void hand_out(const EncodeOptions& options, StageKind kind, int layer, int head, const float* data, int rows,
                 int cols, int stride) const;
-  // t5-buckets: head `head`'s bias by offset, at offset 0 of its row of s.offset_bias; null otherwise
+  // t5-buckets and MPNet (Config::bucket_bias), positions on (pe not None): head `head`'s bias by offset, at
+  // offset 0 of its row of s.offset_bias; null otherwise
   const float* relative_bias(const RunState& s, PositionalEncoding pe, int head, int S) const {
-    return pe == PositionalEncoding::T5Buckets ? s.offset_bias.data() + size_t(head) * (2 * S - 1) + (S - 1) : nullptr;
+    return pe != PositionalEncoding::None && model_.config().bucket_bias()
+               ? s.offset_bias.data() + size_t(head) * (2 * S - 1) + (S - 1)
+               : nullptr;
   }
   void hand_out_head_inputs(const EncodeOptions& options, int layer, int head, const float* q, int L, int dh, int ld,
                             float alibi_before, float alibi_after, const float* relative) const;

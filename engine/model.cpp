@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 
 #include <ordo/engine/model.h>
 #include <ordo/errors.h>
@@ -77,6 +78,15 @@ const HfLayerTensor kHfLayerTensors[] = {
     {"output.LayerNorm.bias", false, false, false},
 };
 
+// MPNetModel's layer (MPNetLayer): the same tensors as BERT's, in the same order, under other names.
+const char* const kMpnetLayerTensors[] = {
+    "attention.attn.q.weight",    "attention.attn.q.bias",    "attention.attn.k.weight",   "attention.attn.k.bias",
+    "attention.attn.v.weight",    "attention.attn.v.bias",    "attention.attn.o.weight",   "attention.attn.o.bias",
+    "attention.LayerNorm.weight", "attention.LayerNorm.bias", "intermediate.dense.weight", "intermediate.dense.bias",
+    "output.dense.weight",        "output.dense.bias",        "output.LayerNorm.weight",   "output.LayerNorm.bias",
+};
+static_assert(std::size(kMpnetLayerTensors) == std::size(kHfLayerTensors), "one MPNet name per BERT tensor");
+
 // A T5 encoder's tensors (T5EncoderModel's names; T5ForConditionalGeneration's encoder has the same),
 // in the order Model takes them. A = h·d_kv.
 std::vector<TensorSpec> t5_tensors(const Config& c, size_t limit) {
@@ -103,6 +113,15 @@ std::vector<TensorSpec> t5_tensors(const Config& c, size_t limit) {
   return specs;
 }
 
+// A bucket table's first `buckets` rows of h biases, (buckets, h) as transformers keeps it, turned once
+// to ordo's (h, buckets): W[i, b] = table[b, i]
+std::vector<float> by_head(const float* table, size_t buckets, size_t h) {
+  std::vector<float> turned(h * buckets);
+  for (size_t b = 0; b < buckets; ++b)
+    for (size_t i = 0; i < h; ++i) turned[i * buckets + b] = table[b * h + i];
+  return turned;
+}
+
 std::vector<TensorSpec> hf_tensors(const Config& c, size_t limit) {
   if (c.family == Family::T5) return t5_tensors(c, limit);
   const uint64_t V = c.vocab_size, d = c.d_model, F = c.d_ff;
@@ -112,11 +131,16 @@ std::vector<TensorSpec> hf_tensors(const Config& c, size_t limit) {
   if (c.token_types > 0) specs.push_back({p + "embeddings.token_type_embeddings.weight", {uint64_t(c.token_types), d}});
   specs.push_back({p + "embeddings.LayerNorm.weight", {d}});
   specs.push_back({p + "embeddings.LayerNorm.bias", {d}});
+  const bool mpnet = c.family == Family::MPNet;
+  if (mpnet)  // the bucket table every layer reads, (rows, h)
+    specs.push_back(
+        {p + "encoder.relative_attention_bias.weight", {uint64_t(c.relative_table_rows), uint64_t(c.n_heads)}});
   for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
     const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
-    for (const HfLayerTensor& t : kHfLayerTensors) {
+    for (size_t k = 0; k < std::size(kHfLayerTensors); ++k) {
+      const HfLayerTensor& t = kHfLayerTensors[k];
       const uint64_t out = t.wide_out ? F : d, in = t.wide_in ? F : d;
-      specs.push_back({l + t.name, t.matrix ? Shape{out, in} : Shape{out}});
+      specs.push_back({l + (mpnet ? kMpnetLayerTensors[k] : t.name), t.matrix ? Shape{out, in} : Shape{out}});
     }
   }
   if (c.head == Head::MaskedLM) {  // BertForMaskedLM's cls.predictions.*, XLMRobertaForMaskedLM's lm_head.*
@@ -172,6 +196,7 @@ uint64_t expected_parameters(const Config& c, const std::string& where) {
   if (c.positional_encoding == PositionalEncoding::T5Buckets)
     n = add(n, mul(uint64_t(c.n_heads), uint64_t(c.relative_buckets)));
   n = add(n, mul(uint64_t(c.token_types), d));  // Hugging Face encoders: the token-type table
+  if (c.family == Family::MPNet) n = add(n, mul(uint64_t(c.relative_table_rows), uint64_t(c.n_heads)));
   if (c.embedding_norm) n = add(n, 2 * d);
   if (c.final_norm) n = add(n, 2 * d);
   if (c.head == Head::MaskedLM) n = add(n, V);
@@ -206,14 +231,16 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
                        "(config.json's model_type)");
   } else if (config_.family != Family::Ordo) {  // BertModel saves its tensors bare; BertForMaskedLM under "bert."
     bool found = false;
-    for (const char* p : {"", "bert.", "roberta."})
+    for (const char* p : {"", "bert.", "roberta.", "mpnet."})
       if (!found && file_.find(std::string(p) + "embeddings.word_embeddings.weight")) {
         config_.weights_prefix = p;
         found = true;
       }
     if (!found)
       throw InputError(where, std::string("has no tensor embeddings.word_embeddings.weight: not the weights of a ") +
-                                  (config_.family == Family::Bert ? "BertModel" : "RobertaModel") +
+                                  (config_.family == Family::Bert    ? "BertModel"
+                                   : config_.family == Family::MPNet ? "MPNetModel"
+                                                                     : "RobertaModel") +
                                   " (config.json's model_type)");
     // A masked-LM head where the file has one: BertForMaskedLM's cls.predictions (its transform's
     // activation is hidden_act), XLMRobertaForMaskedLM's lm_head (always the erf GELU).
@@ -287,12 +314,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     const size_t d = config_.d_model, A = config_.attention_width(), h = config_.n_heads;
     const size_t buckets = config_.relative_buckets;
     weights_.embedding = take();
-    // the bucket table, (buckets, h) in the file, turned once to ordo's (h, buckets)
-    const float* table = take();
-    std::vector<float> turned(h * buckets);
-    for (size_t b = 0; b < buckets; ++b)
-      for (size_t i = 0; i < h; ++i) turned[i * buckets + b] = table[b * h + i];
-    widened_.push_back(std::move(turned));
+    widened_.push_back(by_head(take(), buckets, h));  // the bucket table, (buckets, h) in the file
     weights_.position_bias = widened_.back().data();
     weights_.layers.resize(config_.n_layers);
     for (LayerWeights& l : weights_.layers) {
@@ -319,6 +341,11 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     if (config_.token_types > 0) weights_.token_type_embedding = take();
     weights_.embedding_norm_weight = take();
     weights_.embedding_norm_bias = take();
+    if (config_.family == Family::MPNet) {
+      // the bucket table, (rows, h) in the file, of which MPNet reads the first relative_buckets
+      widened_.push_back(by_head(take(), size_t(config_.relative_buckets), size_t(config_.n_heads)));
+      weights_.position_bias = widened_.back().data();
+    }
     weights_.layers.resize(config_.n_layers);
     for (LayerWeights& l : weights_.layers) {
       // in_proj = [Wq; Wk; Wv] (3d, d) and [bq; bk; bv] (3d): the one copy of a Hugging Face model
@@ -336,6 +363,7 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
       l.linear1_weight = take(), l.linear1_bias = take();
       l.linear2_weight = take(), l.linear2_bias = take();
       l.norm2_weight = take(), l.norm2_bias = take();
+      l.position_bias = weights_.position_bias;  // MPNet's one table, or null
     }
     weights_.head_decoder = weights_.embedding;
     if (config_.head == Head::MaskedLM) {

@@ -165,8 +165,8 @@ void self_attention(double* out, const double* x, const LayerWeights& w, const C
     const double* q = qkv.data() + size_t(i) * dh;
     head_now = i;
     const AlibiSlopes m = alibi_head_slopes(positions, h, i, c.alibi_slopes);
-    std::vector<double> bias;  // t5-buckets: b_jk = W[i, bucket(k − j)], query j, key k
-    if (positions == PositionalEncoding::T5Buckets) {
+    std::vector<double> bias;  // t5-buckets and MPNet: b_jk = W[i, bucket(k − j)], query j, key k
+    if (positions != PositionalEncoding::None && c.bucket_bias()) {
       bias.resize(size_t(S) * S);
       for (int j = 0; j < S; ++j)
         for (int k = 0; k < S; ++k)
@@ -281,7 +281,7 @@ void encoder_layer(double* x, const LayerWeights& w, const Config& c, int S, boo
 }
 
 // x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])
-// RoBERTa (position_offset = padding_idx + 1) numbers only the tokens that are not <pad>: token t at
+// RoBERTa and MPNet (position_offset = padding_idx + 1) number only the tokens that are not <pad>: token t at
 // padding_idx + (how many of ids 0..t are not padding_idx), a <pad> at padding_idx itself, as
 // transformers' create_position_ids_from_input_ids; without a <pad> in the text that is t + offset.
 void embed_hf(double* x, const int32_t* ids, const Model& m, int S, bool positions) {
@@ -292,7 +292,7 @@ void embed_hf(double* x, const int32_t* ids, const Model& m, int S, bool positio
   see(StageKind::Embedding, x, S, d, d);
   if (positions) {
     std::vector<double> p(size_t(S) * d);
-    const int pad = c.family == Family::Roberta ? c.position_offset - 1 : -1;
+    const int pad = c.positions_skip_pads() ? c.position_offset - 1 : -1;
     for (int t = 0, counted = 0; t < S; ++t) {
       const int row = ids[t] == pad ? pad : c.position_offset + counted++;
       std::copy_n(w.position_embedding + size_t(row) * d, d, p.begin() + size_t(t) * d);

@@ -114,8 +114,9 @@ void rope(double* x, int S, int ld, int h, int dh, double base, int first_positi
 // says otherwise), so W_q, W_k, W_v are (A, d) and W_o (d, A); c.scale_attention false drops the 1/√dh.
 // positions: Rope turns q and k (rope() above, with c.pe_base) before the scores, Alibi,
 // AlibiSymmetric and T5Buckets bias the scores (T5Buckets from w.position_bias, with c's buckets and
-// max distance: relative_bucket above; ALiBi with c.alibi_slopes: alibi_head_slopes above); anything
-// else (None: --no-pe) leaves attention as it is.
+// max distance: relative_bucket above; ALiBi with c.alibi_slopes: alibi_head_slopes above), and so does
+// any other positions but None for an MPNet (c.bucket_bias(): its learned positions went into the input,
+// its bucket bias comes here, after the 1/√dh); None (--no-pe) leaves attention as it is.
 // masked: empty, or h flags; head i with masked[i] true is switched off, head_i = 0 (its slot of the
 // concatenation stays zero, so W_o adds only b_o for it).
 void self_attention(double* out /* (S, d) */, const double* x /* (S, d) */, const LayerWeights& w, const Config& c,

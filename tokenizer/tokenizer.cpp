@@ -235,11 +235,11 @@ int Tokenizer::size() const {
   return sp_->GetPieceSize() + (fairseq_ ? 2 : 0);  // fairseq's <pad> and <mask>
 }
 int Tokenizer::bos_id() const {
-  if (wp_) return wp_->id("[CLS]");
+  if (wp_) return wp_->id(wp_->cls);
   return fairseq_ ? 0 : sp_->bos_id();
 }
 int Tokenizer::eos_id() const {
-  if (wp_) return wp_->id("[SEP]");
+  if (wp_) return wp_->id(wp_->sep);
   return fairseq_ ? 2 : sp_->eos_id();
 }
 int Tokenizer::unk_id() const {
@@ -247,11 +247,15 @@ int Tokenizer::unk_id() const {
   return fairseq_ ? 3 : sp_->unk_id();
 }
 int Tokenizer::mask_id() const {
-  if (wp_) return wp_->id("[MASK]");
+  if (wp_) return wp_->id(wp_->mask);
   if (fairseq_) return size() - 1;
   // PieceToId answers the unknown piece's id for a piece it does not hold: check the way back.
   const int id = sp_->PieceToId("<mask>");
   return id >= 0 && id < size() && sp_->IdToPiece(id) == "<mask>" ? id : -1;
+}
+
+const char* Tokenizer::mask_marker() const {
+  return wp_ ? wp_->mask.c_str() : "<mask>";
 }
 
 // A WordPiece model has no table (the count is then the text's bytes, each space 3): its own

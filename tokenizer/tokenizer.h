@@ -35,12 +35,15 @@ struct Span {
 // A piece that a Hugging Face tokenizer keeps whole wherever its text stands in a text ("[SEP]",
 // "</s>", "<extra_id_0>"): matched exactly, case and all, before anything is normalized; the text
 // between two of them is tokenized on its own. lstrip: the whitespace before it (as Python's
-// str.isspace() has it) belongs to no piece; rstrip: the whitespace after it.
+// str.isspace() has it) belongs to no piece; rstrip: the whitespace after it. normalized: matched in the
+// text as the tokenizer normalizes it (lowercased, ...) instead, by the WordPiece tokenizer itself
+// (tokenizer.json's "normalized": true; not one of special_tokens()).
 struct SpecialToken {
   std::string text;
   int32_t id = 0;
   bool lstrip = false;
   bool rstrip = false;
+  bool normalized = false;
 };
 
 class WordPiece;
@@ -74,8 +77,9 @@ class Tokenizer {
   // the model has none. Ordinary text never produces it (encode("<mask>") gives ▁ < ma s k >).
   int mask_id() const;
   // How a text marks a piece to fill (encode_masked): the mask piece as the tokenizer writes it,
-  // "[MASK]" for WordPiece (BERT), "<mask>" for sentencepiece (ordo's models, XLM-R).
-  const char* mask_marker() const { return wp_ ? "[MASK]" : "<mask>"; }
+  // "[MASK]" for WordPiece (BERT; MPNet's "<mask>", its tokenizer's mask_token), "<mask>" for sentencepiece
+  // (ordo's models, XLM-R).
+  const char* mask_marker() const;
   // Pieces are printed as the tokenizer stores them: byte-fallback pieces as "<0xC3>", control
   // pieces as "<s>", "</s>", "<mask>". An id outside [0, size()) gives "<?>".
   std::string piece(int id) const;

@@ -84,6 +84,9 @@ int Tokenizer::mask_id() const {
   const int id = joined_->model.id("<mask>");
   return id >= 0 && id < size() && joined_->model.piece(id) == "<mask>" ? id : -1;
 }
+const char* Tokenizer::mask_marker() const {
+  return "<mask>";
+}
 std::string Tokenizer::piece(int id) const {
   return id >= 0 && id < size() ? joined_->model.piece(id) : std::string("<?>");
 }

@@ -152,7 +152,15 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
     if (j.contains(key) && j[key].is_boolean()) out = j[key].get<bool>();
   };
   const auto is_true = [](const json& j, const char* key) { return j.contains(key) && j[key] == true; };
+  // a special token's name in tokenizer_config.json: "<s>", or {"content": "<s>", ...} as transformers saves it
+  const auto token = [](const json& j, const char* key, std::string& out) {
+    const json* v = j.contains(key) ? &j[key] : nullptr;
+    if (v && v->is_object() && v->contains("content")) v = &(*v)["content"];
+    if (v && v->is_string() && !v->get_ref<const std::string&>().empty()) out = v->get<std::string>();
+  };
   bool strip_said = false, strip = true, added_said = false;
+  std::string pad = "[PAD]";
+  bool mask_lstrip = false;  // MPNetTokenizer's <mask> takes the spaces before it
   if (exists(dir + "/tokenizer_config.json")) {
     const json j = read(dir + "/tokenizer_config.json");
     if (j.is_object()) {
@@ -160,6 +168,11 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
       if (j.contains("strip_accents") && j["strip_accents"].is_boolean()) strip_said = true, strip = j["strip_accents"];
       flag(j, "tokenize_chinese_chars", wp->chinese_chars);
       if (j.contains("unk_token") && j["unk_token"].is_string()) unk = j["unk_token"];
+      token(j, "cls_token", wp->cls);
+      token(j, "sep_token", wp->sep);
+      token(j, "mask_token", wp->mask);
+      token(j, "pad_token", pad);
+      mask_lstrip = j.contains("mask_token") && j["mask_token"].is_object() && is_true(j["mask_token"], "lstrip");
     }
   }
   if (exists(dir + "/tokenizer.json")) {  // the fast tokenizer's settings, which transformers uses by default
@@ -177,8 +190,16 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
       for (const json& t : j["added_tokens"])
         if (t.is_object() && t.contains("content") && t["content"].is_string() && !t["content"].empty() &&
             t.contains("id") && t["id"].is_number_integer() && t["id"] >= 0 && t["id"] < wp->size())
-          wp->special.push_back(
-              {t["content"].get<std::string>(), t["id"].get<int32_t>(), is_true(t, "lstrip"), is_true(t, "rstrip")});
+          (is_true(t, "normalized") ? wp->normalized_special : wp->special)
+              .push_back({t["content"].get<std::string>(), t["id"].get<int32_t>(), is_true(t, "lstrip"),
+                          is_true(t, "rstrip"), is_true(t, "normalized")});
+    }
+    // the pieces around a text: BertProcessing's and RobertaProcessing's "cls": ["<s>", 0], "sep": ["</s>", 2]
+    if (j.is_object() && j.contains("post_processor") && j["post_processor"].is_object()) {
+      const json& pp = j["post_processor"];
+      for (auto [key, out] : {std::pair<const char*, std::string*>{"cls", &wp->cls}, {"sep", &wp->sep}})
+        if (pp.contains(key) && pp[key].is_array() && !pp[key].empty() && pp[key][0].is_string())
+          *out = pp[key][0].get<std::string>();
     }
     if (j.is_object() && j.contains("model") && j["model"].is_object()) {
       const json& m = j["model"];
@@ -188,9 +209,12 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
     }
   }
   wp->strip_accents = strip_said ? strip : wp->lowercase;  // unset: accents go with the case
-  if (!added_said)
-    for (const char* name : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
-      if (wp->id(name) >= 0) wp->special.push_back({name, wp->id(name)});
+  if (!added_said)  // BERT's five, and the tokenizer config's own names for them (MPNet's <s>, </s>, <pad>, <mask>)
+    for (const std::string& name : {std::string("[PAD]"), std::string("[UNK]"), std::string("[CLS]"),
+                                    std::string("[SEP]"), std::string("[MASK]"), pad, unk, wp->cls, wp->sep, wp->mask})
+      if (wp->id(name) >= 0 &&
+          std::none_of(wp->special.begin(), wp->special.end(), [&](const SpecialToken& t) { return t.text == name; }))
+        wp->special.push_back({name, wp->id(name), name == wp->mask && mask_lstrip, false});
   wp->unk_ = wp->id(unk);
   if (wp->unk_ < 0) throw InputError(path, "has no unknown piece " + unk);
   return wp;
@@ -204,43 +228,47 @@ int WordPiece::id(const std::string& piece) const {
 Tokenization WordPiece::encode(std::string_view text, std::vector<Span>* spans) const {
   // 1. The basic tokenizer: the normalized characters, each with the bytes it came from.
   std::vector<Char> chars;
-  const auto push = [&](uint32_t cp, size_t b, size_t e) {
-    if (!lowercase) {
-      chars.push_back({cp, b, e});
-      return;
+  const auto normalize = [&](std::string_view text, std::vector<Char>& chars) {
+    const auto push = [&](uint32_t cp, size_t b, size_t e) {
+      if (!lowercase) {
+        chars.push_back({cp, b, e});
+        return;
+      }
+      const char* lower = mapped(kLowercase, cp);
+      if (!lower) {
+        chars.push_back({cp, b, e});
+        return;
+      }
+      const std::string_view l(lower);
+      for (size_t i = 0; i < l.size();) chars.push_back({next_cp(l, i), b, e});
+    };
+    for (size_t i = 0; i < text.size();) {
+      const size_t b = i;
+      const uint32_t cp = next_cp(text, i);
+      const int k = classes(cp);
+      if (k & kRemoved) continue;
+      if (k & kSpace) {
+        chars.push_back({' ', b, i});
+        continue;
+      }
+      const bool cjk = (k & kCjk) && chinese_chars;
+      if (cjk)
+        chars.push_back({' ', b, b});  // a space on each side, before accents and case (as tokenizers orders them)
+      if (strip_accents && cp >= 0xAC00 && cp <= 0xD7A3) {  // a Hangul syllable: its NFD is arithmetic (Unicode §3.12)
+        const uint32_t s = cp - 0xAC00;
+        push(0x1100 + s / 588, b, i);
+        push(0x1161 + (s % 588) / 28, b, i);
+        if (s % 28) push(0x11A7 + s % 28, b, i);
+      } else if (const char* stripped = strip_accents ? mapped(kStripAccents, cp) : nullptr) {
+        const std::string_view st(stripped);
+        for (size_t j = 0; j < st.size();) push(next_cp(st, j), b, i);
+      } else {
+        push(cp, b, i);
+      }
+      if (cjk) chars.push_back({' ', i, i});
     }
-    const char* lower = mapped(kLowercase, cp);
-    if (!lower) {
-      chars.push_back({cp, b, e});
-      return;
-    }
-    const std::string_view l(lower);
-    for (size_t i = 0; i < l.size();) chars.push_back({next_cp(l, i), b, e});
   };
-  for (size_t i = 0; i < text.size();) {
-    const size_t b = i;
-    const uint32_t cp = next_cp(text, i);
-    const int k = classes(cp);
-    if (k & kRemoved) continue;
-    if (k & kSpace) {
-      chars.push_back({' ', b, i});
-      continue;
-    }
-    const bool cjk = (k & kCjk) && chinese_chars;
-    if (cjk) chars.push_back({' ', b, b});  // a space on each side, before accents and case (as tokenizers orders them)
-    if (strip_accents && cp >= 0xAC00 && cp <= 0xD7A3) {  // a Hangul syllable: its NFD is arithmetic (Unicode §3.12)
-      const uint32_t s = cp - 0xAC00;
-      push(0x1100 + s / 588, b, i);
-      push(0x1161 + (s % 588) / 28, b, i);
-      if (s % 28) push(0x11A7 + s % 28, b, i);
-    } else if (const char* stripped = strip_accents ? mapped(kStripAccents, cp) : nullptr) {
-      const std::string_view st(stripped);
-      for (size_t j = 0; j < st.size();) push(next_cp(st, j), b, i);
-    } else {
-      push(cp, b, i);
-    }
-    if (cjk) chars.push_back({' ', i, i});
-  }
+  normalize(text, chars);
 
   // 2. Words: split at spaces, each punctuation character a word of its own; 3. WordPiece on each.
   Tokenization out;
@@ -285,9 +313,40 @@ Tokenization WordPiece::encode(std::string_view text, std::vector<Span>* spans) 
     }
     word.clear(), offsets.clear(), from.clear();
   };
-  for (const Char& ch : chars) {
+  // The normalized special tokens' characters, normalized as the text was (as `tokenizers` does), to be
+  // found among step 1's
+  std::vector<std::vector<uint32_t>> wanted;
+  for (const SpecialToken& s : normalized_special) {
+    std::vector<Char> spelled;
+    normalize(s.text, spelled);
+    wanted.emplace_back();
+    for (const Char& ch : spelled) wanted.back().push_back(ch.cp);
+  }
+  // the longest normalized special token that chars[c ..] spells, or -1
+  const auto special_at = [&](size_t c) {
+    int best = -1;
+    for (size_t w = 0; w < wanted.size(); ++w) {
+      const std::vector<uint32_t>& cps = wanted[w];
+      if (cps.empty() || c + cps.size() > chars.size() || (best >= 0 && cps.size() <= wanted[size_t(best)].size()))
+        continue;
+      size_t j = 0;
+      while (j < cps.size() && chars[c + j].cp == cps[j]) ++j;
+      if (j == cps.size()) best = int(w);
+    }
+    return best;
+  };
+  for (size_t c = 0; c < chars.size(); ++c) {
+    const Char& ch = chars[c];
     const int k = classes(ch.cp);
-    if (ch.cp == ' ' || (k & kSpace)) {
+    if (const int w = wanted.empty() ? -1 : special_at(c); w >= 0) {  // a normalized special token: a piece alone
+      finish();
+      const SpecialToken& s = normalized_special[size_t(w)];
+      const size_t last = c + wanted[size_t(w)].size() - 1;
+      out.ids.push_back(s.id);
+      out.pieces.push_back(pieces_[size_t(s.id)]);
+      if (spans) spans->push_back({ch.begin, chars[last].end});
+      c = last;
+    } else if (ch.cp == ' ' || (k & kSpace)) {
       finish();
     } else if (k & kPunctuation) {
       finish();

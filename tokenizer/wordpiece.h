@@ -43,9 +43,17 @@ class WordPiece {
   bool strip_accents = true;
   bool chinese_chars = true;
   int max_chars_per_word = 100;
+  // The pieces that open and close a text and stand for a masked word: BERT's [CLS], [SEP], [MASK] unless
+  // the directory names others (tokenizer_config.json's cls_token, sep_token, mask_token; tokenizer.json's
+  // post_processor): MPNet's <s>, </s>, <mask>
+  std::string cls = "[CLS]", sep = "[SEP]", mask = "[MASK]";
   // Pieces kept whole in a text (Tokenizer::special_tokens): tokenizer.json's added_tokens when it
   // has them, else those of [PAD] [UNK] [CLS] [SEP] [MASK] the vocabulary holds.
   std::vector<SpecialToken> special;
+  // tokenizer.json's added tokens marked "normalized": true, which `tokenizers` looks for in the text as
+  // step 1 leaves it (so "<MASK>" is <mask> when the text is lowercased): encode() does the same, the
+  // leftmost and then the longest, each a piece of its own
+  std::vector<SpecialToken> normalized_special;
 
  private:
   std::vector<std::string> pieces_;

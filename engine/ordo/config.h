@@ -29,8 +29,10 @@ enum class Head { None, MaskedLM };
 // Whose tensor names model.safetensors uses: ordo's (nn.TransformerEncoder's), or a Hugging Face
 // BertModel's (BERT, MiniLM, bge, e5, gte) or XLMRobertaModel's / RobertaModel's, which differ only in
 // the position offset, or T5's encoder (T5EncoderModel, and the encoder of T5Model and
-// T5ForConditionalGeneration: the fields below its family sets; docs/models.md).
-enum class Family { Ordo, Bert, Roberta, T5 };
+// T5ForConditionalGeneration: the fields below its family sets; docs/models.md), or MPNetModel's
+// (all-mpnet-base-v2): RoBERTa's embeddings and BERT's layers under other names, plus T5's bucket bias
+// in every layer's attention, after the 1/√dh (bucket_bias below).
+enum class Family { Ordo, Bert, Roberta, T5, MPNet };
 // The normalization of every sublayer and of the final norm (reference::layer_norm, rms_norm):
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps)·γ + β, or RMSNorm(x) = x / √(mean(x²) + eps)·γ
 // (Zhang and Sennrich 2019; T5's, with no β).
@@ -58,6 +60,9 @@ struct Config {
   // the last bucket of a side starts at the latest; reference::relative_bucket has the function)
   int relative_buckets = 0;
   int relative_max_distance = 0;
+  // MPNet only: the rows of its bucket table (config's relative_attention_num_buckets); transformers'
+  // MPNet looks up relative_buckets = 32 of them whatever the table holds
+  int relative_table_rows = 0;
   // alibi-pairs and alibi-symmetric only: "alibi_slopes", one slope per head for the side(s) it sees;
   // empty (the key absent): reference::alibi_head_slopes's default rule
   std::vector<double> alibi_slopes;
@@ -99,6 +104,12 @@ struct Config {
   int head_size = 0;            // dh when h·dh is not d (T5's d_kv); 0: d / h
 
   int head_dim() const { return head_size > 0 ? head_size : d_model / n_heads; }
+  // Whether every head adds T5's bucket bias b_ij = W[h, bucket(j − i)] to its scores (when positions are
+  // on): t5-buckets, and MPNet, whose learned positions are added to the input as well
+  bool bucket_bias() const { return positional_encoding == PositionalEncoding::T5Buckets || family == Family::MPNet; }
+  // Whether the learned positions count only the tokens that are not <pad> (RoBERTa's, MPNet's rule: the
+  // pad id is position_offset − 1, and a <pad> takes that row itself)
+  bool positions_skip_pads() const { return family == Family::Roberta || family == Family::MPNet; }
   // The width of q, k, v and of the heads' concatenation, h·dh: d, unless head_size makes it another
   int attention_width() const { return n_heads * head_dim(); }
 };
@@ -140,7 +151,7 @@ const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);
 const char* to_string(PeLayout l);
 const char* to_string(Head h);    // "mlm" or "none"
-const char* to_string(Family f);  // "ordo", "bert", "roberta" or "t5"
+const char* to_string(Family f);  // "ordo", "bert", "roberta", "t5" or "mpnet"
 const char* to_string(Norm n);    // "layer" or "rms"
 
 }  // namespace ordo

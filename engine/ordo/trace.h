@@ -113,13 +113,13 @@ inline const StageText& stage_text(StageKind kind, const Config& c, bool positio
     variant = c.embedding_norm ? 4 + (positions ? 2 : 0)
                                : (c.scale_embedding ? 1 : 0) + (positions && added_to_input(p) ? 2 : 0);
   if (kind == StageKind::ScaledScores || kind == StageKind::AttentionWeights)
-    variant = !c.scale_attention                                                     ? (positions ? 4 : 3)
-              : !positions                                                           ? 0
-              : p == PositionalEncoding::Alibi || p == PositionalEncoding::T5Buckets ? 1
-              : p == PositionalEncoding::AlibiSymmetric                              ? 2
-                                                                                     : 0;
-  if (kind == StageKind::AlibiBias)
-    variant = p == PositionalEncoding::AlibiSymmetric ? 1 : p == PositionalEncoding::T5Buckets ? 2 : 0;
+    variant = !c.scale_attention                                  ? (positions ? 4 : 3)
+              : !positions                                        ? 0
+              : p == PositionalEncoding::Alibi || c.bucket_bias() ? 1
+              : p == PositionalEncoding::AlibiSymmetric           ? 2
+                                                                  : 0;
+  if (kind == StageKind::AlibiBias)  // T5's buckets: t5-buckets, and MPNet's beside its learned positions
+    variant = p == PositionalEncoding::AlibiSymmetric ? 1 : c.bucket_bias() ? 2 : 0;
   if (kind == StageKind::AttentionResidual || kind == StageKind::FeedForwardResidual) variant = c.norm_first ? 1 : 0;
   if (kind == StageKind::FeedForwardHidden)
     variant = (c.activation == Activation::GELU       ? 1

@@ -205,5 +205,42 @@ TEST(Config, T5Directory) {
             dir.path + "/modules.json: has a Dense module (a projection after the pooling), which ordo does not have");
 }
 
+// all-mpnet-base-v2's config.json: RoBERTa's positions from row 2 whatever pad_token_id says (MPNetEmbeddings
+// fixes padding_idx at 1), no token types, and T5's 32 buckets to distance 128 from a table of
+// relative_attention_num_buckets rows, at least 32.
+TEST(Config, MPNetDirectory) {
+  test::TempDir dir;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::FILE* f = std::fopen((dir.path + "/" + name).c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write("vocab.txt", "");  // only its presence picks the tokenizer here
+  const std::string sizes = R"("model_type": "mpnet", "vocab_size": 30527, "hidden_size": 768, )"
+                            R"("num_attention_heads": 12, "intermediate_size": 3072, "num_hidden_layers": 12, )"
+                            R"("max_position_embeddings": 514, "layer_norm_eps": 1e-05, "hidden_act": "gelu")";
+  write("config.json", "{" + sizes + R"(, "pad_token_id": 0, "relative_attention_num_buckets": 32})");
+  const Config c = load_config(dir.path + "/config.json");
+  EXPECT_EQ(c.family, Family::MPNet);
+  EXPECT_TRUE(c.bucket_bias() && c.positions_skip_pads() && c.embedding_norm && c.scale_attention);
+  EXPECT_EQ(c.positional_encoding, PositionalEncoding::Learned);
+  EXPECT_EQ(c.position_offset, 2);
+  EXPECT_EQ(c.token_types, 0);
+  EXPECT_EQ(c.relative_buckets, 32);
+  EXPECT_EQ(c.relative_max_distance, 128);
+  EXPECT_EQ(c.relative_table_rows, 32);
+  EXPECT_EQ(c.layer_norm_eps, 1e-5);
+  EXPECT_TRUE(c.add_bos && c.add_eos);
+  EXPECT_EQ(position_limit(c), 512);
+  EXPECT_EQ(c.tokenizer, "vocab.txt");
+  write("config.json", "{" + sizes + R"(, "relative_attention_num_buckets": 48})");
+  EXPECT_EQ(load_config(dir.path + "/config.json").relative_table_rows, 48);
+  EXPECT_EQ(load_config(dir.path + "/config.json").relative_buckets, 32);
+  write("config.json", "{" + sizes + R"(, "relative_attention_num_buckets": 16})");
+  EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
+            dir.path +
+                "/config.json: key \"relative_attention_num_buckets\" is 16, fewer than the 32 buckets MPNet looks up");
+}
+
 }  // namespace
 }  // namespace ordo

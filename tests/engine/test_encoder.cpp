@@ -232,6 +232,70 @@ TEST(Encoder, T5EncoderMatchesThePlainEncoder) {
   }
 }
 
+// An MPNet encoder (MPNetModel's tensor names): RoBERTa's embeddings (positions from row 2, a <pad> in a text
+// skipped), BERT's post-LN layers, and T5's bucket bias after the 1/√dh, from one table of at least
+// relative_buckets rows shared by the layers. With random weights, the fast encoder on a padded batch held
+// to the plain one, with and without positions (which takes the bias away too); the watched pass gives the
+// batch's rows; int8 stays near f32; and the bias is there: without its table's values the rows move.
+TEST(Encoder, MPNetEncoderMatchesThePlainEncoder) {
+  struct Case {
+    const char* name;
+    int buckets, max_distance, table_rows;
+    Activation act;
+  };
+  // 11 pieces: offsets to ±10, past max_distance 5 (each side's last bucket)
+  const Case cases[] = {{"8 buckets to distance 5, gelu", 8, 5, 8, Activation::GELU},
+                        {"8 buckets to distance 5 in a table of 12 rows, relu", 8, 5, 12, Activation::ReLU},
+                        {"32 buckets to distance 128, gelu-tanh", 32, 128, 32, Activation::GELUTanh}};
+  for (const Case& k : cases) {
+    Config c;
+    c.vocab_size = 53, c.d_model = 15, c.n_heads = 3, c.d_ff = 37, c.n_layers = 2;
+    c.family = Family::MPNet, c.activation = k.act, c.token_types = 0;
+    c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 24, c.scale_embedding = false;
+    c.embedding_norm = true, c.layer_norm_eps = 1e-5, c.position_offset = 2;
+    c.relative_buckets = k.buckets, c.relative_max_distance = k.max_distance, c.relative_table_rows = k.table_rows;
+    ASSERT_TRUE(c.bucket_bias());
+    test::TempDir dir;
+    const Model m = random_model(c, dir.path, 11);
+    EXPECT_EQ(m.parameter_count(), expected_parameters(c, "test")) << k.name;
+    ASSERT_NE(m.weights().layers[1].position_bias, nullptr) << k.name;
+    Encoder enc(m);
+    // id 1 is <pad>: in a text it takes row 1 and the rows after it shift back, in both encoders
+    const std::vector<std::vector<int32_t>> ids = {{0, 4, 9, 16, 25, 36, 49, 52, 3, 8, 2}, {0, 2}, {0, 1, 7, 1, 2}};
+    expect_batch_matches_reference(enc, m, ids, k.name);
+    EncodeOptions watched;
+    int stages = 0;
+    watched.observe = [&](const Stage&) { ++stages; };
+    const Hidden w = enc.forward({ids[0]}, watched), plain = enc.forward({ids[0]});
+    EXPECT_GT(stages, 0);
+    EXPECT_LT(max_abs_diff(w.data.data(), plain.data.data(), plain.data.size()), 1e-5) << k.name;
+    if (have_onednn()) {
+      enc.set_compute_type(ComputeType::Int8);
+      const Hidden q = enc.forward({ids[0]});
+      enc.set_compute_type(ComputeType::F32);
+      for (int t = 0; t < int(ids[0].size()); ++t) {
+        double dot = 0, qq = 0, pp = 0;
+        for (int j = 0; j < c.d_model; ++j) {
+          const double a = q.row(0, t)[j], b = plain.row(0, t)[j];
+          dot += a * b, qq += a * a, pp += b * b;
+        }
+        EXPECT_GT(dot / std::sqrt(qq * pp), 0.99) << k.name << ", int8, row " << t;
+      }
+    }
+    // the same weights with the bucket table zeroed: the plain encoder's rows differ
+    std::vector<TensorBytes> zeroed;
+    for (const TensorInfo& t : m.file().tensors()) {
+      zeroed.push_back({t.name, t.dtype, t.shape, std::vector<unsigned char>(t.data, t.data + (t.end - t.begin))});
+      if (t.name == "encoder.relative_attention_bias.weight")
+        std::fill(zeroed.back().bytes.begin(), zeroed.back().bytes.end(), 0);
+    }
+    test::TempDir other;
+    write_safetensors(other.path + "/model.safetensors", zeroed);
+    const Model no_bias(c, other.path + "/model.safetensors");
+    EXPECT_GT(diff_to_reference(plain, 0, reference::forward(no_bias, ids[0])), 1e-3) << k.name;
+  }
+}
+
 // Head masking (--mask-head L,H): the fast encoder against the plain one with the same heads off,
 // for every scheme of positions; and by hand, a masked head's slot of the concatenation is zeros
 // while the other heads' slots of that layer are what they were, and its weights are still there.

