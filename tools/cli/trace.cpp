@@ -103,9 +103,11 @@ int cmd_trace(int argc, char** argv) {
                 count(c.n_layers, "layer", "layers").c_str(), c.norm_first ? "pre-LN" : "post-LN",
                 to_string(c.activation));
     std::printf("; positions: %s%s\n", args.count("no-pe") ? "off (--no-pe)" : to_string(c.positional_encoding),
-                c.positional_encoding == PositionalEncoding::Sinusoidal && !args.count("no-pe")
+                args.count("no-pe") ? ""
+                : c.positional_encoding == PositionalEncoding::Sinusoidal
                     ? (std::string(", ") + to_string(c.pe_layout)).c_str()
-                    : "");
+                : c.family == Family::MPNet ? " + t5-buckets"  // MPNet: both
+                                            : "");
     if (args.count("reference"))
       std::printf("encoder: the plain one of engine/reference.cpp, in double precision (--reference)\n");
     std::printf("each row shows its first %d dims; rows are labelled \"t piece\"\n", K);

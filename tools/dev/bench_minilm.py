@@ -2,6 +2,12 @@
 """all-MiniLM-L6-v2 end to end: ordo against the peers people would pick, as a user runs them.
 
     tools/dev/bench_minilm.py [--rounds 3] [--line-rounds 2] [--peers all] [--workloads 1,32,10000]
+    tools/dev/bench_minilm.py --model "$(tools/dev/mpnet_model_dir.sh)" --scratch ~/.cache/ordo/bench-mpnet \
+        --peers ordo-cli,ordo-cli-int8,ordo,st,ort,ort-int8 --workloads 1,32,1000
+
+Another sentence-transformers directory goes through --model (its own --scratch: the conversions are the
+model's): all-mpnet-base-v2 above, whose width and heads are read from its config.json; CTranslate2's and
+llama.cpp's converters are BERT's, so their peers are for all-MiniLM-L6-v2.
 
 Every measurement is a fresh process, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from its
 environment and two threads: texts in, one normalized mean-pooled 384-float vector per text out, the
@@ -76,8 +82,14 @@ def length_batches(tokenizer, texts):
         yield idx, [enc[i].ids for i in idx]
 
 
+def model_config(model_dir):
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
 def load_peer(peer, model_dir, scratch, threads):
-    """Returns encode(texts) -> float32 array (n, 384)."""
+    """Returns encode(texts) -> float32 array (n, d), d the model's hidden_size (all-MiniLM-L6-v2's 384)."""
+    width = model_config(model_dir)["hidden_size"]
     if peer in ("ordo", "ordo-int8"):
         import ordo
         ordo.set_num_threads(threads)
@@ -103,7 +115,7 @@ def load_peer(peer, model_dir, scratch, threads):
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
         def encode(texts):
-            out = np.empty((len(texts), 384), dtype=np.float32)
+            out = np.empty((len(texts), width), dtype=np.float32)
             for idx, ids in length_batches(tok, texts):
                 S = max(len(i) for i in ids)
                 a = np.zeros((len(ids), S), dtype=np.int64)
@@ -127,7 +139,7 @@ def load_peer(peer, model_dir, scratch, threads):
                                   inter_threads=1)
 
         def encode(texts):
-            out = np.empty((len(texts), 384), dtype=np.float32)
+            out = np.empty((len(texts), width), dtype=np.float32)
             for idx, ids in length_batches(tok, texts):
                 h = np.asarray(enc.forward_batch(ids).last_hidden_state)
                 out[idx] = mean_pool_normalize(h, [len(i) for i in ids])
@@ -165,10 +177,11 @@ def worker(args):
 # --------------------------------------------------------------------------------------------------
 
 ONNX_EXPORT = r"""
-import sys, torch
+import inspect, sys, torch
 from transformers import AutoModel
 src, dst = sys.argv[1], sys.argv[2]
 bert = AutoModel.from_pretrained(src).eval()
+types = "token_type_ids" in inspect.signature(bert.forward).parameters  # BertModel's; MPNetModel has none
 
 class Sentence(torch.nn.Module):
     # BertModel, then sentence-transformers' modules.json: mean pooling over the mask, then Normalize.
@@ -176,8 +189,8 @@ class Sentence(torch.nn.Module):
         super().__init__()
         self.bert = bert
     def forward(self, input_ids, attention_mask):
-        h = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                      token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
+        extra = {"token_type_ids": torch.zeros_like(input_ids)} if types else {}
+        h = self.bert(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
         m = attention_mask.unsqueeze(-1).to(h.dtype)
         v = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(v, p=2.0, dim=1)
@@ -195,7 +208,8 @@ import sys
 from onnxruntime.transformers.optimizer import optimize_model
 # ONNX Runtime's BERT fusions (optimum's ORTOptimizer runs the same): EmbedLayerNormalization, Attention,
 # SkipLayerNormalization, BiasGelu.
-optimize_model(sys.argv[1], model_type="bert", num_heads=12, hidden_size=384).save_model_to_file(sys.argv[2])
+optimize_model(sys.argv[1], model_type="bert", num_heads=int(sys.argv[3]),
+               hidden_size=int(sys.argv[4])).save_model_to_file(sys.argv[2])
 """
 
 ORT_QUANTIZE = r"""
@@ -266,8 +280,10 @@ def prepare(peers, model_dir, scratch, python):
     onnx_dir = os.path.join(scratch, "onnx")
     if {"ort", "ort-int8"} & set(peers):
         run("torch.onnx.export", [python, "-c", ONNX_EXPORT, model_dir, "{out}"], os.path.join(onnx_dir, "export.onnx"))
-        run("onnxruntime.transformers.optimizer", [python, "-c", ORT_OPTIMIZE, os.path.join(onnx_dir, "export.onnx"),
-                                                   "{out}"], os.path.join(onnx_dir, "model.onnx"))
+        config = model_config(model_dir)
+        run("onnxruntime.transformers.optimizer",
+            [python, "-c", ORT_OPTIMIZE, os.path.join(onnx_dir, "export.onnx"), "{out}",
+             str(config["num_attention_heads"]), str(config["hidden_size"])], os.path.join(onnx_dir, "model.onnx"))
     if "ort-int8" in peers:
         # quantize_dynamic names its output; the .part file keeps the .onnx suffix it expects.
         out = os.path.join(onnx_dir, "model-int8.onnx")
@@ -396,7 +412,9 @@ def report(peers, workloads, results, cos, args, load_start):
     load = os.getloadavg()
     rounds = f"{args.rounds} rounds" + (f" ({args.line_rounds} of the many lines)"
                                         if args.line_rounds < args.rounds and any(w > 32 for w in workloads) else "")
-    print(f"# all-MiniLM-L6-v2 end to end, {rounds} of fresh processes, medians; {args.threads} threads "
+    name = os.path.basename(os.path.normpath(args.model))  # a directory called model (a package's): its parent's
+    name = os.path.basename(os.path.dirname(os.path.normpath(args.model))) if name == "model" else name
+    print(f"# {name} end to end, {rounds} of fresh processes, medians; {args.threads} threads "
           f"each; OPENBLAS_CORETYPE unset for every peer; load average (1 min) {load_start:.1f} at the start, "
           f"{load[0]:.1f} at the end")
     head = "| peer | load ms"

