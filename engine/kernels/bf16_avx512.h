@@ -8,20 +8,18 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+
+#include "engine/kernels/tiles.h"
 
 namespace ordo {
 
 // Whether the kernels run at AVX-512 on a CPU with AVX-512 BF16 (engine/kernels/cpu.h).
 bool have_bf16_dot();
 
-// W (N, K) bf16 in panels of 16 output columns, each K2/2 groups of 64 bytes holding 2 consecutive
-// k for each of the 16 columns:  w[p][g][c][i] = W[16p + c][2g + i]   (0 past N or K).
-struct PackedBf16 {
-  int N = 0, K = 0, K2 = 0;  // K2: K rounded up to a multiple of 2
-  std::vector<uint16_t> w;   // (⌈N/16⌉, K2/2, 16, 2)
-};
-PackedBf16 pack_bf16(const uint16_t* w /* (N, K) */, int N, int K);
+// W (N, K) bf16 in panels of 16 output columns, each KG/2 groups of 64 bytes holding 2 consecutive
+// k for each of the 16 columns:  w[p][g][c][i] = W[16p + c][2g + i]   (0 past N or K), KG = K2 (K
+// rounded up to a multiple of 2). Made by tiles::pack<2>.
+using PackedBf16 = tiles::Panels<2, uint16_t>;
 
 // x's rows rounded to bf16 (to_bf16, engine/kernels/reduced.h), each padded to K2 with 0.
 void to_bf16_rows(uint16_t* xh /* (M, K2) */, const float* x /* (M, K) */, int M, int K, int K2);

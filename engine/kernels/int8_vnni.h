@@ -11,19 +11,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/kernels/tiles.h"
+
 namespace ordo {
 
 // Whether the kernels run at AVX-512 on a CPU with VNNI (engine/kernels/cpu.h): the kernel in
 // int8_vnni_avx512.cpp. Elsewhere reduced.cpp uses reduced_avx2.h or a plain loop.
 bool have_int8_vnni();
 
-// W (N, K) s8 in the order the kernel reads it: panels of 16 output columns, each panel K4/4 groups
-// of 64 bytes, a group holding 4 consecutive k for each of the 16 columns,
-//   w[p][g][c][i] = W[16p + c][4g + i]   (0 past N or K),
+// W (N, K) s8 in the order the kernel reads it (tiles::pack<4>): panels of 16 output columns, each
+// panel KG/4 groups of 64 bytes, a group holding 4 consecutive k for each of the 16 columns,
+//   w[p][g][c][i] = W[16p + c][4g + i]   (0 past N or K; KG = K4, K rounded up to a multiple of 4),
 // so one 64-byte load is the operand of one vpdpbusd for 16 columns × 4 k.
-struct PackedInt8 {
-  int N = 0, K = 0, K4 = 0;           // K4: K rounded up to a multiple of 4
-  std::vector<int8_t> w;              // (⌈N/16⌉, K4/4, 16, 4)
+struct PackedInt8 : tiles::Panels<4, int8_t> {
   std::vector<int32_t> compensation;  // (⌈N/16⌉·16): 128·Σ_k W[n][k], 0 past N
 };
 PackedInt8 pack_int8(const int8_t* w /* (N, K) */, int N, int K);

@@ -3,8 +3,8 @@
 // container here (gemm_avx512.cpp says why).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
+#include "engine/kernels/dot_tile_avx512.h"
 #include "engine/kernels/int8_vnni.h"
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
 #include "engine/kernels/tiles.h"
@@ -81,34 +81,18 @@ struct Out {
   int ld;
 };
 
-// An MR × (16·NR) tile of the output: MR rows of x against NR panels of W, MR·NR vectors of 16
-// int32 sums kept in registers along K. Each step loads NR panels' 64 bytes once and broadcasts 4
-// bytes of each row of x to all 16 lanes (vpbroadcastd): 4 k of u8 against s8 (vpdpbusd), or, Wide,
-// 2 k of int16 against int16 (vpdpwssd: the finer grids of reduced.h, half the k per step).
-// x's rows are row_bytes apart; `cols` (≤ 16·NR) of the tile's columns are inside y: the last panel
-// of W may be part padding.
+// An MR × (16·NR) tile of the output: MR rows of x against NR panels of W (dot_sums): 4 k of u8
+// against s8 a step (vpdpbusd), or, Wide, 2 k of int16 against int16 (vpdpwssd: the finer grids of
+// reduced.h, half the k per step); then the compensation taken off and, for y, the scales and the
+// bias. `cols` (≤ 16·NR) of the tile's columns are inside y: the last panel of W may be part padding.
 template <int MR, int NR, bool Wide>
 void dot_tile(const uint8_t* x, size_t row_bytes, const int8_t* w, size_t panel_bytes, const int32_t* compensation,
               int cols, const Out& out) {
-  __m512i acc[MR][NR];
-  ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_si512();
-  for (size_t k = 0; k < row_bytes; k += 4) {  // byte k of each row, byte 16·k of each panel
-    __m512i wv[NR];
-    ORDO_UNROLL for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_si512(w + j * panel_bytes + k * 16);
-    ORDO_UNROLL for (int i = 0; i < MR; ++i) {
-      int32_t four;
-      std::memcpy(&four, x + i * row_bytes + k, 4);
-      const __m512i xv = _mm512_set1_epi32(four);
-      ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] =
-          Wide ? _mm512_dpwssd_epi32(acc[i][j], xv, wv[j]) : _mm512_dpbusd_epi32(acc[i][j], xv, wv[j]);
-    }
-  }
-  // The sums leave the registers through a tile of memory (L1): taken off and scaled straight from
-  // the registers, the epilogue's operands made GCC 12 move a few accumulators to the stack and back
-  // at every step of the loop above.
   alignas(64) int32_t sums[MR][NR * 16];
-  ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j)
-      _mm512_store_si512(sums[i] + 16 * j, acc[i][j]);
+  dot_sums<MR, NR>(sums, x, row_bytes, reinterpret_cast<const uint8_t*>(w), panel_bytes,
+                   [](__m512i acc, __m512i xv, __m512i wv) {
+                     return Wide ? _mm512_dpwssd_epi32(acc, xv, wv) : _mm512_dpbusd_epi32(acc, xv, wv);
+                   });
   for (int j = 0; j < NR; ++j) {
     const int n = 16 * j, left = std::min(16, cols - n);
     const __mmask16 mask = __mmask16((1u << left) - 1);
@@ -133,16 +117,9 @@ void dot_tile(const uint8_t* x, size_t row_bytes, const int8_t* w, size_t panel_
 // 8 rows × 3 panels: 24 accumulators and 3 weight vectors of the 32 registers, 3 loads and 8
 // broadcasts for 24 vpdpbusd a step; at the 8 rows of a short text the weights are read once.
 constexpr int kTileM = 8, kTileN = 3;
-template <int MR, int NR>
-struct Dot {
-  static constexpr auto fn = &dot_tile<MR, NR, false>;
-};
-template <int MR, int NR>
-struct DotWide {
-  static constexpr auto fn = &dot_tile<MR, NR, true>;
-};
-constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr − 1][np − 1]: the edges too
-constexpr auto kWideTiles = tiles::table<DotWide, kTileM, kTileN>();
+// kTiles[mr − 1][np − 1], and kWideTiles likewise: the edges too
+constexpr auto kTiles = tiles::table<kTileM, kTileN>([](auto mr, auto np) { return &dot_tile<mr, np, false>; });
+constexpr auto kWideTiles = tiles::table<kTileM, kTileN>([](auto mr, auto np) { return &dot_tile<mr, np, true>; });
 
 // Tasks as tiles::for_each_tile splits them, in panels; each group of kTileN panels (16·row_bytes
 // bytes each) stays in cache while a block's rows pass over it.
@@ -167,13 +144,13 @@ void run(const Table& table, const uint8_t* x, size_t row_bytes, const int8_t* w
 }  // namespace
 
 void int8_vnni_products(int32_t* acc, const uint8_t* xu, const PackedInt8& w, int M, int threads) {
-  run(kTiles, xu, w.K4, w.w.data(), w.compensation.data(), w.N, w.K, M, threads,
+  run(kTiles, xu, w.KG, w.w.data(), w.compensation.data(), w.N, w.K, M, threads,
       Out{acc, nullptr, nullptr, nullptr, nullptr, w.N});
 }
 
 void int8_vnni_linear(float* y, const uint8_t* xu, const float* xs, const PackedInt8& w, const float* ws,
                       const float* b, int M, int ld, int threads) {
-  run(kTiles, xu, w.K4, w.w.data(), w.compensation.data(), w.N, w.K, M, threads, Out{nullptr, y, xs, ws, b, ld});
+  run(kTiles, xu, w.KG, w.w.data(), w.compensation.data(), w.N, w.K, M, threads, Out{nullptr, y, xs, ws, b, ld});
 }
 
 void int16_vnni(int32_t* acc, float* y, const int16_t* x, const float* xs, const int16_t* w, const float* ws,

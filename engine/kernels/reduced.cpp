@@ -155,13 +155,6 @@ std::string reduced_kernel_name(ComputeType type) {
   return "f32";
 }
 
-PackedBf16 pack_bf16(const uint16_t* w, int N, int K) {
-  PackedBf16 p;
-  p.N = N, p.K = K, p.K2 = (K + 1) / 2 * 2;
-  p.w = tiles::pack_panels<2>(w, N, K);
-  return p;
-}
-
 void to_bf16_rows(uint16_t* xh, const float* x, int M, int K, int K2) {
   for (int m = 0; m < M; ++m) {
     for (int k = 0; k < K; ++k) xh[size_t(m) * K2 + k] = to_bf16(x[size_t(m) * K + k]);
@@ -376,7 +369,7 @@ ReducedLinear::ReducedLinear(ComputeType type, const float* w, const float* b, i
     reduced_kernel_name(type);  // where nothing runs bf16: the error that says what it needs
     wh_.resize(size_t(N) * K);
     for (size_t i = 0; i < wh_.size(); ++i) wh_[i] = to_bf16(w[i]);
-    if (own_bf16() == Own::Avx512) packed_bf16_ = pack_bf16(wh_.data(), N, K);
+    if (own_bf16() == Own::Avx512) packed_bf16_ = tiles::pack<2>(wh_.data(), N, K);
     if (own_bf16() == Own::Avx2) wh_panels_ = tiles::pack_panels<1>(wh_.data(), N, K);
   }
   // every chunk's weights in their layout now, rather than in the first pass; only where oneDNN
@@ -487,8 +480,8 @@ void ReducedLinear::products_int8(int32_t* acc, const int8_t* xq, int M, int thr
   if (Nn == 0) return;
   if (path == Own::Avx512) {
     Scratch& s = scratch();
-    grow(s.xu, size_t(M) * packed_.K4);
-    to_u8_rows(s.xu.data(), xq, M, K_, packed_.K4);
+    grow(s.xu, size_t(M) * packed_.KG);
+    to_u8_rows(s.xu.data(), xq, M, K_, packed_.KG);
     int8_vnni_products(acc, s.xu.data(), packed_, M, threads);
     return;
   }
@@ -571,10 +564,10 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
       return;
     }
     if (path == Own::Avx512) {
-      grow(s.xu, size_t(M) * packed_.K4);
+      grow(s.xu, size_t(M) * packed_.KG);
       uint8_t* xu = s.xu.data();
       over_row_blocks(M, threads, [&](int m0, int rows) {
-        quantize_rows_u8(xu + size_t(m0) * packed_.K4, xs + m0, x + size_t(m0) * K_, rows, K_, packed_.K4);
+        quantize_rows_u8(xu + size_t(m0) * packed_.KG, xs + m0, x + size_t(m0) * K_, rows, K_, packed_.KG);
       });
       int8_vnni_linear(y, xu, xs, packed_, ws_.data(), b_, M, N_, threads);
       return;
@@ -616,10 +609,10 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
     return;
   }
   if (bf16 == Own::Avx512) {
-    grow(s.xh, size_t(M) * packed_bf16_.K2);
+    grow(s.xh, size_t(M) * packed_bf16_.KG);
     uint16_t* xh = s.xh.data();
     over_row_blocks(M, threads, [&](int m0, int rows) {
-      to_bf16_rows(xh + size_t(m0) * packed_bf16_.K2, x + size_t(m0) * K_, rows, K_, packed_bf16_.K2);
+      to_bf16_rows(xh + size_t(m0) * packed_bf16_.KG, x + size_t(m0) * K_, rows, K_, packed_bf16_.KG);
     });
     bf16_dot_linear(y, xh, packed_bf16_, b_, M, threads);
     return;

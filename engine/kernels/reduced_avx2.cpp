@@ -60,16 +60,10 @@ void int_tile(const int16_t* x, int K2, const W* w, size_t panel_elems, int cols
 
 // 4 rows × 1 panel: 8 accumulators, 2 weight vectors and a broadcast of the 16 registers.
 constexpr int kInt8TileM = 4, kInt8TileN = 1;
-template <int MR, int NP>
-struct Int8Tile {
-  static constexpr auto fn = &int_tile<MR, NP, int8_t>;
-};
-template <int MR, int NP>
-struct Int16Tile {
-  static constexpr auto fn = &int_tile<MR, NP, int16_t>;
-};
-constexpr auto kInt8Tiles = tiles::table<Int8Tile, kInt8TileM, kInt8TileN>();
-constexpr auto kInt16Tiles = tiles::table<Int16Tile, kInt8TileM, kInt8TileN>();
+constexpr auto kInt8Tiles =
+    tiles::table<kInt8TileM, kInt8TileN>([](auto mr, auto np) { return &int_tile<mr, np, int8_t>; });
+constexpr auto kInt16Tiles =
+    tiles::table<kInt8TileM, kInt8TileN>([](auto mr, auto np) { return &int_tile<mr, np, int16_t>; });
 
 template <class W, class Tiles>
 void int_products(const Tiles& table, int32_t* acc, float* y, const int16_t* xw, const float* xs, const W* w,
@@ -114,11 +108,7 @@ void bf16_tile(const float* x, int K, const uint16_t* w, int cols, const float* 
 
 // 6 rows: 12 accumulators, 2 weight vectors and a broadcast of the 16 registers.
 constexpr int kBf16TileM = 6;
-template <int MR, int NP>
-struct Bf16Tile {
-  static constexpr auto fn = &bf16_tile<MR, NP>;
-};
-constexpr auto kBf16Tiles = tiles::table<Bf16Tile, kBf16TileM, 1>();
+constexpr auto kBf16Tiles = tiles::table<kBf16TileM, 1>([](auto mr, auto np) { return &bf16_tile<mr, np>; });
 
 }  // namespace
 

@@ -79,11 +79,8 @@ void dot_tile(float* y, int ldy, const float* x, const float* w, const float* b,
 // With 8 lanes (AVX2), 4 × 3: 7 loads and 3 + 3 prefetches for 12 FMAs a step (the 4 × 4 tile
 // took 20 loads for 16; 4 × 3 measured 0.56–0.78 of its time at M = 8 and 16, docs/performance.md).
 constexpr int kTileM = 4, kTileN = kLanes == 16 ? 6 : 3;
-template <int MR, int NR>
-struct Dot {
-  static constexpr auto fn = &dot_tile<MR, NR>;
-};
-constexpr auto kTiles = tiles::table<Dot, kTileM, kTileN>();  // [mr − 1][nr − 1]: the edges too
+// kTiles[mr − 1][nr − 1]: the edges too
+constexpr auto kTiles = tiles::table<kTileM, kTileN>([](auto mr, auto nr) { return &dot_tile<mr, nr>; });
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,19 +19,21 @@ namespace ordo::tiles {
 // accumulators in an array on the stack, loaded and stored around every vpdpbusd.
 #define ORDO_UNROLL _Pragma("GCC unroll 16")
 
-// table<Tile, TM, TN>()[mr − 1][nr − 1] is Tile<mr, nr>::fn, for the edges of y where fewer than TM
-// rows or TN columns (or panels) remain. Tile<MR, NR> names one instance of a kernel's template.
-template <template <int, int> class Tile, int MR, int... NR>
-constexpr auto row_of(std::integer_sequence<int, NR...>) {
-  return std::array{Tile<MR, NR + 1>::fn...};
+// table<TM, TN>(tile)[mr − 1][nr − 1] is tile(mr, nr), the kernel's function for an MR × NR tile,
+// for the edges of y where fewer than TM rows or TN columns (or panels) remain. `tile` takes mr and
+// nr as std::integral_constant and names one instance of the kernel's template:
+//   tiles::table<8, 3>([](auto mr, auto nr) { return &dot_tile<mr, nr>; })
+template <int MR, class Tile, int... NR>
+constexpr auto row_of(Tile tile, std::integer_sequence<int, NR...>) {
+  return std::array{tile(std::integral_constant<int, MR>{}, std::integral_constant<int, NR + 1>{})...};
 }
-template <template <int, int> class Tile, int TN, int... MR>
-constexpr auto rows_of(std::integer_sequence<int, MR...>) {
-  return std::array{row_of<Tile, MR + 1>(std::make_integer_sequence<int, TN>{})...};
+template <int TN, class Tile, int... MR>
+constexpr auto rows_of(Tile tile, std::integer_sequence<int, MR...>) {
+  return std::array{row_of<MR + 1>(tile, std::make_integer_sequence<int, TN>{})...};
 }
-template <template <int, int> class Tile, int TM, int TN>
-constexpr auto table() {
-  return rows_of<Tile, TN>(std::make_integer_sequence<int, TM>{});
+template <int TM, int TN, class Tile>
+constexpr auto table(Tile tile) {
+  return rows_of<TN>(tile, std::make_integer_sequence<int, TM>{});
 }
 
 // Runs tile(m, mr, u, nu) over y of M rows × `units` columns (or panels of 16), in tiles of at most
@@ -73,6 +76,17 @@ std::vector<T> pack_panels(const T* w, int N, int K) {
     for (int k = 0; k < K; ++k) column[size_t(k / G) * 16 * G + k % G] = w[size_t(n) * K + k];
   }
   return out;
+}
+
+// pack_panels' result with W's shape: KG is K rounded up to a multiple of G, the packed depth.
+template <int G, class T>
+struct Panels {
+  int N = 0, K = 0, KG = 0;
+  std::vector<T> w;  // (⌈N/16⌉, KG/G, 16, G)
+};
+template <int G, class T>
+Panels<G, T> pack(const T* w, int N, int K) {
+  return {N, K, (K + G - 1) / G * G, pack_panels<G>(w, N, K)};
 }
 
 }  // namespace ordo::tiles
