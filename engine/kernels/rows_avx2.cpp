@@ -6,6 +6,7 @@
 
 #include "engine/kernels/rows.h"
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
+#include "engine/kernels/simd_math.h"
 
 namespace ordo::avx2 {
 
@@ -53,7 +54,7 @@ inline __m256 pow2(__m256i k) {
 }
 
 // e^x = 2^n · e^r with n = round(x / ln 2) and |r| ≤ ln 2 / 2, e^r from Cephes' expf polynomial
-// (relative error ≈ 1e-7), as exp16 in rows_avx512.cpp. AVX2 has no scalef: 2^n is built in the
+// (exp_remainder, simd_math.h), as exp16 in rows_avx512.cpp. AVX2 has no scalef: 2^n is built in the
 // exponent bits, as 2^⌊n/2⌋ · 2^(n − ⌊n/2⌋) so that each factor is a normal float for every n in
 // [−150, 128]; a result below the normal range is rounded once, by the last product, as scalef
 // rounds it, so the two kernels give the same bits. x is first held to [−104, 88.75]: below, e^x
@@ -62,12 +63,7 @@ inline __m256 exp8(__m256 x) {
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(88.75f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln 2 in two parts: exact high bits,
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);      // then the rest
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));  // p·r² + r + 1
+  const __m256 p = simd::exp_remainder(x, n);
   const __m256i k = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(k, 1);
   return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(k, half)));
 }
@@ -90,13 +86,8 @@ template <bool Normal>
 inline __m256 exp8_nonpositive(__m256 x) {
   if (!Normal) x = _mm256_max_ps(x, _mm256_set1_ps(-104.0f));
   const __m256i k = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)));
-  const __m256 n = _mm256_cvtepi32_ps(k);                           // round(x / ln 2)
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // as in exp8
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));  // p·r² + r + 1
+  const __m256 n = _mm256_cvtepi32_ps(k);  // round(x / ln 2)
+  const __m256 p = simd::exp_remainder(x, n);
   if (Normal)
     return _mm256_castsi256_ps(
         _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(k, 23)));  // n added to p's exponent
@@ -225,7 +216,7 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
 // 1 − ½·erfc(z) for v ≥ 0, so the small tail of Φ at negative v keeps its relative accuracy (no
 // 1 + erf(·) near 0). erfc(z) = t·exp(−z² − 1.26551223 + t·P(t)), t = 1/(1 + z/2), P of degree 8:
 // the Chebyshev fit in Press et al., Numerical Recipes, §6.2 (erfcc), fractional error below
-// 1.2·10⁻⁷ for every z ≥ 0.
+// 1.2·10⁻⁷ for every z ≥ 0 (erfc_exponent, simd_math.h).
 void gelu(float* x, size_t n) {
   const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
   for (size_t j = 0; j < n; j += 8) {
@@ -233,11 +224,7 @@ void gelu(float* x, size_t n) {
     const __m256 v = load(x + j, left);
     const __m256 z = _mm256_mul_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(0.70710678118654752f));
     const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(z, half, one));
-    __m256 p = _mm256_set1_ps(0.17087277f);
-    for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
-                    1.00002368f, -1.26551223f})
-      p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(c));
-    const __m256 tail = _mm256_mul_ps(half, _mm256_mul_ps(t, exp8(_mm256_fnmadd_ps(z, z, p))));  // ½·erfc(z)
+    const __m256 tail = _mm256_mul_ps(half, _mm256_mul_ps(t, exp8(simd::erfc_exponent(z, t))));  // ½·erfc(z)
     const __m256 phi = _mm256_blendv_ps(_mm256_sub_ps(one, tail), tail, v);  // v's sign bit picks the tail
     store(x + j, _mm256_mul_ps(v, phi), left);
   }

@@ -4,24 +4,19 @@
 
 #include "engine/kernels/rows.h"
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
+#include "engine/kernels/simd_math.h"
 
 namespace ordo::avx512 {
 
 namespace {
 
 // e^x = 2^n · e^r with n = round(x / ln 2) and |r| ≤ ln2 / 2; e^r from Cephes' expf polynomial
-// (relative error ≈ 1e-7); scalef multiplies by 2^n, going to 0 for x below about −104.
+// (exp_remainder, simd_math.h); scalef multiplies by 2^n, going to 0 for x below about −104.
 inline __m512 exp16(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
   const __m512 n =
       _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln 2 in two parts: exact high bits,
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);      // then the rest
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));  // p·r² + r + 1
-  return _mm512_scalef_ps(p, n);
+  return _mm512_scalef_ps(simd::exp_remainder(x, n), n);
 }
 
 // The lanes of the block of 16 that starts at column j of a row of n: all, or the first n − j.
@@ -84,7 +79,7 @@ void layer_norm_row(float* y, const float* x, const float* r, const float* gamma
 
 // GELU(v) = v·Φ(v) as rows_avx2.cpp has it, 16 values at a time: with z = |v|/√2, Φ(v) = ½·erfc(z)
 // for v < 0 and 1 − ½·erfc(z) for v ≥ 0, erfc(z) = t·exp(−z² − 1.26551223 + t·P(t)), t = 1/(1 + z/2),
-// P the degree-8 Chebyshev fit of Numerical Recipes §6.2 (fractional error below 1.2·10⁻⁷).
+// P the degree-8 Chebyshev fit of Numerical Recipes §6.2 (erfc_exponent, simd_math.h).
 void gelu(float* x, size_t n) {
   const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
   for (size_t j = 0; j < n; j += 16) {
@@ -92,11 +87,7 @@ void gelu(float* x, size_t n) {
     const __m512 v = _mm512_maskz_loadu_ps(m, x + j);
     const __m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(0.70710678118654752f));
     const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(z, half, one));
-    __m512 p = _mm512_set1_ps(0.17087277f);
-    for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
-                    1.00002368f, -1.26551223f})
-      p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c));
-    const __m512 tail = _mm512_mul_ps(half, _mm512_mul_ps(t, exp16(_mm512_fnmadd_ps(z, z, p))));  // ½·erfc(z)
+    const __m512 tail = _mm512_mul_ps(half, _mm512_mul_ps(t, exp16(simd::erfc_exponent(z, t))));  // ½·erfc(z)
     const __mmask16 negative = _mm512_movepi32_mask(_mm512_castps_si512(v));  // v's sign bit picks the tail
     const __m512 phi = _mm512_mask_blend_ps(negative, _mm512_sub_ps(one, tail), tail);
     _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(v, phi));

@@ -1,5 +1,6 @@
 // ordo: the x86 SIMD intrinsics, and one register of floats as wide as the machine has, for the
-// kernels that are written once against a few vector operations (the small-M kernel).
+// kernels that are written once against a few vector operations (the small-M kernel, the row
+// kernels' polynomials in simd_math.h).
 #pragma once
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -74,7 +75,8 @@ inline float vsum(Vec a) {
 
 #ifdef ORDO_MM
 // Zero, load and fused multiply-add are one instruction at either width, named alike but for the
-// prefix (_mm512_ or _mm256_); the masked load and the sum of the lanes differ, above.
+// prefix (_mm512_ or _mm256_); the masked load and the sum of the lanes differ, above. At these
+// two widths only (for simd_math.h): vset (every lane c), vadd, vmul and vfnma (c − a·b, fused).
 inline Vec vzero() {
   return ORDO_MM(setzero_ps)();
 }
@@ -83,6 +85,18 @@ inline Vec vload(const float* p) {
 }
 inline Vec vfma(Vec a, Vec b, Vec c) {
   return ORDO_MM(fmadd_ps)(a, b, c);
+}
+inline Vec vset(float c) {
+  return ORDO_MM(set1_ps)(c);
+}
+inline Vec vadd(Vec a, Vec b) {
+  return ORDO_MM(add_ps)(a, b);
+}
+inline Vec vmul(Vec a, Vec b) {
+  return ORDO_MM(mul_ps)(a, b);
+}
+inline Vec vfnma(Vec a, Vec b, Vec c) {
+  return ORDO_MM(fnmadd_ps)(a, b, c);
 }
 #undef ORDO_MM
 #endif
