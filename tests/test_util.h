@@ -137,6 +137,10 @@ struct TempDir {
     path = ::mkdtemp(tmpl.data());
   }
   ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  // path/name with `text` in it, replacing what was there.
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path + "/" + name, std::ios::binary) << text;
+  }
 };
 
 }  // namespace ordo::test

@@ -165,15 +165,10 @@ TEST(Config, T5Buckets) {
 // T5's defaults for the keys an older config leaves out, and one line naming what ordo does not have.
 TEST(Config, T5Directory) {
   test::TempDir dir;
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::FILE* f = std::fopen((dir.path + "/" + name).c_str(), "w");
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-  };
-  write("spiece.model", "");  // only its presence picks the tokenizer here
+  dir.write("spiece.model", "");  // only its presence picks the tokenizer here
   const std::string sizes = R"("model_type": "t5", "vocab_size": 32128, "d_model": 512, "d_kv": 64, "d_ff": 1024, )"
                             R"("num_layers": 8, "num_heads": 6)";
-  write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gated-gelu", "layer_norm_epsilon": 1e-06})");
+  dir.write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gated-gelu", "layer_norm_epsilon": 1e-06})");
   const Config c = load_config(dir.path + "/config.json");
   EXPECT_EQ(c.family, Family::T5);
   EXPECT_EQ(c.head_dim(), 64);
@@ -188,19 +183,19 @@ TEST(Config, T5Directory) {
   EXPECT_EQ(c.relative_buckets, 32);  // T5Config's defaults
   EXPECT_EQ(c.relative_max_distance, 128);
   EXPECT_EQ(c.tokenizer, "spiece.model");
-  write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gelu"})");
+  dir.write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gelu"})");
   const Config plain = load_config(dir.path + "/config.json");
   EXPECT_FALSE(plain.gated_ffn);
   EXPECT_EQ(plain.activation, Activation::GELU);  // a plain "gelu" is the erf one
   EXPECT_EQ(plain.layer_norm_eps, 1e-6);
-  write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gated-silu"})");
+  dir.write("config.json", "{" + sizes + R"(, "feed_forward_proj": "gated-silu"})");
   EXPECT_NE(test::input_error([&] {
               load_config(dir.path + "/config.json");
             }).find("key \"feed_forward_proj\" must be \"relu\" | \"gated-relu\""),
             std::string::npos);
-  write("config.json", "{" + sizes + "}");
-  write("modules.json",
-        R"([{"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])");
+  dir.write("config.json", "{" + sizes + "}");
+  dir.write("modules.json",
+            R"([{"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])");
   EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
             dir.path + "/modules.json: has a Dense module (a projection after the pooling), which ordo does not have");
 }
@@ -210,16 +205,11 @@ TEST(Config, T5Directory) {
 // relative_attention_num_buckets rows, at least 32.
 TEST(Config, MPNetDirectory) {
   test::TempDir dir;
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::FILE* f = std::fopen((dir.path + "/" + name).c_str(), "w");
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-  };
-  write("vocab.txt", "");  // only its presence picks the tokenizer here
+  dir.write("vocab.txt", "");  // only its presence picks the tokenizer here
   const std::string sizes = R"("model_type": "mpnet", "vocab_size": 30527, "hidden_size": 768, )"
                             R"("num_attention_heads": 12, "intermediate_size": 3072, "num_hidden_layers": 12, )"
                             R"("max_position_embeddings": 514, "layer_norm_eps": 1e-05, "hidden_act": "gelu")";
-  write("config.json", "{" + sizes + R"(, "pad_token_id": 0, "relative_attention_num_buckets": 32})");
+  dir.write("config.json", "{" + sizes + R"(, "pad_token_id": 0, "relative_attention_num_buckets": 32})");
   const Config c = load_config(dir.path + "/config.json");
   EXPECT_EQ(c.family, Family::MPNet);
   EXPECT_TRUE(c.bucket_bias() && c.positions_skip_pads() && c.embedding_norm && c.scale_attention);
@@ -233,10 +223,10 @@ TEST(Config, MPNetDirectory) {
   EXPECT_TRUE(c.add_bos && c.add_eos);
   EXPECT_EQ(position_limit(c), 512);
   EXPECT_EQ(c.tokenizer, "vocab.txt");
-  write("config.json", "{" + sizes + R"(, "relative_attention_num_buckets": 48})");
+  dir.write("config.json", "{" + sizes + R"(, "relative_attention_num_buckets": 48})");
   EXPECT_EQ(load_config(dir.path + "/config.json").relative_table_rows, 48);
   EXPECT_EQ(load_config(dir.path + "/config.json").relative_buckets, 32);
-  write("config.json", "{" + sizes + R"(, "relative_attention_num_buckets": 16})");
+  dir.write("config.json", "{" + sizes + R"(, "relative_attention_num_buckets": 16})");
   EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
             dir.path +
                 "/config.json: key \"relative_attention_num_buckets\" is 16, fewer than the 32 buckets MPNet looks up");

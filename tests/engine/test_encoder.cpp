@@ -70,6 +70,34 @@ void expect_batch_matches_reference(Encoder& enc, const Model& m, const std::vec
   }
 }
 
+// The watched pass (an observe callback, as trace runs it) gives the plain pass's rows, returned.
+Hidden expect_watching_changes_nothing(Encoder& enc, const std::vector<int32_t>& ids, const std::string& name) {
+  EncodeOptions watched;
+  int stages = 0;
+  watched.observe = [&](const Stage&) { ++stages; };
+  const Hidden w = enc.forward({ids}, watched), plain = enc.forward({ids});
+  EXPECT_GT(stages, 0) << name;
+  EXPECT_LT(max_abs_diff(w.data.data(), plain.data.data(), plain.data.size()), 1e-5) << name;
+  return plain;
+}
+
+// At int8 (where oneDNN is) each row stays near f32's `plain`: a cosine above 0.99.
+void expect_int8_rows_near(Encoder& enc, const std::vector<int32_t>& ids, const Hidden& plain,
+                           const std::string& name) {
+  if (!have_onednn()) return;
+  enc.set_compute_type(ComputeType::Int8);
+  const Hidden q = enc.forward({ids});
+  enc.set_compute_type(ComputeType::F32);
+  for (int t = 0; t < int(ids.size()); ++t) {
+    double dot = 0, qq = 0, pp = 0;
+    for (int j = 0; j < plain.d; ++j) {
+      const double a = q.row(0, t)[j], b = plain.row(0, t)[j];
+      dot += a * b, qq += a * a, pp += b * b;
+    }
+    EXPECT_GT(dot / std::sqrt(qq * pp), 0.99) << name << ", int8, row " << t;
+  }
+}
+
 struct Variant {
   const char* name;
   void (*apply)(Config&);
@@ -206,26 +234,9 @@ TEST(Encoder, T5EncoderMatchesThePlainEncoder) {
     Encoder enc(m);
     const std::vector<std::vector<int32_t>> ids = {{1, 4, 9, 16, 25, 36, 40, 2, 3}, {2}, {7, 7, 3}};
     expect_batch_matches_reference(enc, m, ids, k.name);
-    EncodeOptions watched;
-    int stages = 0;
-    watched.observe = [&](const Stage&) { ++stages; };
-    const Hidden w = enc.forward({ids[0]}, watched), plain = enc.forward({ids[0]});
-    EXPECT_GT(stages, 0);
-    EXPECT_LT(max_abs_diff(w.data.data(), plain.data.data(), plain.data.size()), 1e-5) << k.name;
+    const Hidden plain = expect_watching_changes_nothing(enc, ids[0], k.name);
     // int8 converts the gated FFN's second matrix with the first: the rows stay close to f32's
-    if (have_onednn()) {
-      enc.set_compute_type(ComputeType::Int8);
-      const Hidden q = enc.forward({ids[0]});
-      enc.set_compute_type(ComputeType::F32);
-      for (int t = 0; t < int(ids[0].size()); ++t) {
-        double dot = 0, qq = 0, pp = 0;
-        for (int j = 0; j < k.d; ++j) {
-          const double a = q.row(0, t)[j], b = plain.row(0, t)[j];
-          dot += a * b, qq += a * a, pp += b * b;
-        }
-        EXPECT_GT(dot / std::sqrt(qq * pp), 0.99) << k.name << ", int8, row " << t;
-      }
-    }
+    expect_int8_rows_near(enc, ids[0], plain, k.name);
     const std::vector<HeadIndex> off = {{1, k.h - 1}};
     enc.set_masked_heads(off);
     EXPECT_LT(diff_to_reference(enc.forward({ids[0]}), 0, reference::forward(m, ids[0], true, off)), 2e-5) << k.name;
@@ -263,25 +274,8 @@ TEST(Encoder, MPNetEncoderMatchesThePlainEncoder) {
     // id 1 is <pad>: in a text it takes row 1 and the rows after it shift back, in both encoders
     const std::vector<std::vector<int32_t>> ids = {{0, 4, 9, 16, 25, 36, 49, 52, 3, 8, 2}, {0, 2}, {0, 1, 7, 1, 2}};
     expect_batch_matches_reference(enc, m, ids, k.name);
-    EncodeOptions watched;
-    int stages = 0;
-    watched.observe = [&](const Stage&) { ++stages; };
-    const Hidden w = enc.forward({ids[0]}, watched), plain = enc.forward({ids[0]});
-    EXPECT_GT(stages, 0);
-    EXPECT_LT(max_abs_diff(w.data.data(), plain.data.data(), plain.data.size()), 1e-5) << k.name;
-    if (have_onednn()) {
-      enc.set_compute_type(ComputeType::Int8);
-      const Hidden q = enc.forward({ids[0]});
-      enc.set_compute_type(ComputeType::F32);
-      for (int t = 0; t < int(ids[0].size()); ++t) {
-        double dot = 0, qq = 0, pp = 0;
-        for (int j = 0; j < c.d_model; ++j) {
-          const double a = q.row(0, t)[j], b = plain.row(0, t)[j];
-          dot += a * b, qq += a * a, pp += b * b;
-        }
-        EXPECT_GT(dot / std::sqrt(qq * pp), 0.99) << k.name << ", int8, row " << t;
-      }
-    }
+    const Hidden plain = expect_watching_changes_nothing(enc, ids[0], k.name);
+    expect_int8_rows_near(enc, ids[0], plain, k.name);
     // the same weights with the bucket table zeroed: the plain encoder's rows differ
     std::vector<TensorBytes> zeroed;
     for (const TensorInfo& t : m.file().tensors()) {

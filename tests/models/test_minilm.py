@@ -20,7 +20,7 @@ import tempfile
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 HERE = os.path.dirname(os.path.abspath(__file__))
-INT8_BAR = 0.999
+BARS = {"f32": 0.99999, "int8": 0.999}
 
 
 def model_dir():
@@ -46,59 +46,74 @@ def ordo_vectors(a, d, path, extra):
     return [json.loads(line) for line in r.stdout.split("\n") if line]
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ordo", required=True)
-    a = p.parse_args()
+def compute_runs(a, d, bars):
+    """The runs to check: f32, and each other compute type of bars ({"f32": ..., "int8": ...}) this build
+    has, as (ordo encode's extra options, the cosine bar)."""
+    runs = [([], bars["f32"])]
+    for t in [t for t in bars if t != "f32"]:
+        probe = subprocess.run([a.ordo, "encode", "--model", d, "--compute-type", t, "x"], capture_output=True)
+        if probe.returncode == 0:
+            runs.append((["--compute-type", t], bars[t]))
+        else:
+            print(f"note: this build has no {t} (no oneDNN); its bar is not checked")
+    return runs
+
+
+def check_against_sentence_transformers(a, d, texts, bars, batch_size, noun, tmp):
+    """`ordo encode --model d` on the texts in each run of compute_runs against sentence-transformers' vectors:
+    every cosine at least the run's bar, the ids (in the f32 run) equal to the directory's tokenizer.json's
+    (through `tokenizers`, truncated at the model's max_seq_length), the vectors of unit length. Prints the
+    lowest and the median cosine of each run; returns the number of failures and the tokenizer."""
     import numpy as np
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
-    d = model_dir()
-    texts = lines()
     st = SentenceTransformer(d, device="cpu")
-    want = st.encode(texts, batch_size=64, convert_to_numpy=True)
+    want = st.encode(texts, batch_size=batch_size, convert_to_numpy=True)
     tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
     tok.no_padding()
     tok.enable_truncation(max_length=st.max_seq_length)
+    runs = compute_runs(a, d, bars)
     failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "lines.txt")
-        with open(path, "wb") as f:
-            f.write("".join(t + "\n" for t in texts).encode("utf-8"))
-        runs = [([], 0.99999)]
-        probe = subprocess.run([a.ordo, "encode", "--model", d, "--compute-type", "int8", "x"], capture_output=True)
-        if probe.returncode == 0:
-            runs.append((["--compute-type", "int8"], INT8_BAR))
-        else:
-            print("note: this build has no int8 (no oneDNN); the int8 bar is not checked")
-        for extra, bar in runs:
-            rows = ordo_vectors(a, d, path, extra)
-            if rows is None or len(rows) != len(texts):
+    path = os.path.join(tmp, "lines.txt")
+    with open(path, "wb") as f:
+        f.write("".join(t + "\n" for t in texts).encode("utf-8"))
+    for extra, bar in runs:
+        name = " ".join(extra) or "f32"
+        rows = ordo_vectors(a, d, path, extra)
+        if rows is None or len(rows) != len(texts):
+            failed += 1
+            continue
+        worst, where, cosines = 1.0, -1, []
+        for i, (row, text) in enumerate(zip(rows, texts)):
+            if not extra and row["ids"] != tok.encode(text).ids:
+                print(f"FAIL {noun} {i + 1}: ids differ from tokenizers'\n  {text[:80]!r}\n  ordo {row['ids'][:40]}"
+                      f"\n  tokenizers {tok.encode(text).ids[:40]}")
                 failed += 1
                 continue
-            worst, where = 1.0, -1
-            for i, (row, text) in enumerate(zip(rows, texts)):
-                if not extra:
-                    ids = tok.encode(text).ids
-                    if row["ids"] != ids:
-                        print(f"FAIL line {i + 1}: ids differ from tokenizers'\n  {text[:80]!r}\n  ordo {row['ids'][:40]}"
-                              f"\n  tokenizers {ids[:40]}")
-                        failed += 1
-                        continue
-                v = np.array(row["embedding"], dtype=np.float64)
-                w = want[i].astype(np.float64)
-                cos = float(v @ w / (np.linalg.norm(v) * np.linalg.norm(w)))
-                if cos < worst:
-                    worst, where = cos, i
-                if not cos >= bar:
-                    print(f"FAIL line {i + 1} {' '.join(extra) or 'f32'}: cosine {cos:.7f} < {bar}")
-                    failed += 1
-            norms = [abs(np.linalg.norm(np.array(r["embedding"])) - 1) for r in rows]
-            if max(norms) > 1e-5:
-                print(f"FAIL {' '.join(extra) or 'f32'}: vectors not of unit length (the model's Normalize)")
+            v = np.array(row["embedding"], dtype=np.float64)
+            w = want[i].astype(np.float64)
+            cos = float(v @ w / (np.linalg.norm(v) * np.linalg.norm(w)))
+            cosines.append(cos)
+            if cos < worst:
+                worst, where = cos, i
+            if not cos >= bar:
+                print(f"FAIL {noun} {i + 1} {name}: cosine {cos:.7f} < {bar}")
                 failed += 1
-            print(f"{' '.join(extra) or 'f32'}: {len(rows)} lines, lowest cosine {worst:.7f} (line {where + 1})")
+        if max(abs(np.linalg.norm(np.array(r["embedding"])) - 1) for r in rows) > 1e-5:
+            print(f"FAIL {name}: vectors not of unit length (the model's Normalize)")
+            failed += 1
+        print(f"{name}: {len(rows)} {noun}s, cosine to sentence-transformers lowest {worst:.7f} ({noun} {where + 1}), "
+              f"median {np.median(cosines):.7f}")
+    return failed, tok
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ordo", required=True)
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        failed, _ = check_against_sentence_transformers(a, model_dir(), lines(), BARS, 64, "line", tmp)
     print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
     return 1 if failed else 0
 

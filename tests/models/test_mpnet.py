@@ -24,7 +24,7 @@ import tempfile
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_minilm import lines, ordo_vectors  # noqa: E402  (all-MiniLM-L6-v2's test's lines and runs)
+from test_minilm import check_against_sentence_transformers, lines  # noqa: E402  (all-MiniLM-L6-v2's test's)
 
 BARS = {"f32": 0.99999, "bf16": 0.9999, "int8": 0.998}
 SENTENCES = ["the cat sat on the mat", "the mat sat on the cat", "The cat sat on the mat.",
@@ -59,55 +59,8 @@ def main():
     if not d:
         print("skipped: ORDO_MPNET_DIR does not name all-mpnet-base-v2's directory")
         return 77
-    import numpy as np
-    from sentence_transformers import SentenceTransformer
-    from tokenizers import Tokenizer
-
-    texts = lines(a.lines) + SENTENCES
-    st = SentenceTransformer(d, device="cpu")
-    want = st.encode(texts, batch_size=32, convert_to_numpy=True)
-    tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
-    tok.no_padding()
-    tok.enable_truncation(max_length=st.max_seq_length)
-    failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "lines.txt")
-        with open(path, "wb") as f:
-            f.write("".join(t + "\n" for t in texts).encode("utf-8"))
-        runs = [([], BARS["f32"])]
-        for t in ["bf16", "int8"]:
-            probe = subprocess.run([a.ordo, "encode", "--model", d, "--compute-type", t, "x"], capture_output=True)
-            if probe.returncode == 0:
-                runs.append((["--compute-type", t], BARS[t]))
-            else:
-                print(f"note: this build has no {t} (no oneDNN); its bar is not checked")
-        for extra, bar in runs:
-            name = " ".join(extra) or "f32"
-            rows = ordo_vectors(a, d, path, extra)
-            if rows is None or len(rows) != len(texts):
-                failed += 1
-                continue
-            worst, where, cosines = 1.0, -1, []
-            for i, (row, text) in enumerate(zip(rows, texts)):
-                if not extra and row["ids"] != tok.encode(text).ids:
-                    print(f"FAIL text {i + 1}: ids differ from tokenizers'\n  {text[:80]!r}\n  ordo {row['ids'][:40]}"
-                          f"\n  tokenizers {tok.encode(text).ids[:40]}")
-                    failed += 1
-                    continue
-                v = np.array(row["embedding"], dtype=np.float64)
-                w = want[i].astype(np.float64)
-                cos = float(v @ w / (np.linalg.norm(v) * np.linalg.norm(w)))
-                cosines.append(cos)
-                if cos < worst:
-                    worst, where = cos, i
-                if not cos >= bar:
-                    print(f"FAIL text {i + 1} {name}: cosine {cos:.7f} < {bar}")
-                    failed += 1
-            if max(abs(np.linalg.norm(np.array(r["embedding"])) - 1) for r in rows) > 1e-5:
-                print(f"FAIL {name}: vectors not of unit length (the model's Normalize)")
-                failed += 1
-            print(f"{name}: {len(rows)} texts, cosine to sentence-transformers lowest {worst:.7f} (text {where + 1}), "
-                  f"median {np.median(cosines):.7f}")
+        failed, tok = check_against_sentence_transformers(a, d, lines(a.lines) + SENTENCES, BARS, 32, "text", tmp)
         failed += hostile_ids(a, d, tok, tmp)
     print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
     return 1 if failed else 0
