@@ -7,6 +7,7 @@
 
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemm_blocks.h"
+#include "engine/kernels/gemm_tile.h"
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
 
@@ -33,25 +34,11 @@ inline __m256 load_first(const float* p, int n) {
   return n >= 8 ? _mm256_loadu_ps(p) : n <= 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(p, first_lanes(n));
 }
 
-// C (mr, nr) = α · A (mr, kc) · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR. A whole
-// tile is stored straight from the registers; an edge tile goes through a small array, of which
-// only the rows and columns that exist are written out.
-void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr, float alpha,
-                  const float* bias, bool first) {
-  __m256 c0[MR], c1[MR];
-#pragma GCC unroll 6
-  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
-  const float* ai[MR];  // rows past mr read the last one again; their results are not stored
-  for (int i = 0; i < MR; ++i) ai[i] = A + size_t(std::min(i, mr - 1)) * lda;
-  for (int k = 0; k < kc; ++k, Bp += NR) {
-    const __m256 b0 = _mm256_loadu_ps(Bp), b1 = _mm256_loadu_ps(Bp + 8);
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
-      const __m256 a = _mm256_broadcast_ss(ai[i] + k);
-      c0[i] = _mm256_fmadd_ps(a, b0, c0[i]);
-      c1[i] = _mm256_fmadd_ps(a, b1, c1[i]);
-    }
-  }
+// How simd::micro_kernel (gemm_tile.h) stores its sums, c0[i] and c1[i] the two halves of row i:
+// C (mr, nr) = α · c + (first ? bias : C). A whole tile is stored straight from the registers; an
+// edge tile goes through a small array, of which only the rows and columns that exist are written out.
+inline void store_tile(float* C, int ldc, const __m256* c0, const __m256* c1, int mr, int nr, float alpha,
+                       const float* bias, bool first) {
   const __m256 va = _mm256_set1_ps(alpha);
   if (mr == MR && nr == NR) {
     __m256 add0 = _mm256_setzero_ps(), add1 = _mm256_setzero_ps();
@@ -126,16 +113,7 @@ void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
 }
 
 // The tile gemm_blocks.h's loops run.
-struct Tile {
-  static constexpr int MR = ordo::avx2::MR, NR = ordo::avx2::NR, KC = ordo::avx2::KC, NC = ordo::avx2::NC;
-  static void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr,
-                           float alpha, const float* bias, bool first) {
-    ordo::avx2::micro_kernel(C, ldc, A, lda, Bp, kc, mr, nr, alpha, bias, first);
-  }
-  static void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
-    ordo::avx2::pack_b(Bp, B, ldb, b_is_nk, nr, kc);
-  }
-};
+struct Tile : gemm_blocks::TileOf<MR, NR, KC, NC, simd::micro_kernel<MR, store_tile>, pack_b> {};
 
 // The weight-streaming kernel of gemm_avx512.cpp (read it first) at half the width: the rows of W
 // are the broadcast operand, read in place, and x is packed once, 16 rows of x side by side for each
@@ -185,18 +163,14 @@ void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float
     for (int i = 0; i < rows; ++i) y[size_t(t) * ldy + i] = tile[i][t];
 }
 
+// A panel of x for stream_tile: dst (K, 16) holds `rows` ≤ 16 rows of src (rows, K) side by side.
+void pack_x(float* dst, const float* src, int K, int rows) {
+  pack_transposed(dst, kStreamWidth, src, K, std::min(8, rows), K);
+  pack_transposed(dst + 8, kStreamWidth, rows > 8 ? src + size_t(8) * K : src, K, rows - 8, K);  // rows ≤ 8: zeros
+}
+
 // What gemm_blocks::linear_stream runs: panels of 16 rows of x, tiles of 6 rows of W.
-struct Stream {
-  static constexpr int kWidth = kStreamWidth, kRows = kStreamRows;
-  static void pack_x(float* dst, const float* src, int K, int rows) {
-    pack_transposed(dst, kWidth, src, K, std::min(8, rows), K);
-    pack_transposed(dst + 8, kWidth, rows > 8 ? src + size_t(8) * K : src, K, rows - 8, K);  // rows ≤ 8: zeros
-  }
-  static void tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
-                   bool prefetch) {
-    stream_tile(y, ldy, w, K, rows, xp, tokens, bias, prefetch);
-  }
-};
+struct Stream : gemm_blocks::StreamOf<kStreamWidth, kStreamRows, pack_x, stream_tile> {};
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemm_blocks.h"
+#include "engine/kernels/gemm_tile.h"
 #include "engine/kernels/parallel.h"
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
 
@@ -43,24 +44,10 @@ __mmask16 first_n(int n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-// C (mr, nr) = α · A (mr, kc) · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR. The rows
-// of A are read where they are (row stride lda), each value broadcast to a whole register.
-void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr, float alpha,
-                  const float* bias, bool first) {
-  __m512 c0[MR], c1[MR];
-#pragma GCC unroll 12
-  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
-  const float* ai[MR];  // rows past mr read the last one again; their results are not stored
-  for (int i = 0; i < MR; ++i) ai[i] = A + size_t(std::min(i, mr - 1)) * lda;
-  for (int k = 0; k < kc; ++k, Bp += NR) {
-    const __m512 b0 = _mm512_loadu_ps(Bp), b1 = _mm512_loadu_ps(Bp + 16);
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) {
-      const __m512 a = _mm512_set1_ps(ai[i][k]);
-      c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
-      c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
-    }
-  }
+// How simd::micro_kernel (gemm_tile.h) stores its sums, c0[i] and c1[i] the two halves of row i:
+// C (mr, nr) = α · c + (first ? bias : C), the rows and columns past mr and nr left alone (masks).
+inline void store_tile(float* C, int ldc, const __m512* c0, const __m512* c1, int mr, int nr, float alpha,
+                       const float* bias, bool first) {
   const __mmask16 m0 = first_n(nr), m1 = first_n(nr - 16);
   const __m512 va = _mm512_set1_ps(alpha);
   __m512 add0 = _mm512_setzero_ps(), add1 = _mm512_setzero_ps();
@@ -182,29 +169,16 @@ void stream_tile(float* y, int ldy, const float* w, int K, int rows, const float
 }
 
 // The tile gemm_blocks.h's loops run.
-struct Tile {
-  static constexpr int MR = ordo::avx512::MR, NR = ordo::avx512::NR, KC = ordo::avx512::KC, NC = ordo::avx512::NC;
-  static void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr,
-                           float alpha, const float* bias, bool first) {
-    ordo::avx512::micro_kernel(C, ldc, A, lda, Bp, kc, mr, nr, alpha, bias, first);
-  }
-  static void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
-    ordo::avx512::pack_b(Bp, B, ldb, b_is_nk, nr, kc);
-  }
-};
+struct Tile : gemm_blocks::TileOf<MR, NR, KC, NC, simd::micro_kernel<MR, store_tile>, pack_b> {};
+
+// A panel of x for stream_tile: dst (K, 32) holds `rows` ≤ 32 rows of src (rows, K) side by side.
+void pack_x(float* dst, const float* src, int K, int rows) {
+  pack_transposed(dst, 16 * kStreamVectors, 0xFFFF, src, K, std::min(16, rows), K);
+  pack_transposed(dst + 16, 16 * kStreamVectors, 0xFFFF, rows > 16 ? src + size_t(16) * K : src, K, rows - 16, K);
+}
 
 // What gemm_blocks::linear_stream runs: panels of 32 rows of x, tiles of 12 rows of W.
-struct Stream {
-  static constexpr int kWidth = 16 * kStreamVectors, kRows = kStreamRows;
-  static void pack_x(float* dst, const float* src, int K, int rows) {
-    pack_transposed(dst, kWidth, 0xFFFF, src, K, std::min(16, rows), K);
-    pack_transposed(dst + 16, kWidth, 0xFFFF, rows > 16 ? src + size_t(16) * K : src, K, rows - 16, K);
-  }
-  static void tile(float* y, int ldy, const float* w, int K, int rows, const float* xp, int tokens, const float* bias,
-                   bool prefetch) {
-    stream_tile(y, ldy, w, K, rows, xp, tokens, bias, prefetch);
-  }
-};
+struct Stream : gemm_blocks::StreamOf<16 * kStreamVectors, kStreamRows, pack_x, stream_tile> {};
 
 }  // namespace
 

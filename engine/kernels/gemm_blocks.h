@@ -7,8 +7,9 @@
 //       C (mr, nr) = α · A (mr, kc) · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR
 //   Tile::pack_b(Bp, B, ldb, b_is_nk, nr, kc)
 //       Bp (kc, NR) = B̂[p0 : p0+kc, j0 : j0+nr], columns past nr zero; B points at B̂[p0, j0]
-// Tile is declared in an unnamed namespace, so every function below is compiled once in each file,
-// with that file's instruction set, and the linker never keeps one file's copy for another's.
+// (made of the file's sizes and functions by TileOf below). Tile is declared in an unnamed namespace,
+// so every function below is compiled once in each file, with that file's instruction set, and the
+// linker never keeps one file's copy for another's.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,15 @@
 #include "engine/kernels/parallel.h"
 
 namespace ordo::gemm_blocks {
+
+// A Tile made of a file's sizes and functions, for the file's own struct in its unnamed namespace:
+//   struct Tile : TileOf<MR, NR, KC, NC, micro_kernel, pack_b> {};
+template <int Rows, int Cols, int Depth, int Width, auto Kernel, auto Pack>
+struct TileOf {
+  static constexpr int MR = Rows, NR = Cols, KC = Depth, NC = Width;
+  static constexpr auto micro_kernel = Kernel;
+  static constexpr auto pack_b = Pack;
+};
 
 template <class Tile>
 void gemm(float* C, int ldc, const float* A, int lda, const float* B, int ldb, bool b_is_nk, const float* bias,
@@ -108,12 +118,20 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 //   Stream::tile(y, ldy, w, K, rows, xp, tokens, bias, prefetch)
 //       y[t][i] = bias[i] + Σ_k w[i][k] · xp[k][t] for `rows` rows of W and `tokens` rows of x,
 //       asking for lines of W ahead when prefetch
+// as a struct of its own made like Tile: struct Stream : StreamOf<kWidth, kRows, pack_x, tile> {}.
 // Tasks are equal runs of rows of W (columns of y), as many as split_tasks says; x is packed first.
 // Within a task each tile of W meets every panel of x: the first meeting reads it from memory,
 // asking for the line 1 KB ahead in each row and for the same columns of the next tile's rows, the
 // others read it from cache. As in linear_small_m, long contiguous runs with the next tile asked for
 // ahead are what keep the memory busy (the measurements against small blocks of tiles handed out as
 // threads came free: docs/performance.md).
+template <int Width, int Rows, auto Pack, auto Tile>
+struct StreamOf {
+  static constexpr int kWidth = Width, kRows = Rows;
+  static constexpr auto pack_x = Pack;
+  static constexpr auto tile = Tile;
+};
+
 template <class Tile, class Stream>
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
   if (M <= 0 || N <= 0) return;

@@ -1,6 +1,6 @@
 // ordo: the x86 SIMD intrinsics, and one register of floats as wide as the machine has, for the
 // kernels that are written once against a few vector operations (the small-M kernel, the row
-// kernels' polynomials in simd_math.h).
+// kernels' polynomials in simd_math.h, the GEMM's micro-kernel in gemm_tile.h).
 #pragma once
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -76,7 +76,8 @@ inline float vsum(Vec a) {
 #ifdef ORDO_MM
 // Zero, load and fused multiply-add are one instruction at either width, named alike but for the
 // prefix (_mm512_ or _mm256_); the masked load and the sum of the lanes differ, above. At these
-// two widths only (for simd_math.h): vset (every lane c), vadd, vmul and vfnma (c − a·b, fused).
+// two widths only (for simd_math.h and gemm_tile.h): vset (every lane c), vadd, vmul and vfnma
+// (c − a·b, fused).
 inline Vec vzero() {
   return ORDO_MM(setzero_ps)();
 }

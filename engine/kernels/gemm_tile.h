@@ -1,0 +1,40 @@
+// ordo: the packed GEMM's micro-kernel (gemm_avx512.cpp, gemm_avx2.cpp), written once against simd.h's
+// Vec and compiled in each of those files at its width: 12 × 32 in AVX-512's zmm, 6 × 16 in AVX2's
+// ymm, two vectors of B̂ a row. How the tile is stored is each file's own (masks at AVX-512).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "engine/kernels/simd.h"
+
+namespace ordo {
+namespace ORDO_SIMD_NS {
+
+// C (mr, nr) = α · A (mr, kc) · Bp (kc, NR) + (first ? bias : C), for mr ≤ MR, nr ≤ NR = 2·kLanes.
+// The sums c0[i], c1[i] (the two halves of row i) are kept in registers along kc: each step loads 2
+// vectors of Bp and broadcasts one value of each row of A (read where it is, row stride lda) for
+// 2·MR FMAs. Rows past mr read the last one again; their results are not stored. Then
+// store(C, ldc, c0, c1, mr, nr, alpha, bias, first) writes the tile.
+template <int MR, auto store>
+void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, int kc, int mr, int nr, float alpha,
+                  const float* bias, bool first) {
+  Vec c0[MR], c1[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = vzero();
+  const float* ai[MR];
+  for (int i = 0; i < MR; ++i) ai[i] = A + size_t(std::min(i, mr - 1)) * lda;
+  for (int k = 0; k < kc; ++k, Bp += 2 * kLanes) {
+    const Vec b0 = vload(Bp), b1 = vload(Bp + kLanes);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const Vec a = vset(ai[i][k]);
+      c0[i] = vfma(a, b0, c0[i]);
+      c1[i] = vfma(a, b1, c1[i]);
+    }
+  }
+  store(C, ldc, c0, c1, mr, nr, alpha, bias, first);
+}
+
+}  // namespace ORDO_SIMD_NS
+}  // namespace ordo
