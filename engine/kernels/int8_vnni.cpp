@@ -15,7 +15,7 @@
 namespace ordo {
 
 PackedInt8 pack_int8(const int8_t* w, int N, int K) {
-  PackedInt8 p{tiles::pack<4>(w, N, K)};
+  PackedInt8 p{tiles::pack<4>(w, N, K), {}};
   p.compensation.assign(size_t(N + 15) / 16 * 16, 0);
   for (int n = 0; n < N; ++n) {
     int32_t sum = 0;
