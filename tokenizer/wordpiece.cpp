@@ -67,6 +67,48 @@ struct Char {
   size_t begin, end;
 };
 
+// Step 1 of WordPiece::encode, the basic tokenizer: the normalized characters of `text`, each with the
+// bytes it came from, appended to chars.
+void normalize(const WordPiece& wp, std::string_view text, std::vector<Char>& chars) {
+  const auto push = [&](uint32_t cp, size_t b, size_t e) {
+    if (!wp.lowercase) {
+      chars.push_back({cp, b, e});
+      return;
+    }
+    const char* lower = mapped(kLowercase, cp);
+    if (!lower) {
+      chars.push_back({cp, b, e});
+      return;
+    }
+    const std::string_view l(lower);
+    for (size_t i = 0; i < l.size();) chars.push_back({next_cp(l, i), b, e});
+  };
+  for (size_t i = 0; i < text.size();) {
+    const size_t b = i;
+    const uint32_t cp = next_cp(text, i);
+    const int k = classes(cp);
+    if (k & kRemoved) continue;
+    if (k & kSpace) {
+      chars.push_back({' ', b, i});
+      continue;
+    }
+    const bool cjk = (k & kCjk) && wp.chinese_chars;
+    if (cjk) chars.push_back({' ', b, b});  // a space on each side, before accents and case (as tokenizers orders them)
+    if (wp.strip_accents && cp >= 0xAC00 && cp <= 0xD7A3) {  // a Hangul syllable: its NFD is arithmetic (Unicode §3.12)
+      const uint32_t s = cp - 0xAC00;
+      push(0x1100 + s / 588, b, i);
+      push(0x1161 + (s % 588) / 28, b, i);
+      if (s % 28) push(0x11A7 + s % 28, b, i);
+    } else if (const char* stripped = wp.strip_accents ? mapped(kStripAccents, cp) : nullptr) {
+      const std::string_view st(stripped);
+      for (size_t j = 0; j < st.size();) push(next_cp(st, j), b, i);
+    } else {
+      push(cp, b, i);
+    }
+    if (cjk) chars.push_back({' ', i, i});
+  }
+}
+
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
@@ -217,6 +259,13 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
         wp->special.push_back({name, wp->id(name), name == wp->mask && mask_lstrip, false});
   wp->unk_ = wp->id(unk);
   if (wp->unk_ < 0) throw InputError(path, "has no unknown piece " + unk);
+  // the normalized special tokens' characters, normalized once as every text will be (as `tokenizers` does)
+  for (const SpecialToken& t : wp->normalized_special) {
+    std::vector<Char> spelled;
+    normalize(*wp, t.text, spelled);
+    wp->normalized_cps_.emplace_back();
+    for (const Char& ch : spelled) wp->normalized_cps_.back().push_back(ch.cp);
+  }
   return wp;
 }
 
@@ -228,47 +277,7 @@ int WordPiece::id(const std::string& piece) const {
 Tokenization WordPiece::encode(std::string_view text, std::vector<Span>* spans) const {
   // 1. The basic tokenizer: the normalized characters, each with the bytes it came from.
   std::vector<Char> chars;
-  const auto normalize = [&](std::string_view text, std::vector<Char>& chars) {
-    const auto push = [&](uint32_t cp, size_t b, size_t e) {
-      if (!lowercase) {
-        chars.push_back({cp, b, e});
-        return;
-      }
-      const char* lower = mapped(kLowercase, cp);
-      if (!lower) {
-        chars.push_back({cp, b, e});
-        return;
-      }
-      const std::string_view l(lower);
-      for (size_t i = 0; i < l.size();) chars.push_back({next_cp(l, i), b, e});
-    };
-    for (size_t i = 0; i < text.size();) {
-      const size_t b = i;
-      const uint32_t cp = next_cp(text, i);
-      const int k = classes(cp);
-      if (k & kRemoved) continue;
-      if (k & kSpace) {
-        chars.push_back({' ', b, i});
-        continue;
-      }
-      const bool cjk = (k & kCjk) && chinese_chars;
-      if (cjk)
-        chars.push_back({' ', b, b});  // a space on each side, before accents and case (as tokenizers orders them)
-      if (strip_accents && cp >= 0xAC00 && cp <= 0xD7A3) {  // a Hangul syllable: its NFD is arithmetic (Unicode §3.12)
-        const uint32_t s = cp - 0xAC00;
-        push(0x1100 + s / 588, b, i);
-        push(0x1161 + (s % 588) / 28, b, i);
-        if (s % 28) push(0x11A7 + s % 28, b, i);
-      } else if (const char* stripped = strip_accents ? mapped(kStripAccents, cp) : nullptr) {
-        const std::string_view st(stripped);
-        for (size_t j = 0; j < st.size();) push(next_cp(st, j), b, i);
-      } else {
-        push(cp, b, i);
-      }
-      if (cjk) chars.push_back({' ', i, i});
-    }
-  };
-  normalize(text, chars);
+  normalize(*this, text, chars);
 
   // 2. Words: split at spaces, each punctuation character a word of its own; 3. WordPiece on each.
   Tokenization out;
@@ -313,15 +322,7 @@ Tokenization WordPiece::encode(std::string_view text, std::vector<Span>* spans) 
     }
     word.clear(), offsets.clear(), from.clear();
   };
-  // The normalized special tokens' characters, normalized as the text was (as `tokenizers` does), to be
-  // found among step 1's
-  std::vector<std::vector<uint32_t>> wanted;
-  for (const SpecialToken& s : normalized_special) {
-    std::vector<Char> spelled;
-    normalize(s.text, spelled);
-    wanted.emplace_back();
-    for (const Char& ch : spelled) wanted.back().push_back(ch.cp);
-  }
+  const std::vector<std::vector<uint32_t>>& wanted = normalized_cps_;
   // the longest normalized special token that chars[c ..] spells, or -1
   const auto special_at = [&](size_t c) {
     int best = -1;

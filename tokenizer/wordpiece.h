@@ -59,6 +59,7 @@ class WordPiece {
   std::vector<std::string> pieces_;
   std::unordered_map<std::string, int> ids_;
   int unk_ = -1;
+  std::vector<std::vector<uint32_t>> normalized_cps_;  // normalized_special's, as encode's step 1 spells them
 };
 
 }  // namespace ordo
