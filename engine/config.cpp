@@ -240,6 +240,28 @@ void parse_t5(const Reader& r, Config& c) {
   c.scale_embedding = false;
   c.add_eos = true;  // ... </s>, no BOS
 }
+
+// DistilBERT (model_type "distilbert": DistilBertModel, DistilBertForMaskedLM): BERT's post-LN layers
+// and learned positions from row 0, under DistilBertConfig's names; no token-type table; every
+// LayerNorm's eps fixed at 1e-12 (transformers' DistilBERT takes none from the config). With
+// sinusoidal_pos_embds the position table is filled with sinusoids at init and saved like a learned
+// one, so it is read from the weights either way.
+void parse_distilbert(const Reader& r, Config& c) {
+  c.family = Family::DistilBert;
+  r.sizes(c, {"vocab_size", "dim", "n_heads", "hidden_dim", "n_layers"});
+  // transformers' get_activation names, as BERT's hidden_act: "gelu" the erf form, the others tanh
+  const std::string act =
+      r.choice("activation", {"gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"}, "gelu");
+  c.activation = act == "gelu" ? Activation::GELU : act == "relu" ? Activation::ReLU : Activation::GELUTanh;
+  r.flag("sinusoidal_pos_embds", false);  // a true or false, whichever: the table is in the file
+  c.layer_norm_eps = 1e-12;
+  c.positional_encoding = PositionalEncoding::Learned;
+  c.max_positions = r.size("max_position_embeddings", true, 0);
+  c.scale_embedding = false;
+  c.embedding_norm = true;
+  c.token_types = 0;
+  c.add_bos = c.add_eos = true;  // [CLS] ... [SEP]
+}
 }  // namespace
 
 Config parse_hf_config(const std::string& text, const std::string& where, const std::string& dir) {
@@ -247,9 +269,14 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   Reader r{j, where};
   Config c;
-  const std::string type = r.choice("model_type", {"bert", "roberta", "xlm-roberta", "t5", "mt5", "mpnet"}, "", true);
+  const std::string type =
+      r.choice("model_type", {"bert", "roberta", "xlm-roberta", "t5", "mt5", "mpnet", "distilbert"}, "", true);
   if (type == "t5" || type == "mt5") {
     parse_t5(r, c);
+    return hf_directory(c, dir);
+  }
+  if (type == "distilbert") {
+    parse_distilbert(r, c);
     return hf_directory(c, dir);
   }
   c.family = type == "bert" ? Family::Bert : type == "mpnet" ? Family::MPNet : Family::Roberta;
@@ -414,11 +441,12 @@ const char* to_string(PositionalEncoding p) {
                                                    : "none";
 }
 const char* to_string(Family f) {
-  return f == Family::Bert      ? "bert"
-         : f == Family::Roberta ? "roberta"
-         : f == Family::T5      ? "t5"
-         : f == Family::MPNet   ? "mpnet"
-                                : "ordo";
+  return f == Family::Bert         ? "bert"
+         : f == Family::Roberta    ? "roberta"
+         : f == Family::T5         ? "t5"
+         : f == Family::MPNet      ? "mpnet"
+         : f == Family::DistilBert ? "distilbert"
+                                   : "ordo";
 }
 const char* to_string(Norm n) {
   return n == Norm::RMS ? "rms" : "layer";

@@ -87,6 +87,38 @@ const char* const kMpnetLayerTensors[] = {
 };
 static_assert(std::size(kMpnetLayerTensors) == std::size(kHfLayerTensors), "one MPNet name per BERT tensor");
 
+// DistilBertModel's layer (TransformerBlock): BERT's tensors again, in the same order, under its names.
+const char* const kDistilBertLayerTensors[] = {
+    "attention.q_lin.weight", "attention.q_lin.bias", "attention.k_lin.weight",   "attention.k_lin.bias",
+    "attention.v_lin.weight", "attention.v_lin.bias", "attention.out_lin.weight", "attention.out_lin.bias",
+    "sa_layer_norm.weight",   "sa_layer_norm.bias",   "ffn.lin1.weight",          "ffn.lin1.bias",
+    "ffn.lin2.weight",        "ffn.lin2.bias",        "output_layer_norm.weight", "output_layer_norm.bias",
+};
+static_assert(std::size(kDistilBertLayerTensors) == std::size(kHfLayerTensors), "one DistilBERT name per BERT tensor");
+
+// A masked-LM head's tensors after its prefix, in the order Model takes them: the transform's dense
+// weight and bias, its LayerNorm's weight and bias, the decoder (when untied), the output bias.
+// BertForMaskedLM's "cls.predictions.", XLMRobertaForMaskedLM's "lm_head.", DistilBertForMaskedLM's
+// "vocab_" (vocab_transform, vocab_layer_norm, vocab_projector).
+struct HeadNames {
+  const char* prefix;
+  const char* names[6];
+};
+const HeadNames kHeadNames[] = {
+    {"cls.predictions.",
+     {"transform.dense.weight", "transform.dense.bias", "transform.LayerNorm.weight", "transform.LayerNorm.bias",
+      "decoder.weight", "bias"}},
+    {"lm_head.", {"dense.weight", "dense.bias", "layer_norm.weight", "layer_norm.bias", "decoder.weight", "bias"}},
+    {"vocab_",
+     {"transform.weight", "transform.bias", "layer_norm.weight", "layer_norm.bias", "projector.weight",
+      "projector.bias"}},
+};
+const HeadNames& head_names(const std::string& prefix) {
+  for (const HeadNames& h : kHeadNames)
+    if (prefix == h.prefix) return h;
+  return kHeadNames[0];
+}
+
 // A T5 encoder's tensors (T5EncoderModel's names; T5ForConditionalGeneration's encoder has the same),
 // in the order Model takes them. A = h·d_kv.
 std::vector<TensorSpec> t5_tensors(const Config& c, size_t limit) {
@@ -131,27 +163,28 @@ std::vector<TensorSpec> hf_tensors(const Config& c, size_t limit) {
   if (c.token_types > 0) specs.push_back({p + "embeddings.token_type_embeddings.weight", {uint64_t(c.token_types), d}});
   specs.push_back({p + "embeddings.LayerNorm.weight", {d}});
   specs.push_back({p + "embeddings.LayerNorm.bias", {d}});
-  const bool mpnet = c.family == Family::MPNet;
+  const bool mpnet = c.family == Family::MPNet, distil = c.family == Family::DistilBert;
   if (mpnet)  // the bucket table every layer reads, (rows, h)
     specs.push_back(
         {p + "encoder.relative_attention_bias.weight", {uint64_t(c.relative_table_rows), uint64_t(c.n_heads)}});
   for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
-    const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
+    const std::string l = p + (distil ? "transformer.layer." : "encoder.layer.") + std::to_string(i) + ".";
     for (size_t k = 0; k < std::size(kHfLayerTensors); ++k) {
       const HfLayerTensor& t = kHfLayerTensors[k];
       const uint64_t out = t.wide_out ? F : d, in = t.wide_in ? F : d;
-      specs.push_back({l + (mpnet ? kMpnetLayerTensors[k] : t.name), t.matrix ? Shape{out, in} : Shape{out}});
+      const char* name = mpnet ? kMpnetLayerTensors[k] : distil ? kDistilBertLayerTensors[k] : t.name;
+      specs.push_back({l + name, t.matrix ? Shape{out, in} : Shape{out}});
     }
   }
-  if (c.head == Head::MaskedLM) {  // BertForMaskedLM's cls.predictions.*, XLMRobertaForMaskedLM's lm_head.*
+  if (c.head == Head::MaskedLM) {  // cls.predictions.*, lm_head.* or vocab_* (kHeadNames)
     const std::string& h = c.head_prefix;
-    const bool bert = h == "cls.predictions.";
-    specs.push_back({h + (bert ? "transform.dense.weight" : "dense.weight"), {d, d}});
-    specs.push_back({h + (bert ? "transform.dense.bias" : "dense.bias"), {d}});
-    specs.push_back({h + (bert ? "transform.LayerNorm.weight" : "layer_norm.weight"), {d}});
-    specs.push_back({h + (bert ? "transform.LayerNorm.bias" : "layer_norm.bias"), {d}});
-    if (c.head_decoder) specs.push_back({h + "decoder.weight", {V, d}});
-    specs.push_back({h + "bias", {V}});
+    const char* const(&n)[6] = head_names(h).names;
+    specs.push_back({h + n[0], {d, d}});
+    specs.push_back({h + n[1], {d}});
+    specs.push_back({h + n[2], {d}});
+    specs.push_back({h + n[3], {d}});
+    if (c.head_decoder) specs.push_back({h + n[4], {V, d}});
+    specs.push_back({h + n[5], {V}});
   }
   if (specs.size() > limit) specs.resize(limit);
   return specs;
@@ -231,26 +264,28 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
                        "(config.json's model_type)");
   } else if (config_.family != Family::Ordo) {  // BertModel saves its tensors bare; BertForMaskedLM under "bert."
     bool found = false;
-    for (const char* p : {"", "bert.", "roberta.", "mpnet."})
+    for (const char* p : {"", "bert.", "roberta.", "mpnet.", "distilbert."})
       if (!found && file_.find(std::string(p) + "embeddings.word_embeddings.weight")) {
         config_.weights_prefix = p;
         found = true;
       }
     if (!found)
       throw InputError(where, std::string("has no tensor embeddings.word_embeddings.weight: not the weights of a ") +
-                                  (config_.family == Family::Bert    ? "BertModel"
-                                   : config_.family == Family::MPNet ? "MPNetModel"
-                                                                     : "RobertaModel") +
+                                  (config_.family == Family::Bert         ? "BertModel"
+                                   : config_.family == Family::MPNet      ? "MPNetModel"
+                                   : config_.family == Family::DistilBert ? "DistilBertModel"
+                                                                          : "RobertaModel") +
                                   " (config.json's model_type)");
     // A masked-LM head where the file has one: BertForMaskedLM's cls.predictions (its transform's
-    // activation is hidden_act), XLMRobertaForMaskedLM's lm_head (always the erf GELU).
-    for (const char* h : {"cls.predictions.", "lm_head."})
-      if (config_.head == Head::None && file_.find(std::string(h) + "bias")) {
+    // activation is hidden_act), XLMRobertaForMaskedLM's lm_head (always the erf GELU),
+    // DistilBertForMaskedLM's vocab_transform, vocab_layer_norm, vocab_projector (the config's activation).
+    for (const HeadNames& h : kHeadNames)
+      if (config_.head == Head::None && file_.find(std::string(h.prefix) + h.names[5])) {
         config_.head = Head::MaskedLM;
         config_.head_transform = true;
-        config_.head_prefix = h;
+        config_.head_prefix = h.prefix;
         config_.head_activation = config_.head_prefix == "lm_head." ? Activation::GELU : config_.activation;
-        config_.head_decoder = file_.find(std::string(h) + "decoder.weight") != nullptr;
+        config_.head_decoder = file_.find(std::string(h.prefix) + h.names[4]) != nullptr;
       }
   }
   // Other extra tensors are ignored (a checkpoint may hold more than the encoder), but a head's

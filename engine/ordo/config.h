@@ -31,8 +31,9 @@ enum class Head { None, MaskedLM };
 // the position offset, or T5's encoder (T5EncoderModel, and the encoder of T5Model and
 // T5ForConditionalGeneration: the fields below its family sets; docs/models.md), or MPNetModel's
 // (all-mpnet-base-v2): RoBERTa's embeddings and BERT's layers under other names, plus T5's bucket bias
-// in every layer's attention, after the 1/√dh (bucket_bias below).
-enum class Family { Ordo, Bert, Roberta, T5, MPNet };
+// in every layer's attention, after the 1/√dh (bucket_bias below), or DistilBertModel's (distilbert-base-uncased,
+// multi-qa-distilbert-cos-v1): BERT's layers under other names, no token types, LayerNorm eps 1e-12.
+enum class Family { Ordo, Bert, Roberta, T5, MPNet, DistilBert };
 // The normalization of every sublayer and of the final norm (reference::layer_norm, rms_norm):
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps)·γ + β, or RMSNorm(x) = x / √(mean(x²) + eps)·γ
 // (Zhang and Sennrich 2019; T5's, with no β).
@@ -73,14 +74,15 @@ struct Config {
   bool add_eos = false;
 
   Head head = Head::None;  // "head": "mlm", or the key absent
-  // A Hugging Face masked-LM head (BertForMaskedLM's cls.predictions, XLMRobertaForMaskedLM's lm_head),
+  // A Hugging Face masked-LM head (BertForMaskedLM's cls.predictions, XLMRobertaForMaskedLM's lm_head,
+  // DistilBertForMaskedLM's vocab_transform, vocab_layer_norm and vocab_projector),
   // set by Model from the tensors it finds in the file. It transforms h_t before the product:
   //   u_t = LayerNorm(act(h_t·W_hᵀ + b_h))        (layer_norm_eps)
   //   logits_t = u_t·Dᵀ + b                       (D = E, tied, unless the file has a decoder of its own)
   bool head_transform = false;
   Activation head_activation = Activation::GELU;  // BERT: hidden_act; RoBERTa's lm_head: always the erf GELU
-  std::string head_prefix;                        // "cls.predictions." or "lm_head."
-  bool head_decoder = false;                      // the file holds D as <head_prefix>decoder.weight (untied)
+  std::string head_prefix;                        // "cls.predictions.", "lm_head." or DistilBERT's "vocab_"
+  bool head_decoder = false;  // the file holds D as <head_prefix>decoder.weight (DistilBERT's vocab_projector.weight)
 
   // What a Hugging Face encoder adds (config.json with "model_type"; docs/models.md). With embedding_norm:
   //   x_t = LayerNorm(E[id_t] + P[t + position_offset] + T[0])     (T[0] only with token_types > 0)
@@ -133,7 +135,8 @@ Config load_config_file_or_pipe(const std::string& path);
 // The JSON form of a config (every key written), as `ordo init` stores it.
 std::string config_to_json(const Config& c);
 
-// Parses a Hugging Face config.json (model_type "bert", "roberta" or "xlm-roberta") and the
+// Parses a Hugging Face config.json (model_type "bert", "roberta", "xlm-roberta", "t5", "mt5", "mpnet" or
+// "distilbert") and the
 // sentence-transformers files beside it in `dir`; picks the tokenizer file found in dir.
 Config parse_hf_config(const std::string& text, const std::string& where, const std::string& dir);
 
@@ -151,7 +154,7 @@ const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);
 const char* to_string(PeLayout l);
 const char* to_string(Head h);    // "mlm" or "none"
-const char* to_string(Family f);  // "ordo", "bert", "roberta", "t5" or "mpnet"
+const char* to_string(Family f);  // "ordo", "bert", "roberta", "t5", "mpnet" or "distilbert"
 const char* to_string(Norm n);    // "layer" or "rms"
 
 }  // namespace ordo

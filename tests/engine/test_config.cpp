@@ -232,5 +232,58 @@ TEST(Config, MPNetDirectory) {
                 "/config.json: key \"relative_attention_num_buckets\" is 16, fewer than the 32 buckets MPNet looks up");
 }
 
+// distilbert-base-uncased's config.json (DistilBertConfig's names): BERT's post-LN layers and learned
+// positions from row 0, no token types, every LayerNorm's eps 1e-12 whatever a config adds, and the
+// position table read from the file whether sinusoidal_pos_embds says it was filled with sinusoids or not.
+TEST(Config, DistilBertDirectory) {
+  test::TempDir dir;
+  dir.write("vocab.txt", "");  // only its presence picks the tokenizer here
+  const std::string sizes = R"("model_type": "distilbert", "vocab_size": 30522, "dim": 768, "n_heads": 12, )"
+                            R"("hidden_dim": 3072, "n_layers": 6, "max_position_embeddings": 512, "pad_token_id": 0)";
+  dir.write("config.json", "{" + sizes + R"(, "activation": "gelu", "sinusoidal_pos_embds": false})");
+  const Config c = load_config(dir.path + "/config.json");
+  EXPECT_EQ(c.family, Family::DistilBert);
+  EXPECT_EQ(std::string(to_string(c.family)), "distilbert");
+  EXPECT_EQ(c.d_model, 768);
+  EXPECT_EQ(c.n_heads, 12);
+  EXPECT_EQ(c.d_ff, 3072);
+  EXPECT_EQ(c.n_layers, 6);
+  EXPECT_EQ(c.vocab_size, 30522);
+  EXPECT_EQ(c.activation, Activation::GELU);
+  EXPECT_FALSE(c.norm_first || c.final_norm || c.scale_embedding || c.positions_skip_pads() || c.bucket_bias());
+  EXPECT_TRUE(c.embedding_norm && c.scale_attention && c.add_bos && c.add_eos);
+  EXPECT_EQ(c.layer_norm_eps, 1e-12);
+  EXPECT_EQ(c.positional_encoding, PositionalEncoding::Learned);
+  EXPECT_EQ(c.position_offset, 0);
+  EXPECT_EQ(c.token_types, 0);
+  EXPECT_EQ(position_limit(c), 512);
+  EXPECT_EQ(c.tokenizer, "vocab.txt");
+  // the tanh GELUs, ReLU, the defaults (gelu); eps and sinusoids change nothing of the config
+  dir.write("config.json", "{" + sizes + R"(, "activation": "gelu_new", "sinusoidal_pos_embds": true})");
+  EXPECT_EQ(load_config(dir.path + "/config.json").activation, Activation::GELUTanh);
+  EXPECT_EQ(load_config(dir.path + "/config.json").positional_encoding, PositionalEncoding::Learned);
+  dir.write("config.json", "{" + sizes + R"(, "activation": "relu", "layer_norm_eps": 1e-5})");
+  EXPECT_EQ(load_config(dir.path + "/config.json").activation, Activation::ReLU);
+  EXPECT_EQ(load_config(dir.path + "/config.json").layer_norm_eps, 1e-12);
+  dir.write("config.json", "{" + sizes + "}");
+  EXPECT_EQ(load_config(dir.path + "/config.json").activation, Activation::GELU);
+  // BERT's names are not DistilBERT's; a bad activation or flag is one line naming the key
+  dir.write("config.json", R"({"model_type": "distilbert", "vocab_size": 30522, "hidden_size": 768})");
+  EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
+            dir.path + "/config.json: missing required key \"dim\"");
+  dir.write("config.json", "{" + sizes + R"(, "activation": "silu"})");
+  EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
+            dir.path +
+                "/config.json: key \"activation\" must be \"gelu\" | \"relu\" | \"gelu_new\" | "
+                "\"gelu_pytorch_tanh\" | \"gelu_fast\", got \"silu\"");
+  dir.write("config.json", "{" + sizes + R"(, "sinusoidal_pos_embds": "yes"})");
+  EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
+            dir.path + "/config.json: key \"sinusoidal_pos_embds\" must be true or false, got \"yes\"");
+  dir.write("config.json", R"({"model_type": "distilbert", "vocab_size": 30522, "dim": 768, "n_heads": 5, )"
+                           R"("hidden_dim": 3072, "n_layers": 6, "max_position_embeddings": 512})");
+  EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
+            dir.path + "/config.json: key \"dim\" (768) must be divisible by \"n_heads\" (5)");
+}
+
 }  // namespace
 }  // namespace ordo

@@ -160,8 +160,8 @@ TEST(Encoder, MatchesThePlainEncoderInDouble) {
 }
 
 // A Hugging Face encoder (BertModel's tensor names, embedding LayerNorm, token-type row, position
-// offset) with random weights: the fast encoder on a padded batch held to the plain one, with and
-// without positions.
+// offset; DistilBertModel's names, no token types) with random weights: the fast encoder on a padded batch held to the
+// plain one, with and without positions.
 TEST(Encoder, HuggingFaceEncoderMatchesThePlainEncoder) {
   struct Case {
     const char* name;
@@ -171,7 +171,8 @@ TEST(Encoder, HuggingFaceEncoderMatchesThePlainEncoder) {
   };
   const Case cases[] = {{"bert, gelu", Family::Bert, Activation::GELU, 2},
                         {"bert, gelu-tanh, one token type", Family::Bert, Activation::GELUTanh, 1},
-                        {"roberta, offset 2, relu", Family::Roberta, Activation::ReLU, 1}};
+                        {"roberta, offset 2, relu", Family::Roberta, Activation::ReLU, 1},
+                        {"distilbert, gelu, no token types", Family::DistilBert, Activation::GELU, 0}};
   for (const Case& k : cases) {
     Config c;
     c.vocab_size = 53, c.d_model = 15, c.n_heads = 3, c.d_ff = 37, c.n_layers = 2;

@@ -454,24 +454,28 @@ TEST(Reduced, FirstInProjectionStaysInFloat) {
 // A Hugging Face encoder's first layer reads the embedding sum through its LayerNorm (embedding_norm),
 // a row like every later layer's input and unlike the unnormed E[id]·√d + PE that keeps a post-LN
 // model's first in_proj in float: there it is converted with the others (value on the finer grids),
-// and the encoder stays as close to f32 as the other models.
+// and the encoder stays as close to f32 as the other models. BERT's tensors, and DistilBERT's (no
+// token types).
 TEST(Reduced, NormedEmbeddingConvertsTheFirstInProjection) {
   SKIP_WITHOUT_ONEDNN();
-  Config c;
-  c.vocab_size = 97, c.d_model = 64, c.n_heads = 4, c.d_ff = 160, c.n_layers = 2;
-  c.family = Family::Bert, c.activation = Activation::GELU, c.token_types = 2;
-  c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 80, c.scale_embedding = false;
-  c.embedding_norm = true, c.layer_norm_eps = 1e-12;
-  test::TempDir dir;
-  test::write_random_weights(c, dir.path, 41);
-  const Model m(c, dir.path + "/model.safetensors");
-  const auto r = convert_model(m, ComputeType::Int8);
-  ASSERT_EQ(r->layers.size(), size_t(2));
-  for (const ReducedModel::Layer& layer : r->layers) {
-    EXPECT_EQ(layer.in_proj->type(), ComputeType::Int8);
-    EXPECT_EQ(layer.in_proj->wide(), 2 * c.d_model);
+  for (Family family : {Family::Bert, Family::DistilBert}) {
+    Config c;
+    c.vocab_size = 97, c.d_model = 64, c.n_heads = 4, c.d_ff = 160, c.n_layers = 2;
+    c.family = family, c.activation = Activation::GELU, c.token_types = family == Family::Bert ? 2 : 0;
+    c.positional_encoding = PositionalEncoding::Learned, c.max_positions = 80, c.scale_embedding = false;
+    c.embedding_norm = true, c.layer_norm_eps = 1e-12;
+    test::TempDir dir;
+    test::write_random_weights(c, dir.path, 41);
+    const Model m(c, dir.path + "/model.safetensors");
+    const auto r = convert_model(m, ComputeType::Int8);
+    ASSERT_EQ(r->layers.size(), size_t(2));
+    for (const ReducedModel::Layer& layer : r->layers) {
+      EXPECT_EQ(layer.in_proj->type(), ComputeType::Int8);
+      EXPECT_EQ(layer.in_proj->wide(), 2 * c.d_model);
+    }
+    expect_close_to_f32(
+        m, family == Family::Bert ? "normed-embedding model (bert)" : "normed-embedding model (distilbert)");
   }
-  expect_close_to_f32(m, "normed-embedding model");
 }
 
 // Without positions, a text and its permutation tie bit for bit at every compute type:

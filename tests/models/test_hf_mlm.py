@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """ordo's fill and score on Hugging Face masked-LM checkpoints against transformers, on random weights:
-BertForMaskedLM (WordPiece vocab.txt, mask [MASK]) and XLMRobertaForMaskedLM (XLM-R sentencepiece.bpe.model,
-mask <mask>), head decoder tied to the word embeddings or a matrix of its own, saved with save_pretrained.
+BertForMaskedLM (WordPiece vocab.txt, mask [MASK]), XLMRobertaForMaskedLM (XLM-R sentencepiece.bpe.model,
+mask <mask>) and DistilBertForMaskedLM (vocab_transform, vocab_layer_norm, vocab_projector), head decoder tied
+to the word embeddings or a matrix of its own, saved with save_pretrained.
     fill --json --logits: the ids are transformers' tokenizer's, and each mask's logits
         max |ordo − transformers| ≤ 1e-5 · max |transformers|
     with the same top 5 pieces, in the same order;
     score --json: each piece's log-probability with that piece masked (one masked copy per piece, as
         transformers computes it here) within 1e-5 · max |logits| of transformers'.
 Shapes: layers 1-3, 1-12 heads, head sizes 3-64, odd vocabulary sizes, the head's activation from hidden_act
-(BERT: erf GELU, tanh GELU, ReLU; XLM-R's lm_head: always the erf GELU).
+(BERT, DistilBERT: erf GELU, tanh GELU, ReLU; XLM-R's lm_head: always the erf GELU).
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
 import json
@@ -31,10 +32,13 @@ SCORE = ["the cat sat on the mat", "natural selection is read by the public"]
 def random_case(rng, arch):
     h, dh = rng.choice([(1, 8), (2, 3), (3, 5), (4, 16), (12, 32), (6, 64), (5, 7)])
     d = h * dh
-    return dict(arch=arch, hidden_size=d, num_attention_heads=h, num_hidden_layers=rng.randint(1, 3),
+    case = dict(arch=arch, hidden_size=d, num_attention_heads=h, num_hidden_layers=rng.randint(1, 3),
                 intermediate_size=rng.choice([d, 4 * d, rng.randint(5, 99)]),
                 hidden_act=rng.choice(["gelu", "gelu_new", "relu"]), layer_norm_eps=rng.choice([1e-12, 1e-5]),
                 tie=rng.choice([True, False]), extra=rng.choice([0, 3, 17]))
+    if arch == "distilbert":
+        del case["layer_norm_eps"]  # DistilBERT's is 1e-12, fixed
+    return case
 
 
 def ordo_json(a, case, command, out, text, tok):
@@ -97,7 +101,7 @@ def run_case(a, case, rng, seed):
 
 
 def main():
-    return run_cases(run_case, random_case, 20261127, 4)
+    return run_cases(run_case, random_case, 20261127, 4, archs=("bert", "xlm-roberta", "distilbert"))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """ordo against Hugging Face transformers on random weights: BertModel (with a WordPiece vocab.txt),
-XLMRobertaModel (with an XLM-R sentencepiece.bpe.model) and MPNetModel (a WordPiece vocab.txt with MPNet's
-<s> </s> <pad> <mask>, its bucket table of 32 rows or more), saved with save_pretrained as a user downloads
-them, run by `ordo encode --model DIR --pooling none --json` (all texts in one padded batch), and
+XLMRobertaModel (with an XLM-R sentencepiece.bpe.model), MPNetModel (a WordPiece vocab.txt with MPNet's
+<s> </s> <pad> <mask>, its bucket table of 32 rows or more) and DistilBertModel (a WordPiece vocab.txt saved
+by DistilBertTokenizerFast, positions learned or filled with sinusoids by sinusoidal_pos_embds), saved with
+save_pretrained as a user downloads them, run by `ordo encode --model DIR --pooling none --json` (all texts in one padded batch), and
 compared with transformers on the same ids (one padded batch too, with its attention mask):
     max |ordo − transformers| ≤ 1e-5 · max |transformers|     for every text
 and the ids with transformers' own tokenizer of the directory (BertTokenizerFast, XLMRobertaTokenizer,
-MPNetTokenizerFast). Shapes: layers 1-3, 1-12 heads, head sizes 2-64, odd vocabulary sizes, GELU (erf and
+MPNetTokenizerFast, DistilBertTokenizerFast). Shapes: layers 1-3, 1-12 heads, head sizes 2-64, odd vocabulary sizes, GELU (erf and
 tanh) and ReLU, layer_norm_eps 1e-12 and 1e-5, token-type tables of 1 to 3 rows; MPNet's texts include one
 of 182 tokens, keys past its bucket bias's max distance of 128. Then the ids of 10,000 hostile lines (with
-special tokens' texts) against XLMRobertaTokenizer's and against MPNetTokenizerFast's; and the one-line
-errors of a bad MPNet directory.
+special tokens' texts) against XLMRobertaTokenizer's, MPNetTokenizerFast's and DistilBertTokenizerFast's (the
+WordPiece of BertTokenizerFast, checked on its own files all the same); and the one-line
+errors of a bad MPNet or DistilBERT directory.
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
 import argparse
@@ -89,6 +91,9 @@ def random_case(rng, arch):
                 extra=rng.choice([0, 3, 17]))
     if arch == "mpnet":  # the rows of its bucket table: MPNet's 32, or more (of which it reads 32)
         case["buckets"] = rng.choice([32, 32, 40])
+    if arch == "distilbert":  # its table of positions filled with sinusoids at init (saved in the file either way)
+        case["sinusoidal"] = rng.choice([False, True])
+        del case["layer_norm_eps"], case["type_vocab_size"]  # eps fixed at 1e-12; no token types
     return case
 
 
@@ -98,11 +103,11 @@ def random_checkpoint(out, case, rng, masked_lm=False, **config):
     the tokenizer, the model and the padding id."""
     import torch
     import transformers
-    if case["arch"] == "mpnet":
-        config.pop("type_vocab_size", None)  # MPNet has no token types
+    if case["arch"] in ("mpnet", "distilbert"):
+        config.pop("type_vocab_size", None)  # MPNet and DistilBERT have no token types
     common = dict(hidden_size=case["hidden_size"], num_attention_heads=case["num_attention_heads"],
                   num_hidden_layers=case["num_hidden_layers"], intermediate_size=case["intermediate_size"],
-                  hidden_act=case["hidden_act"], layer_norm_eps=case["layer_norm_eps"], max_position_embeddings=300,
+                  hidden_act=case["hidden_act"], layer_norm_eps=case.get("layer_norm_eps"), max_position_embeddings=300,
                   **config)
     if case["arch"] == "bert":
         pieces = bert_vocab(rng, case["extra"])
@@ -111,6 +116,17 @@ def random_checkpoint(out, case, rng, masked_lm=False, **config):
         tok = transformers.BertTokenizerFast(os.path.join(out, "vocab.txt"))
         pad, config = 0, transformers.BertConfig(vocab_size=len(pieces), pad_token_id=0, **common)
         model = transformers.BertForMaskedLM(config) if masked_lm else transformers.BertModel(config, add_pooling_layer=False)
+    elif case["arch"] == "distilbert":  # DistilBertConfig's own names; LayerNorm eps fixed at 1e-12
+        pieces = list(dict.fromkeys(bert_vocab(rng, case["extra"])))  # each once, as the tokenizer saves it again
+        with open(os.path.join(out, "vocab.txt"), "w") as f:
+            f.write("\n".join(pieces) + "\n")
+        tok = transformers.DistilBertTokenizerFast(os.path.join(out, "vocab.txt"))
+        tok.save_pretrained(out)  # tokenizer.json, tokenizer_config.json beside vocab.txt, as the Hub has them
+        pad, config = 0, transformers.DistilBertConfig(
+            vocab_size=len(pieces), pad_token_id=0, dim=case["hidden_size"], n_heads=case["num_attention_heads"],
+            n_layers=case["num_hidden_layers"], hidden_dim=case["intermediate_size"], activation=case["hidden_act"],
+            max_position_embeddings=300, sinusoidal_pos_embds=case.get("sinusoidal", False), **config)
+        model = (transformers.DistilBertForMaskedLM(config) if masked_lm else transformers.DistilBertModel(config))
     elif case["arch"] == "mpnet":
         pieces = mpnet_vocab(rng, case["extra"])
         with open(os.path.join(out, "vocab.txt"), "w") as f:
@@ -128,8 +144,9 @@ def random_checkpoint(out, case, rng, masked_lm=False, **config):
             config.max_position_embeddings = 302
         model = transformers.XLMRobertaForMaskedLM(config) if masked_lm else transformers.XLMRobertaModel(config, add_pooling_layer=False)
     with torch.no_grad():  # weights larger than init's 0.02, LayerNorms not the identity
-        for p in model.parameters():
-            p.normal_(0.0, 0.3)
+        for name, p in model.named_parameters():
+            if not (case.get("sinusoidal") and "position_embeddings" in name):  # the sinusoids kept as init made them
+                p.normal_(0.0, 0.3)
     model.eval()
     model.save_pretrained(out, safe_serialization=True)
     return tok, model, pad
@@ -191,7 +208,8 @@ def run_case(a, case, rng, seed):
     import torch
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as out:
-        tok, model, pad = random_checkpoint(out, case, rng, type_vocab_size=case["type_vocab_size"])
+        tok, model, pad = random_checkpoint(out, case, rng, **({"type_vocab_size": case["type_vocab_size"]}
+                                                                if "type_vocab_size" in case else {}))
         texts = TEXTS + (["the cat sat on the mat " * 30] if case["arch"] == "mpnet" else [])
         errors, _, _ = hidden_parity(a, out, case, tok, model, pad, texts, case["hidden_size"])
         return errors.report() if errors else False
@@ -262,6 +280,18 @@ def mpnet_hostile_ids(lines=10000):
         return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on an MPNet directory")
 
 
+def distilbert_hostile_ids(lines=10000):
+    """DistilBERT's WordPiece on `lines` hostile lines against DistilBertTokenizerFast's, its files as
+    save_pretrained writes them (vocab.txt, tokenizer.json, tokenizer_config.json). Returns 1 if any differ."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--ordo", required=True)
+    a, _ = p.parse_known_args()
+    rng = random.Random(42)
+    with tempfile.TemporaryDirectory() as out:
+        tok, _, _ = random_checkpoint(out, random_case(rng, "distilbert"), rng)
+        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on a DistilBERT directory")
+
+
 def mpnet_refusals(lines=None):
     """A bad MPNet directory gets one line on stderr, exit 2 (docs/models.md's table): the bucket table
     missing, of the wrong shape, or fewer than MPNet's 32 rows in config.json. Returns 1 if any is otherwise."""
@@ -299,9 +329,43 @@ def mpnet_refusals(lines=None):
     return failed
 
 
+def distilbert_refusals():
+    """A bad DistilBERT directory gets one line on stderr, exit 2: a BertModel's weights under model_type
+    "distilbert" (its layers' tensors under other names), and a config with BERT's names for the sizes.
+    Returns 1 if any is otherwise."""
+    import transformers
+    p = argparse.ArgumentParser()
+    p.add_argument("--ordo", required=True)
+    a, _ = p.parse_known_args()
+    rng = random.Random(41)
+    failed = 0
+    with tempfile.TemporaryDirectory() as out:
+        case = random_case(rng, "bert")
+        random_checkpoint(out, case, rng)
+        cfg, st = os.path.join(out, "config.json"), os.path.join(out, "model.safetensors")
+        d = case["hidden_size"]
+        bert = json.load(open(cfg))
+        distil = transformers.DistilBertConfig(vocab_size=bert["vocab_size"], dim=d, n_heads=case["num_attention_heads"],
+                                               n_layers=case["num_hidden_layers"], hidden_dim=case["intermediate_size"],
+                                               max_position_embeddings=300).to_dict()
+        wants = [(distil, f"error: {st}: missing tensor transformer.layer.0.attention.q_lin.weight [{d},{d}]"),
+                 ({**bert, "model_type": "distilbert"}, f'error: {cfg}: missing required key "dim"')]
+        for config, want in wants:
+            with open(cfg, "w") as f:
+                json.dump(config, f)
+            r = subprocess.run([a.ordo, "encode", "--model", out, "x"], capture_output=True, text=True)
+            if (r.returncode, r.stdout, r.stderr) != (2, "", want + "\n"):
+                print(f"FAIL bad DistilBERT directory: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
+                failed = 1
+            else:
+                print(f"ok   {want}")
+    return failed
+
+
 def main():
-    return (mpnet_refusals() | run_cases(run_case, random_case, 20261126, 6, archs=("bert", "xlm-roberta", "mpnet")) | xlmr_hostile_ids()
-            | mpnet_hostile_ids())
+    return (mpnet_refusals() | distilbert_refusals()
+            | run_cases(run_case, random_case, 20261126, 6, archs=("bert", "xlm-roberta", "mpnet", "distilbert"))
+            | xlmr_hostile_ids() | mpnet_hostile_ids() | distilbert_hostile_ids())
 
 
 if __name__ == "__main__":

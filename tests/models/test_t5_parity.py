@@ -151,7 +151,8 @@ def refusals(a, rng):
         with open(path) as f:
             config = json.load(f)
         wants = [({"model_type": "umt5"}, f'error: {path}: key "model_type" must be "bert" | "roberta" | '
-                                          f'"xlm-roberta" | "t5" | "mt5" | "mpnet", got "umt5"'),
+                                          f'"xlm-roberta" | "t5" | "mt5" | "mpnet" | '
+                                          f'"distilbert", got "umt5"'),
                  ({"feed_forward_proj": "gated-silu"}, f'error: {path}: key "feed_forward_proj" must be "relu" | '
                                                        f'"gated-relu" | "gelu" | "gated-gelu" | "gelu_new" | '
                                                        f'"gated-gelu_new" | "gelu_pytorch_tanh" | '
