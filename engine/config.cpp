@@ -333,11 +333,14 @@ Config hf_directory(Config c, const std::string& dir) {
     c.tokenizer = "spiece.model";
   else if (exists(base + "/tokenizer.model"))
     c.tokenizer = "tokenizer.model";
-  else if (exists(base + "/tokenizer.json"))  // a fast tokenizer saved alone: read if its model is WordPiece
+  else if (exists(base + "/tokenizer.json"))  // a fast tokenizer: WordPiece saved alone, or RoBERTa's byte-level BPE
     c.tokenizer = "tokenizer.json";
+  else if (exists(base + "/vocab.json"))  // RoBERTa's byte-level BPE, merges.txt beside it
+    c.tokenizer = "vocab.json";
   else
     throw InputError(base,
-                     "has no tokenizer ordo reads: vocab.txt or tokenizer.json (WordPiece), sentencepiece.bpe.model "
+                     "has no tokenizer ordo reads: vocab.txt or tokenizer.json (WordPiece or byte-level BPE), "
+                     "vocab.json + merges.txt (byte-level BPE), sentencepiece.bpe.model "
                      "(XLM-R), spiece.model (T5) or tokenizer.model (sentencepiece)");
 
   // sentence-transformers: the modules, their pooling and normalization, the length texts are cut to

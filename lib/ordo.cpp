@@ -778,8 +778,9 @@ Filled Pipeline::fill(std::string_view text, int k, bool positions, const std::s
     const float* row = z.data() + i * size_t(V);
     if (!words) {
       for (const auto& [id, p] : top_k(row, V, k)) m.top.push_back({id, impl_->tokenizer.piece(id), p});
-    } else {  // the pieces that start a word ("▁" and more), by logit; p still over the whole vocabulary
-      static const std::string kWordStart = "\u2581";
+    } else {  // the pieces that start a word ("▁" and more; byte-level BPE's "Ġ"), by logit; p still over the whole
+              // vocabulary
+      const std::string kWordStart = impl_->tokenizer.kind() == std::string("byte-level bpe") ? "\u0120" : "\u2581";
       std::vector<int32_t> ids;
       for (int32_t id = 0; id < V; ++id) {
         const std::string piece = impl_->tokenizer.piece(id);

@@ -1,4 +1,4 @@
-// What the two tokenizers share (tokenizer.cpp through sentencepiece, tokenizer_unigram.cpp through
+// What the tokenizers share (tokenizer.cpp through sentencepiece, tokenizer_unigram.cpp through
 // unigram.cpp for the WebAssembly build): "<mask>" markers in a text, the special tokens' list, and the
 // UTF-8 check.
 #include <algorithm>
@@ -14,13 +14,19 @@ Tokenization Tokenizer::encode_masked(std::string_view text, const std::string& 
   size_t bad = 0;
   if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
   const int mask = text.find(kMarker) == std::string_view::npos ? -1 : mask_id();
+  if (positions) positions->clear();
   if (text.find(kMarker) != std::string_view::npos && mask < 0)
     throw InputError(path_, "has no " + std::string(kMarker) +
                                 " piece, so it cannot mark the pieces to fill (a masked language model's "
                                 "tokenizer has it as a control symbol)");
+  if (bpe_) {  // <mask> is one of its special tokens (lstrip): the text as encode() reads it, as RobertaTokenizerFast
+    Tokenization out = encode(text, where);
+    for (size_t i = 0; positions && i < out.ids.size(); ++i)
+      if (out.ids[i] == mask) positions->push_back(int(i));
+    return out;
+  }
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
   Tokenization out;
-  if (positions) positions->clear();
   size_t start = 0;
   bool after_marker = false;
   for (;;) {

@@ -6,11 +6,13 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 
 #include "common/regular_file.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/charsmap.h"
 #include "tokenizer/wordpiece.h"
 
@@ -24,6 +26,19 @@ namespace ordo {
 
 namespace {
 constexpr int kSentencepieceFatal = 3;
+
+// Whether a tokenizer.json's model.type is "BPE", read without building its vocabulary and merges (an error
+// in the file is left for the reader of its model to report).
+bool has_bpe_model(const std::string& path) {
+  using nlohmann::json;
+  constexpr uint64_t kMaxBytes = uint64_t(256) << 20;
+  const json::parser_callback_t skip = [](int depth, json::parse_event_t event, json& parsed) {
+    return !(event == json::parse_event_t::key && depth == 2 && parsed.is_string() &&
+             (parsed.get_ref<const std::string&>() == "vocab" || parsed.get_ref<const std::string&>() == "merges"));
+  };
+  const json j = json::parse(read_regular_file(path, kMaxBytes, "a tokenizer"), skip, false);
+  return j.is_object() && j.contains("model") && j["model"].is_object() && j["model"].value("type", "") == "BPE";
+}
 }  // namespace
 
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -34,6 +49,14 @@ Tokenizer Tokenizer::load(const std::string& path) {
   // The largest published sentencepiece models are a few MB; past this it is not a tokenizer.
   constexpr uint64_t kMaxBytes = uint64_t(256) << 20;
   const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  if (name == "vocab.json" || (name == "tokenizer.json" && has_bpe_model(path))) {
+    Tokenizer t;
+    t.path_ = path;
+    t.bpe_ = BytePairEncoding::load(path);
+    t.specials_ = t.bpe_->special;
+    t.white_space_ = true;
+    return t;
+  }
   if (name == "vocab.txt" || name == "tokenizer.json") {
     Tokenizer t;
     t.path_ = path;
@@ -143,18 +166,23 @@ uint32_t code_point(std::string_view s, size_t i, size_t* len) {
   for (size_t k = 1; k < *len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   return cp;
 }
-// How many bytes of whitespace s starts with, and ends with.
-size_t python_space_prefix(std::string_view s) {
+// Unicode's White_Space, which Rust's char::is_whitespace (and so tokenizers' lstrip and rstrip) reads: str.isspace()'s
+// characters but U+001C .. U+001F.
+bool white_space(uint32_t c) {
+  return python_space(c) && !(c >= 0x1C && c <= 0x1F);
+}
+// How many bytes of whitespace s starts with, and ends with (white: Unicode's White_Space, else str.isspace()).
+size_t python_space_prefix(std::string_view s, bool white) {
   size_t i = 0, len = 0;
-  while (i < s.size() && python_space(code_point(s, i, &len))) i += len;
+  while (i < s.size() && (white ? white_space : python_space)(code_point(s, i, &len))) i += len;
   return i;
 }
-size_t python_space_suffix(std::string_view s) {
+size_t python_space_suffix(std::string_view s, bool white) {
   size_t end = s.size();
   while (end > 0) {
     size_t begin = end - 1, len = 0;
     while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80) --begin;
-    if (!python_space(code_point(s, begin, &len))) break;
+    if (!(white ? white_space : python_space)(code_point(s, begin, &len))) break;
     end = begin;
   }
   return s.size() - end;
@@ -177,8 +205,8 @@ Tokenization Tokenizer::encode(std::string_view text, const std::string& where, 
   size_t start = 0;                      // where the text not yet tokenized begins
   const SpecialToken* before = nullptr;  // the special token just before it
   auto flush = [&](size_t end, const SpecialToken* after) {
-    if (before && before->rstrip) start += python_space_prefix(text.substr(start, end - start));
-    if (after && after->lstrip) end -= python_space_suffix(text.substr(start, end - start));
+    if (before && before->rstrip) start += python_space_prefix(text.substr(start, end - start), white_space_);
+    if (after && after->lstrip) end -= python_space_suffix(text.substr(start, end - start), white_space_);
     if (end <= start) return;
     const size_t first = spans ? spans->size() : 0;
     Tokenization part = encode_text(text.substr(start, end - start), where, spans);
@@ -206,10 +234,10 @@ Tokenization Tokenizer::encode(std::string_view text, const std::string& where, 
 }
 
 Tokenization Tokenizer::encode_text(std::string_view text, const std::string& where, std::vector<Span>* spans) const {
-  if (wp_) {
+  if (wp_ || bpe_) {
     size_t bad = 0;
     if (!valid_utf8(text, &bad)) throw InputError(where, "invalid UTF-8 at byte " + std::to_string(bad));
-    return wp_->encode(text, spans);
+    return wp_ ? wp_->encode(text, spans) : bpe_->encode(text, spans);
   }
   return encode_with(*sp_, text, where, spans);
 }
@@ -232,22 +260,27 @@ Tokenization Tokenizer::encode_with(sentencepiece::SentencePieceProcessor& sp, s
 
 int Tokenizer::size() const {
   if (wp_) return wp_->size();
+  if (bpe_) return bpe_->size();
   return sp_->GetPieceSize() + (fairseq_ ? 2 : 0);  // fairseq's <pad> and <mask>
 }
 int Tokenizer::bos_id() const {
   if (wp_) return wp_->id(wp_->cls);
+  if (bpe_) return bpe_->id(bpe_->cls);
   return fairseq_ ? 0 : sp_->bos_id();
 }
 int Tokenizer::eos_id() const {
   if (wp_) return wp_->id(wp_->sep);
+  if (bpe_) return bpe_->id(bpe_->sep);
   return fairseq_ ? 2 : sp_->eos_id();
 }
 int Tokenizer::unk_id() const {
   if (wp_) return wp_->unk_id();
+  if (bpe_) return bpe_->unk_id() >= 0 ? bpe_->unk_id() : bpe_->id("<unk>");  // RoBERTa's model names none
   return fairseq_ ? 3 : sp_->unk_id();
 }
 int Tokenizer::mask_id() const {
   if (wp_) return wp_->id(wp_->mask);
+  if (bpe_) return bpe_->id(bpe_->mask);
   if (fairseq_) return size() - 1;
   // PieceToId answers the unknown piece's id for a piece it does not hold: check the way back.
   const int id = sp_->PieceToId("<mask>");
@@ -255,7 +288,7 @@ int Tokenizer::mask_id() const {
 }
 
 const char* Tokenizer::mask_marker() const {
-  return wp_ ? wp_->mask.c_str() : "<mask>";
+  return wp_ ? wp_->mask.c_str() : bpe_ ? bpe_->mask.c_str() : "<mask>";
 }
 
 // A WordPiece model has no table (the count is then the text's bytes, each space 3): its own
@@ -271,6 +304,7 @@ std::string Tokenizer::piece(int id) const {
       if (s.id == id) return s.text;
   if (id < 0 || id >= size()) return "<?>";
   if (wp_) return wp_->piece(id);
+  if (bpe_) return bpe_->piece(id);
   if (fairseq_) {
     if (id == 1) return "<pad>";
     if (id == size() - 1) return "<mask>";

@@ -47,6 +47,7 @@ struct SpecialToken {
 };
 
 class WordPiece;
+class BytePairEncoding;
 
 class Tokenizer {
  public:
@@ -54,7 +55,9 @@ class Tokenizer {
   // names say more: vocab.txt is BERT's WordPiece vocabulary (tokenizer/wordpiece.h; [CLS] and [SEP]
   // are its BOS and EOS, [MASK] its mask, [UNK] its unknown piece), and sentencepiece.bpe.model is
   // XLM-RoBERTa's sentencepiece model, whose ids fairseq renumbered: <s> 0, <pad> 1, </s> 2, <unk> 3,
-  // every other piece its sentencepiece id + 1, and <mask> after the last.
+  // every other piece its sentencepiece id + 1, and <mask> after the last. A tokenizer.json whose model
+  // is "BPE", or a vocab.json (merges.txt beside it), is RoBERTa's byte-level BPE (tokenizer/bpe.h; <s> and
+  // </s> its BOS and EOS, <mask> its mask); another tokenizer.json is read as WordPiece's.
   static Tokenizer load(const std::string& path);
   // The same from the file's bytes; `path` names it in errors.
   static Tokenizer parse(const std::string& bytes, const std::string& path);
@@ -101,14 +104,19 @@ class Tokenizer {
   // vocab.txt, tokenizer.json's added_tokens (else [PAD] [UNK] [CLS] [SEP] [MASK]); for XLM-R's
   // <s> <pad> </s> <unk> <mask> (lstrip), as XLMRobertaTokenizer; for T5's spiece.model </s> <unk> <pad>
   // and <extra_id_0> .. <extra_id_99> (ids from the piece count + 99 down; lstrip and rstrip), as
-  // T5Tokenizer. ordo's own tokenizer.model has none: there
+  // T5Tokenizer; for RoBERTa's byte-level BPE tokenizer.json's added_tokens (else tokenizer_config.json's
+  // added_tokens_decoder, else <s> <pad> </s> <unk> <mask> (lstrip)), as RobertaTokenizerFast, whose lstrip and
+  // rstrip take the characters of Unicode's White_Space (not U+001C .. U+001F, which str.isspace() counts).
+  // ordo's own tokenizer.model has none: there
   // "<mask>" in a text is text, and only encode_masked reads it.
   const std::vector<SpecialToken>& special_tokens() const { return specials_; }
   // Forgets those whose id is not below `limit` (a model's vocab_size: T5's extra ids past it).
   void keep_special_tokens_below(int limit);
   // Which kind of tokenizer this is, as trace names it: "wordpiece" (a vocab.txt), "sentencepiece
-  // with XLM-R's ids" (a sentencepiece.bpe.model) or "sentencepiece".
-  const char* kind() const { return wp_ ? "wordpiece" : fairseq_ ? "sentencepiece with XLM-R's ids" : "sentencepiece"; }
+  // with XLM-R's ids" (a sentencepiece.bpe.model), "byte-level bpe" (RoBERTa's) or "sentencepiece".
+  const char* kind() const {
+    return wp_ ? "wordpiece" : bpe_ ? "byte-level bpe" : fairseq_ ? "sentencepiece with XLM-R's ids" : "sentencepiece";
+  }
 
   // At most how many bytes sentencepiece normalizes `text` (valid UTF-8) into before it splits them
   // into pieces (NFKC makes 33 bytes of the 3 of U+FDFA), found without normalizing it:
@@ -131,9 +139,11 @@ class Tokenizer {
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::shared_ptr<Joined> joined_;
-  std::shared_ptr<const WordPiece> wp_;  // set for a vocab.txt, and then sp_ is null
-  bool fairseq_ = false;                 // XLM-R's ids (load's comment)
-  int from_sp(int id) const;             // a sentencepiece id as this tokenizer numbers it
+  std::shared_ptr<const WordPiece> wp_;          // set for a vocab.txt, and then sp_ is null
+  std::shared_ptr<const BytePairEncoding> bpe_;  // set for RoBERTa's byte-level BPE, and then sp_ is null
+  bool white_space_ = false;  // lstrip and rstrip take Unicode's White_Space, as tokenizers (Rust) has it
+  bool fairseq_ = false;      // XLM-R's ids (load's comment)
+  int from_sp(int id) const;  // a sentencepiece id as this tokenizer numbers it
   std::string path_;
   std::string charsmap_;  // the normalizer's precompiled_charsmap ("" for none)
   std::vector<SpecialToken> specials_;

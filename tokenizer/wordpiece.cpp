@@ -130,7 +130,8 @@ std::vector<std::string> json_vocabulary(const std::string& path, const std::str
   const std::string type = model && model->contains("type") && (*model)["type"].is_string() ? (*model)["type"] : "";
   if (type != "WordPiece")
     throw InputError(path, "has a " + (type.empty() ? std::string("tokenizer without a model type") : type + " model") +
-                               "; ordo reads a WordPiece tokenizer.json, vocab.txt, or a sentencepiece model");
+                               "; ordo reads a WordPiece or byte-level BPE tokenizer.json, vocab.txt, vocab.json, or a "
+                               "sentencepiece model");
   if (!model->contains("vocab") || !(*model)["vocab"].is_object() || (*model)["vocab"].empty())
     throw InputError(path, "model.vocab is not an object of pieces and their ids");
   const json& vocab = (*model)["vocab"];

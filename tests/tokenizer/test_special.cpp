@@ -118,8 +118,15 @@ TEST(SpecialTokens, AWordPieceTokenizerJsonAloneIsRead) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})"),
-            path + ": has a BPE model; ordo reads a WordPiece tokenizer.json, vocab.txt, or a sentencepiece model");
+  EXPECT_EQ(message(R"({"model": {"type": "Unigram", "vocab": [["a", 0]]}})"),
+            path +
+                ": has a Unigram model; ordo reads a WordPiece or byte-level BPE tokenizer.json, vocab.txt, "
+                "vocab.json, or a sentencepiece model");
+  // a BPE model is read as RoBERTa's byte-level BPE (tests/tokenizer/test_bpe.cpp), which needs its pre-tokenizer
+  EXPECT_EQ(message(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})"),
+            path +
+                ": its pre_tokenizer is not ByteLevel (GPT-2's pattern and bytes), which ordo's byte-level BPE "
+                "(RoBERTa's) does not have");
   EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 2}}})"),
             path + ": model.vocab's ids are not 0 .. 1 once each (\"a\": 2)");
   EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 0}}})"),
