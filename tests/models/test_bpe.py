@@ -62,7 +62,7 @@ def train(out, add_prefix_space, vocab_size):
 
 
 def checkpoint(out, rng, vocab_size):
-    """A random-weight RobertaModel saved into `out`. Returns the model and its hidden size."""
+    """A random-weight RobertaForMaskedLM saved into `out`. Returns the model and its hidden size."""
     import torch
     import transformers
     h, dh = rng.choice([(2, 4), (3, 5), (4, 16)])
@@ -70,7 +70,7 @@ def checkpoint(out, rng, vocab_size):
         vocab_size=vocab_size, hidden_size=h * dh, num_attention_heads=h, num_hidden_layers=rng.randint(1, 2),
         intermediate_size=rng.choice([h * dh, 4 * h * dh]), hidden_act=rng.choice(["gelu", "gelu_new", "relu"]),
         layer_norm_eps=1e-5, max_position_embeddings=514, pad_token_id=1, type_vocab_size=1)
-    model = transformers.RobertaModel(config, add_pooling_layer=False)
+    model = transformers.RobertaForMaskedLM(config)
     with torch.no_grad():  # weights larger than init's 0.02, LayerNorms not the identity
         for p in model.parameters():
             p.normal_(0.0, 0.3)
@@ -131,6 +131,49 @@ def compare_spans(name, texts, rows, ref):
     return 0
 
 
+FILL = ["the cat sat on the <mask>.", "<mask> cat", "a  <mask>  b<mask>c", "<mask>"]
+
+
+def fill(a, out, tok, model, setting):
+    """`ordo fill --json --logits` against RobertaForMaskedLM: the ids are tok's, the masks where tok puts
+    them, each mask's logits within 1e-5 (relative, max) and the same top 5; with --words, only pieces that
+    start with "Ġ". Returns 1 if not."""
+    import numpy as np
+    import torch
+    worst = 0.0
+    for text in FILL:
+        r = subprocess.run([a.ordo, "fill", "--model", out, "--json", "--logits", "--top", "5", text],
+                           capture_output=True, text=True)
+        ids = tok(text)["input_ids"]
+        got = json.loads(r.stdout) if r.returncode == 0 else None
+        if got is None or got["ids"] != ids:
+            print(f"FAIL fill {text!r} {setting}: exit {r.returncode} {r.stderr.strip()[:200]}, "
+                  f"ids {got and got['ids']}, transformers {ids}")
+            return 1
+        with torch.no_grad():
+            want = model(input_ids=torch.tensor([ids])).logits[0].double().numpy()
+        masks = [t for t, i in enumerate(ids) if i == tok.mask_token_id]
+        if [m["position"] for m in got["masks"]] != masks:
+            print(f"FAIL fill {text!r} {setting}: masks {[m['position'] for m in got['masks']]}, transformers {masks}")
+            return 1
+        for m in got["masks"]:
+            ref = want[m["position"]]
+            err = np.abs(np.array(m["logits"], dtype=np.float64) - ref).max() / np.abs(ref).max()
+            worst = max(worst, err)
+            if err > 1e-5 or [p["id"] for p in m["top"]] != list(np.argsort(-ref, kind="stable")[:5]):
+                print(f"FAIL fill {text!r} {setting} at {m['position']}: relative error {err:.3g}, top "
+                      f"{[p['id'] for p in m['top']]}, transformers {list(np.argsort(-ref, kind='stable')[:5])}")
+                return 1
+    r = subprocess.run([a.ordo, "fill", "--model", out, "--json", "--words", "--top", "20", FILL[0]],
+                       capture_output=True, text=True)
+    pieces = [p["piece"] for p in json.loads(r.stdout)["masks"][0]["top"]] if r.returncode == 0 else []
+    if len(pieces) != 20 or not all(p.startswith("\u0120") and len(p) > 1 for p in pieces):
+        print(f"FAIL fill --words {setting}: exit {r.returncode}, pieces {pieces}")
+        return 1
+    print(f"ok   fill on RobertaForMaskedLM {setting}: {len(FILL)} texts, worst {worst:.2e}; --words gives Ġ pieces")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ordo", required=True)
@@ -149,7 +192,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             out, alone = os.path.join(tmp, "model"), os.path.join(tmp, "vocab-json")
             os.mkdir(out)
-            fast = train(out, prefix, rng.choice([600, 1000, 1500]))
+            fast = train(out, prefix, 600 if prefix else 1500)
             model, width = checkpoint(out, rng, len(fast))
             os.mkdir(alone)
             for f in os.listdir(out):
@@ -178,9 +221,10 @@ def main():
             untrimmed["post_processor"]["trim_offsets"] = False
             failed += compare_spans(f"tokenizers' {setting}", texts, rows, Tokenizer.from_str(json.dumps(untrimmed)))
             for d in [out, alone]:
-                errors, _, _ = hidden_parity(a, d, f"RobertaModel {os.path.basename(d)} {setting}", from_dir, model, 1,
-                                             TEXTS, width)
+                errors, _, _ = hidden_parity(a, d, f"RobertaModel {os.path.basename(d)} {setting}", from_dir,
+                                             model.roberta, 1, TEXTS, width)
                 failed += not (errors and errors.report())
+            failed += fill(a, out, from_dir, model, setting)
     print("all agree" if not failed else f"{failed} failed")
     return 1 if failed else 0
 
