@@ -341,6 +341,25 @@ def config_cases():
     bad_w("cfg_d_ff_mismatch", cfg(d_ff=32), "tensor layers.0.linear1.weight has shape [16,8], config wants [32,8]")
 
 
+def bpe_vocabulary(more, changes=None):
+    """A byte-level BPE vocabulary: the 256 bytes' characters (GPT-2's bytes_to_unicode) as ids 0 .. 255, then `more`."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    shifted = [b for b in range(256) if b not in printable]
+    chars = {b: chr(b) if b in printable else chr(0x100 + shifted.index(b)) for b in range(256)}
+    vocab = {chars[b]: b for b in range(256)}
+    vocab.update({p: 256 + i for i, p in enumerate(more)})
+    vocab.update(changes or {})
+    return vocab
+
+
+def bpe_tokenizer(more, merges, changes=None, added=()):
+    """tokenizer.json of a byte-level BPE (RoBERTa's layout) over bpe_vocabulary(more)."""
+    return json.dumps({"added_tokens": list(added), "normalizer": None,
+                       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True},
+                       "model": {"type": "BPE", "vocab": bpe_vocabulary(more, changes), "merges": merges}},
+                      ensure_ascii=False).encode()
+
+
 def tokenizer_cases():
     TK = "tokenizer.model: "
     bad = lambda name, blob, *expect, **kw: case("bad", name, tokenizer=blob, expect=(TK,) + expect, **kw)
@@ -357,6 +376,20 @@ def tokenizer_cases():
     case("bad", "tok_is_directory", expect=(TK.strip(": ") + ": not a regular file",),
          files={"tokenizer.model": None, "tokenizer.model/README": b"a directory, not a file\n"})
     case("bad", "tok_named_file_missing", config=cfg(tokenizer="spm.model"), expect=("spm.model: cannot open",))
+    # RoBERTa's byte-level BPE (tokenizer/bpe.h), named by the config: a file that is not JSON, a merge needing a
+    # piece the vocabulary lacks, ids past the vocabulary, vocab.json without the merges.txt it needs.
+    bpe = lambda name, files, *expect: case("bad", name, config=cfg(tokenizer=next(iter(files))), files=files,
+                                            expect=expect)
+    bpe("tok_bpe_not_json", {"tokenizer.json": b'{"model": {"type": "BPE", '}, "tokenizer.json: is not valid JSON (")
+    bpe("tok_bpe_merge_not_in_vocab", {"tokenizer.json": bpe_tokenizer(["ab"], ["a b", "a c"])},
+        'tokenizer.json: model.merges[1] ("a c") needs "ac", which the vocabulary does not have')
+    bpe("tok_bpe_vocab_id_out_of_range", {"tokenizer.json": bpe_tokenizer(["ab"], [], {"ab": 400})},
+        "tokenizer.json: model.vocab's ids are not 0 .. 256 once each (\"ab\": 400)")
+    bpe("tok_bpe_added_id_out_of_range",
+        {"tokenizer.json": bpe_tokenizer(["ab"], ["a b"], added=[{"id": 1000, "content": "<mask>", "lstrip": True}])},
+        'tokenizer.json: added_tokens[0]: ("<mask>") has id 1000, not a piece\'s id nor the next after the 257 pieces')
+    bpe("tok_bpe_vocab_json_without_merges", {"vocab.json": json.dumps(bpe_vocabulary(["ab"])).encode()},
+        "merges.txt: cannot open")
     # A normalization table whose trie points outside itself: sentencepiece would read out of bounds.
     bad("tok_charsmap_trie_out_of_range", with_charsmap(TOKENIZER, bad_trie=True), "charsmap trie")
     bad("tok_charsmap_size_lies", with_charsmap(TOKENIZER, size_lie=True), "charsmap trie of")

@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 
 #include <ordo/errors.h>
@@ -125,6 +127,25 @@ TEST(BytePairEncoding, MergesLowestRankFirstLeftmostOnATie) {
   EXPECT_EQ(Tokenizer::load(dir.path + "/tokenizer.json").encode("abc").ids, (std::vector<int32_t>{262}));
 }
 
+// A byte the vocabulary lacks: model.unk_token's piece (one for a run with fuse_unk), or, without one, nothing,
+// and its neighbours meet as if it were not there; ignore_merges: a word the vocabulary holds is that piece.
+TEST(BytePairEncoding, UnknownBytesAndIgnoreMerges) {
+  Dir dir;
+  json j = tokenizer_json({}, {"a b"});
+  j["model"]["vocab"] = {{"a", 0}, {"b", 1}, {"<unk>", 2}, {"ab", 3}, {"abb", 4}};
+  const auto load = [&](const json& model) {
+    json t = j;
+    if (model.is_object()) t["model"].update(model);
+    write(dir.path + "/tokenizer.json", t.dump());
+    return Tokenizer::load(dir.path + "/tokenizer.json");
+  };
+  EXPECT_EQ(load({}).encode("axxb").ids, (std::vector<int32_t>{3}));
+  EXPECT_EQ(load({{"unk_token", "<unk>"}}).encode("axxb").ids, (std::vector<int32_t>{0, 2, 2, 1}));
+  EXPECT_EQ(load({{"unk_token", "<unk>"}, {"fuse_unk", true}}).encode("axxb").ids, (std::vector<int32_t>{0, 2, 1}));
+  EXPECT_EQ(load({}).encode("abb").ids, (std::vector<int32_t>{3, 1}));
+  EXPECT_EQ(load({{"ignore_merges", true}}).encode("abb").ids, (std::vector<int32_t>{4}));
+}
+
 // Spans: a piece owns the bytes it spells, its space included; a character two pieces share belongs to the
 // piece with its last byte, and the pieces before it get begin == end.
 TEST(BytePairEncoding, SpansAreBytesOfTheText) {
@@ -193,6 +214,68 @@ TEST(BytePairEncoding, VocabJsonAndMergesTxt) {
   EXPECT_EQ(tok.encode("ab <mask><s>").ids, (std::vector<int32_t>{261, 260, 256}));
   EXPECT_EQ(tok.unk_id(), 259);
   EXPECT_EQ(tok.special_tokens().size(), 5u);
+}
+
+// Byte-level BPE loses nothing: on random texts (ASCII, accents, combining marks, CJK, emoji, Unicode spaces),
+// the pieces' characters turned back into bytes are the text, the words and the spans cover it in order, each
+// span ending on a character's boundary.
+TEST(BytePairEncoding, RandomTextsComeBackWhole) {
+  Dir dir;
+  write(dir.path + "/tokenizer.json",
+        tokenizer_json(
+            {"<s>", "<pad>", "</s>", "th", "the", "\u0120t", "\u0120the", "\u00C3\u00A9", "\u0120\u0120", "he"},
+            {"t h", "th e", "\u0120 t", "\u0120t he", "h e", "\u00C3 \u00A9", "\u0120 \u0120"})
+            .dump());
+  const Tokenizer tok = Tokenizer::load(dir.path + "/tokenizer.json");
+  std::map<std::string, unsigned char> byte_of;
+  for (int b = 0; b < 256; ++b)
+    byte_of[BytePairEncoding::byte_char(static_cast<unsigned char>(b))] = static_cast<unsigned char>(b);
+  const std::vector<uint32_t> pool = {'t',    'h',    'e',     ' ',     ' ',    'a',  '\'',  's',     '1',
+                                      '!',    '\t',   '\n',    0x85,    0xA0,   0xE9, 0x301, 0x3000,  0x65E5,
+                                      0x672C, 0xAC00, 0x1F600, 0x1F3FD, 0x200D, 0xB2, 0x1C,  0x10FFFF};
+  std::mt19937 rng(27);
+  for (int n = 0; n < 3000; ++n) {
+    std::string text;
+    const int len = int(rng() % 24);
+    for (int i = 0; i < len; ++i) {
+      const uint32_t cp = pool[rng() % pool.size()];
+      if (cp < 0x80) {
+        text += char(cp);
+      } else if (cp < 0x800) {
+        text += char(0xC0 | (cp >> 6)), text += char(0x80 | (cp & 0x3F));
+      } else if (cp < 0x10000) {
+        text += char(0xE0 | (cp >> 12)), text += char(0x80 | ((cp >> 6) & 0x3F)), text += char(0x80 | (cp & 0x3F));
+      } else {
+        text += char(0xF0 | (cp >> 18)), text += char(0x80 | ((cp >> 12) & 0x3F));
+        text += char(0x80 | ((cp >> 6) & 0x3F)), text += char(0x80 | (cp & 0x3F));
+      }
+    }
+    std::vector<Span> spans;
+    const Tokenization t = tok.encode(text, "input", &spans);
+    std::string back;
+    for (size_t k = 0; k < t.ids.size(); ++k) {
+      ASSERT_TRUE(t.ids[k] >= 0 && t.ids[k] < tok.size());
+      EXPECT_EQ(t.pieces[k], tok.piece(t.ids[k]));
+      for (size_t i = 0; i < t.pieces[k].size();) {  // the piece's characters, each one or two bytes
+        const size_t w = static_cast<unsigned char>(t.pieces[k][i]) < 0x80 ? 1 : 2;
+        ASSERT_TRUE(byte_of.count(t.pieces[k].substr(i, w))) << t.pieces[k];
+        back += char(byte_of[t.pieces[k].substr(i, w)]);
+        i += w;
+      }
+      EXPECT_EQ(spans[k].begin, k ? spans[k - 1].end : 0u) << text;
+      EXPECT_LE(spans[k].begin, spans[k].end);
+      EXPECT_TRUE(spans[k].end == text.size() || (static_cast<unsigned char>(text[spans[k].end]) & 0xC0) != 0x80);
+    }
+    EXPECT_EQ(back, text);
+    EXPECT_EQ(spans.empty() ? 0u : spans.back().end, text.size()) << text;
+    size_t at = 0;
+    for (const Span& w : BytePairEncoding::words(text)) {
+      EXPECT_EQ(w.begin, at);
+      EXPECT_LT(w.begin, w.end);
+      at = w.end;
+    }
+    EXPECT_EQ(at, text.size());
+  }
 }
 
 std::string error_of(const std::string& path) {
