@@ -210,6 +210,21 @@ void BytePairEncoding::merge(std::string_view word, std::vector<int>& ids, std::
   for (int i = 0; i >= 0; i = s[size_t(i)].next) ids.push_back(s[size_t(i)].id), ends.push_back(s[size_t(i)].end);
 }
 
+void BytePairEncoding::merge_cached(std::string_view word, std::vector<int>& ids, std::vector<size_t>& ends) const {
+  if (word.size() > kCacheBytes) return merge(word, ids, ends);
+  const std::string key(word);
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (const auto it = cache_.find(key); it != cache_.end()) {
+      ids = it->second.ids, ends = it->second.ends;
+      return;
+    }
+  }
+  merge(word, ids, ends);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (cache_.size() < kCacheWords) cache_.emplace(key, Pieces{ids, ends});
+}
+
 Tokenization BytePairEncoding::encode(std::string_view text, std::vector<Span>* spans) const {
   Tokenization out;
   if (text.empty()) return out;
@@ -227,7 +242,7 @@ Tokenization BytePairEncoding::encode(std::string_view text, std::vector<Span>* 
   std::vector<int> ids;
   std::vector<size_t> ends;
   for (const Span& w : words(s)) {
-    merge(s.substr(w.begin, w.end - w.begin), ids, ends);
+    merge_cached(s.substr(w.begin, w.end - w.begin), ids, ends);
     for (size_t k = 0; k < ids.size(); ++k) {
       out.ids.push_back(ids[k]);
       out.pieces.push_back(pieces_[size_t(ids[k])]);
@@ -244,13 +259,44 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
   auto bpe = std::make_unique<BytePairEncoding>();
   const bool from_json = name == "tokenizer.json";
 
-  json tok;           // tokenizer.json
-  const json* vocab;  // piece → id
-  json vocab_file;
+  json tok;                                               // tokenizer.json, without model.vocab and model.merges
+  std::vector<std::pair<std::string, json>> vocab_items;  // piece → id
   std::vector<std::pair<std::string, std::string>> merges;
   std::string merges_where;  // the file the merges came from, for errors
   if (from_json) {
-    tok = parse_json(path, "a tokenizer");
+    // model.vocab's members and model.merges' elements are taken out as they are parsed, not built into the
+    // tree (50,000 of each for RoBERTa): the keys at depths 1 and 2 say where the parser is.
+    std::vector<json> merge_items;
+    std::string k1, k2, key;
+    bool keyed = false;
+    using Event = json::parse_event_t;
+    const json::parser_callback_t take = [&](int depth, Event event, json& parsed) {
+      if (event == Event::key && depth <= 3) {
+        std::string& k = depth == 1 ? k1 : depth == 2 ? k2 : key;
+        k = parsed.get<std::string>();
+        if (depth == 1) k2.clear();
+        keyed = depth == 3;
+        return true;
+      }
+      if (depth != 3 || k1 != "model" ||
+          !(event == Event::value || event == Event::object_end || event == Event::array_end))
+        return true;
+      if (k2 == "vocab" && keyed) {
+        vocab_items.emplace_back(std::move(key), std::move(parsed));
+        keyed = false;
+        return false;
+      }
+      if (k2 == "merges") {
+        merge_items.push_back(std::move(parsed));
+        return false;
+      }
+      return true;
+    };
+    try {
+      tok = json::parse(read_regular_file(path, uint64_t(256) << 20, "a tokenizer"), take);
+    } catch (const json::exception& e) {
+      throw InputError(path, std::string("is not valid JSON (") + e.what() + ")");
+    }
     const json* model = tok.is_object() && tok.contains("model") && tok["model"].is_object() ? &tok["model"] : nullptr;
     if (!model || model->value("type", "") != "BPE") throw InputError(path, "has no BPE model");
     const json& m = *model;
@@ -275,12 +321,11 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
     bpe->add_prefix_space = is_true(*pre, "add_prefix_space");
     bpe->fuse_unk_ = is_true(m, "fuse_unk");
     bpe->ignore_merges_ = is_true(m, "ignore_merges");
-    if (!m.contains("vocab") || !m["vocab"].is_object() || m["vocab"].empty())
+    if (!m.contains("vocab") || !m["vocab"].is_object() || vocab_items.empty())
       throw InputError(path, "model.vocab is not an object of pieces and their ids");
-    vocab = &m["vocab"];
     if (!m.contains("merges") || !m["merges"].is_array())
       throw InputError(path, "model.merges is not a list of pairs of pieces");
-    for (const json& e : m["merges"]) {  // "a b", or ["a", "b"] as tokenizers 0.20 and later write them
+    for (const json& e : merge_items) {  // "a b", or ["a", "b"] as tokenizers 0.20 and later write them
       const std::string at = "model.merges[" + std::to_string(merges.size()) + "]";
       if (e.is_string()) {
         const std::string& s = e.get_ref<const std::string&>();
@@ -296,10 +341,10 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
     }
     merges_where = path;
   } else {  // vocab.json and merges.txt, as transformers' RobertaTokenizer reads them
-    vocab_file = parse_json(path, "a BPE vocabulary");
+    json vocab_file = parse_json(path, "a BPE vocabulary");
     if (!vocab_file.is_object() || vocab_file.empty())
       throw InputError(path, "is not an object of pieces and their ids");
-    vocab = &vocab_file;
+    for (auto& [piece, id] : vocab_file.items()) vocab_items.emplace_back(piece, std::move(id));
     merges_where = dir + "/merges.txt";
     const std::string text = read_regular_file(merges_where, uint64_t(256) << 20, "a BPE merges file");
     // RobertaTokenizer: the lines between the first (the "#version: 0.2" header) and the end, each two pieces
@@ -327,12 +372,13 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
   }
 
   // The vocabulary: ids 0 .. n − 1, once each.
-  bpe->pieces_.resize(vocab->size());
-  std::vector<bool> seen(vocab->size());
-  for (const auto& [piece, id] : vocab->items()) {
-    if (!id.is_number_integer() || id < 0 || id >= json(vocab->size()) || seen[id.get<size_t>()])
+  const size_t n = vocab_items.size();
+  bpe->pieces_.resize(n);
+  std::vector<bool> seen(n);
+  for (const auto& [piece, id] : vocab_items) {
+    if (!id.is_number_integer() || id < 0 || id >= json(n) || seen[id.get<size_t>()])
       throw InputError(path, std::string(from_json ? "model.vocab's " : "") + "ids are not 0 .. " +
-                                 std::to_string(vocab->size() - 1) + " once each (" + shown(piece) + ": " +
+                                 std::to_string(n - 1) + " once each (" + shown(piece) + ": " +
                                  id.dump().substr(0, 40) + ")");
     seen[id.get<size_t>()] = true;
     bpe->pieces_[id.get<size_t>()] = piece;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -67,6 +68,16 @@ class BytePairEncoding {
   static uint64_t key(int left, int right) { return uint64_t(uint32_t(left)) << 32 | uint32_t(right); }
   // Step 3 on one word (its bytes): ids, and where each piece ends in the word's bytes.
   void merge(std::string_view word, std::vector<int>& ids, std::vector<size_t>& ends) const;
+  // The same, remembered: the first kCacheWords words of up to kCacheBytes bytes are kept with their pieces
+  // (a text repeats its words; tokenizers keeps 10,000 the same way), and a word met again is looked up.
+  void merge_cached(std::string_view word, std::vector<int>& ids, std::vector<size_t>& ends) const;
+  static constexpr size_t kCacheWords = 10000, kCacheBytes = 64;
+  struct Pieces {
+    std::vector<int> ids;
+    std::vector<size_t> ends;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, Pieces> cache_;
 
   std::vector<std::string> pieces_;
   std::unordered_map<std::string, int> ids_;
