@@ -218,7 +218,7 @@ TEST(BytePairEncoding, VocabJsonAndMergesTxt) {
 
 // Byte-level BPE loses nothing: on random texts (ASCII, accents, combining marks, CJK, emoji, Unicode spaces),
 // the pieces' characters turned back into bytes are the text, the words and the spans cover it in order, each
-// span ending on a character's boundary.
+// span ending on a character's boundary; and the pieces of remembered words are those of words merged afresh.
 TEST(BytePairEncoding, RandomTextsComeBackWhole) {
   Dir dir;
   write(dir.path + "/tokenizer.json",
@@ -252,6 +252,9 @@ TEST(BytePairEncoding, RandomTextsComeBackWhole) {
     }
     std::vector<Span> spans;
     const Tokenization t = tok.encode(text, "input", &spans);
+    // the words remembered give what merging them again gives: the same text again, and a tokenizer just loaded
+    EXPECT_EQ(tok.encode(text).ids, t.ids);
+    if (n % 30 == 0) EXPECT_EQ(Tokenizer::load(dir.path + "/tokenizer.json").encode(text).ids, t.ids) << text;
     std::string back;
     for (size_t k = 0; k < t.ids.size(); ++k) {
       ASSERT_TRUE(t.ids[k] >= 0 && t.ids[k] < tok.size());
