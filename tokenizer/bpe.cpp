@@ -298,7 +298,7 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
       throw InputError(path, std::string("is not valid JSON (") + e.what() + ")");
     }
     const json* model = tok.is_object() && tok.contains("model") && tok["model"].is_object() ? &tok["model"] : nullptr;
-    if (!model || model->value("type", "") != "BPE") throw InputError(path, "has no BPE model");
+    if (!model || (model->contains("type") && (*model)["type"] != "BPE")) throw InputError(path, "has no BPE model");
     const json& m = *model;
     const auto refuse_unless = [&](bool ok, const std::string& what) {
       if (!ok) throw InputError(path, what + ", which ordo's byte-level BPE (RoBERTa's) does not have");

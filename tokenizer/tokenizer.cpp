@@ -27,17 +27,22 @@ namespace ordo {
 namespace {
 constexpr int kSentencepieceFatal = 3;
 
-// Whether a tokenizer.json's model.type is "BPE", read without building its vocabulary and merges (an error
-// in the file is left for the reader of its model to report).
+// Whether a tokenizer.json's model is BPE: its type says "BPE", or it has no type and has merges (as tokenizers
+// wrote it before it named the type, and still reads it). Read without building the vocabulary and merges; an
+// error in the file is left for the reader of its model to report.
 bool has_bpe_model(const std::string& path) {
   using nlohmann::json;
   constexpr uint64_t kMaxBytes = uint64_t(256) << 20;
-  const json::parser_callback_t skip = [](int depth, json::parse_event_t event, json& parsed) {
-    return !(event == json::parse_event_t::key && depth == 2 && parsed.is_string() &&
-             (parsed.get_ref<const std::string&>() == "vocab" || parsed.get_ref<const std::string&>() == "merges"));
+  bool merges = false;
+  const json::parser_callback_t skip = [&merges](int depth, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::key || depth != 2 || !parsed.is_string()) return true;
+    const std::string& key = parsed.get_ref<const std::string&>();
+    merges = merges || key == "merges";
+    return key != "vocab" && key != "merges";
   };
   const json j = json::parse(read_regular_file(path, kMaxBytes, "a tokenizer"), skip, false);
-  return j.is_object() && j.contains("model") && j["model"].is_object() && j["model"].value("type", "") == "BPE";
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return false;
+  return j["model"].contains("type") ? j["model"]["type"] == "BPE" : merges;
 }
 }  // namespace
 
