@@ -20,7 +20,8 @@ struct ClassRange {
 };
 #include "tokenizer/bpe_tables.inc"
 
-constexpr int kLetter = 1, kNumber = 2, kSpace = 4, kOther = 0;
+// A character's class in the pattern: 1 a letter (\p{L}), 2 a number (\p{N}), kSpace whitespace (\s), kOther the rest.
+constexpr int kSpace = 4, kOther = 0;
 
 int char_class(uint32_t cp) {
   const ClassRange* end = kClassRanges + sizeof(kClassRanges) / sizeof(kClassRanges[0]);
