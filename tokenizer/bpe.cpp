@@ -315,7 +315,7 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
     refuse_unless(!is_true(m, "byte_fallback"), "model has byte_fallback");
     refuse_unless(!tok.contains("normalizer") || tok["normalizer"].is_null(), "it has a normalizer");
     const json* pre = tok.contains("pre_tokenizer") ? &tok["pre_tokenizer"] : nullptr;
-    refuse_unless(pre && pre->is_object() && pre->value("type", "") == "ByteLevel",
+    refuse_unless(pre && pre->is_object() && pre->contains("type") && (*pre)["type"] == "ByteLevel",
                   "its pre_tokenizer is not ByteLevel (GPT-2's pattern and bytes)");
     refuse_unless(!pre->contains("use_regex") || (*pre)["use_regex"] == true,
                   "its ByteLevel pre_tokenizer has use_regex false");

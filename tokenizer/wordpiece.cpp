@@ -220,8 +220,8 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
   }
   if (exists(dir + "/tokenizer.json")) {  // the fast tokenizer's settings, which transformers uses by default
     const json j = read(dir + "/tokenizer.json");
-    if (j.is_object() && j.contains("normalizer") && j["normalizer"].is_object() &&
-        j["normalizer"].value("type", "") == "BertNormalizer") {
+    if (j.is_object() && j.contains("normalizer") && j["normalizer"].is_object() && j["normalizer"].contains("type") &&
+        j["normalizer"]["type"] == "BertNormalizer") {
       const json& n = j["normalizer"];
       flag(n, "lowercase", wp->lowercase);
       flag(n, "handle_chinese_chars", wp->chinese_chars);

@@ -323,6 +323,10 @@ TEST(BytePairEncoding, BadFilesAreOneLine) {
   write(tj, j.dump());
   EXPECT_EQ(error_of(tj), tj + ": its pre_tokenizer is not ByteLevel (GPT-2's pattern and bytes), which ordo's "
                                "byte-level BPE (RoBERTa's) does not have");
+  j["pre_tokenizer"] = {{"type", 7}};  // not a string: the same line, not a JSON library's exception
+  write(tj, j.dump());
+  EXPECT_EQ(error_of(tj), tj + ": its pre_tokenizer is not ByteLevel (GPT-2's pattern and bytes), which ordo's "
+                               "byte-level BPE (RoBERTa's) does not have");
   j = tokenizer_json(more, {});
   j["model"]["unk_token"] = "<unk>";
   write(tj, j.dump());

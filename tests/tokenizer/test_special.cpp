@@ -131,6 +131,9 @@ TEST(SpecialTokens, AWordPieceTokenizerJsonAloneIsRead) {
             path + ": model.vocab's ids are not 0 .. 1 once each (\"a\": 2)");
   EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 0}}})"),
             path + ": model.vocab's ids are not 0 .. 1 once each (\"a\": 0)");
+  // a normalizer whose type is not a string is not BERT's (and no JSON library's exception escapes)
+  EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0}}, "normalizer": {"type": 3}})"),
+            "no error");
   EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": []}})"),
             path + ": model.vocab is not an object of pieces and their ids");
   EXPECT_EQ(message("{").rfind(path + ": is not valid JSON (", 0), 0u) << message("{");
