@@ -323,6 +323,60 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
 }
 
 namespace {
+// sentence-transformers' Pooling config (N_Pooling/config.json): the one mode set true, by ordo's name for
+// it. Several at once (which sentence-transformers concatenates, in its fixed order) are refused.
+std::string parse_pooling(const std::string& where) {
+  const json p = read_json(where);
+  static const std::pair<const char*, const char*> kModes[] = {{"pooling_mode_cls_token", "first"},
+                                                               {"pooling_mode_max_tokens", "max"},
+                                                               {"pooling_mode_mean_tokens", "mean"},
+                                                               {"pooling_mode_mean_sqrt_len_tokens", "mean-sqrt-len"},
+                                                               {"pooling_mode_weightedmean_tokens", "weighted-mean"},
+                                                               {"pooling_mode_lasttoken", "last"}};
+  std::string pooling, keys;
+  int on = 0;
+  for (const auto& [key, name] : kModes)
+    if (p.is_object() && p.contains(key) && p[key] == true) {
+      pooling = name;
+      keys += std::string(on++ ? ", " : "") + key;
+    }
+  if (on == 0) throw InputError(where, "sets no pooling_mode_... key true: it asks for no pooling ordo knows");
+  if (on > 1)
+    throw InputError(where, "asks for " + std::to_string(on) + " poolings at once (" + keys +
+                                "), which sentence-transformers concatenates; ordo pools one way at a time");
+  return pooling;
+}
+
+// A Dense module's config.json (in dir, modules.json's `path`); `width`: the numbers before it.
+DenseModule parse_dense(const std::string& dir, const std::string& path, int width) {
+  const std::string where = dir + "/config.json";
+  if (!exists(where))
+    throw InputError(where, "cannot open (a Dense module's in_features, out_features, bias, activation_function)");
+  const json j = read_json(where);
+  if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
+  const Reader r{j, where};
+  DenseModule d;
+  d.path = path;
+  d.in_features = r.size("in_features", true, 0);
+  d.out_features = r.size("out_features", true, 0);
+  d.bias = r.flag("bias", true);
+  // the class sentence-transformers saves by its full name (util.fullname) and builds with no arguments
+  const std::string act = r.choice(
+      "activation_function",
+      {"torch.nn.modules.linear.Identity", "torch.nn.modules.activation.Tanh", "torch.nn.modules.activation.ReLU",
+       "torch.nn.modules.activation.Sigmoid", "torch.nn.modules.activation.GELU"},
+      "", true);
+  d.activation = act == "torch.nn.modules.activation.Tanh"      ? DenseActivation::Tanh
+                 : act == "torch.nn.modules.activation.ReLU"    ? DenseActivation::ReLU
+                 : act == "torch.nn.modules.activation.Sigmoid" ? DenseActivation::Sigmoid
+                 : act == "torch.nn.modules.activation.GELU"    ? DenseActivation::GELU
+                                                                : DenseActivation::Identity;
+  if (d.in_features != width)
+    throw InputError(where, "key \"in_features\" is " + std::to_string(d.in_features) +
+                                ", but the vector before it has " + std::to_string(width) + " numbers");
+  return d;
+}
+
 Config hf_directory(Config c, const std::string& dir) {
   const std::string base = dir.empty() ? "." : dir;
   if (exists(base + "/vocab.txt"))
@@ -343,29 +397,34 @@ Config hf_directory(Config c, const std::string& dir) {
                      "vocab.json + merges.txt (byte-level BPE), sentencepiece.bpe.model "
                      "(XLM-R), spiece.model (T5) or tokenizer.model (sentencepiece)");
 
-  // sentence-transformers: the modules, their pooling and normalization, the length texts are cut to
+  // sentence-transformers: the modules in their order (Transformer, Pooling, Dense ..., Normalize), the
+  // pooling's mode, each Dense module's shape and activation, whether vectors are normalized
   if (exists(base + "/modules.json")) {
-    const json modules = read_json(base + "/modules.json");
+    const std::string where = base + "/modules.json";
+    const json modules = read_json(where);
+    bool pooled = false;
     if (modules.is_array())
       for (const json& m : modules) {
         if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) continue;
         const std::string t = m["type"].get<std::string>();
         const std::string path = m.contains("path") && m["path"].is_string() ? m["path"].get<std::string>() : "";
+        const bool inside = !path.empty() && path[0] != '/' && path.find("..") == std::string::npos;
         if (t == "sentence_transformers.models.Normalize") c.normalize = true;
-        if (t == "sentence_transformers.models.Dense")  // sentence-t5's projection after the pooling
-          throw InputError(base + "/modules.json",
-                           "has a Dense module (a projection after the pooling), which ordo does not have");
-        if (t == "sentence_transformers.models.Pooling" && path.find("..") == std::string::npos &&
-            exists(base + "/" + path + "/config.json")) {
-          const json p = read_json(base + "/" + path + "/config.json");
-          const auto on = [&](const char* key) { return p.contains(key) && p[key] == true; };
-          c.pooling = on("pooling_mode_cls_token")     ? "first"
-                      : on("pooling_mode_mean_tokens") ? "mean"
-                      : on("pooling_mode_max_tokens")  ? "max"
-                                                       : "";
-          if (c.pooling.empty())
-            throw InputError(base + "/" + path + "/config.json",
-                             "asks for a pooling ordo does not have (it has CLS, mean and max)");
+        if (t == "sentence_transformers.models.Dense") {
+          if (!pooled || c.normalize)
+            throw InputError(where, std::string("has a Dense module ") +
+                                        (c.normalize ? "after Normalize" : "before the pooling") +
+                                        "; ordo applies Dense modules to the pooled vector, before Normalize");
+          if (!inside)
+            throw InputError(where, "names a Dense module's directory \"" + path +
+                                        "\", which is not a directory inside the model's");
+          c.dense.push_back(
+              parse_dense(base + "/" + path, path, c.dense.empty() ? c.d_model : c.dense.back().out_features));
+        }
+        if (t == "sentence_transformers.models.Pooling") {
+          pooled = true;
+          if (inside && exists(base + "/" + path + "/config.json"))
+            c.pooling = parse_pooling(base + "/" + path + "/config.json");
         }
       }
   }
@@ -451,6 +510,13 @@ const char* to_string(Family f) {
          : f == Family::DistilBert ? "distilbert"
                                    : "ordo";
 }
+const char* to_string(DenseActivation a) {
+  return a == DenseActivation::Tanh      ? "tanh"
+         : a == DenseActivation::ReLU    ? "relu"
+         : a == DenseActivation::Sigmoid ? "sigmoid"
+         : a == DenseActivation::GELU    ? "gelu"
+                                         : "identity";
+}
 const char* to_string(Norm n) {
   return n == Norm::RMS ? "rms" : "layer";
 }
@@ -493,6 +559,12 @@ std::string config_to_json(const Config& c) {
     j["position_offset"] = c.position_offset;
     j["max_positions"] = c.max_positions;
     if (!c.pooling.empty()) j["pooling"] = c.pooling;
+    for (const DenseModule& d : c.dense)
+      j["dense"].push_back({{"path", d.path},
+                            {"in_features", d.in_features},
+                            {"out_features", d.out_features},
+                            {"bias", d.bias},
+                            {"activation", to_string(d.activation)}});
     j["normalize"] = c.normalize;
     if (c.max_length > 0) j["max_length"] = c.max_length;
     j["name"] = c.name;

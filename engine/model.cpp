@@ -238,16 +238,19 @@ uint64_t expected_parameters(const Config& c, const std::string& where) {
   return n;
 }
 
-Model Model::load(const std::string& dir) {
-  Config c = load_config(dir + "/config.json");
+void require_safetensors(const std::string& dir) {
   struct stat st {};
-  if (c.family != Family::Ordo && ::stat((dir + "/model.safetensors").c_str(), &st) != 0 &&
-      ::stat((dir + "/pytorch_model.bin").c_str(), &st) == 0)
+  if (::stat((dir + "/model.safetensors").c_str(), &st) != 0 && ::stat((dir + "/pytorch_model.bin").c_str(), &st) == 0)
     throw InputError(dir,
                      "has pytorch_model.bin but no model.safetensors; ordo reads safetensors only. Convert once with: "
                      "python3 -c \"import torch, safetensors.torch as s; s.save_file({k: v.contiguous().clone() "
                      "for k, v in torch.load('" +
                          dir + "/pytorch_model.bin', map_location='cpu').items()}, '" + dir + "/model.safetensors')\"");
+}
+
+Model Model::load(const std::string& dir) {
+  Config c = load_config(dir + "/config.json");
+  if (c.family != Family::Ordo) require_safetensors(dir);
   Model m(std::move(c), dir + "/model.safetensors");
   m.dir = dir;
   return m;

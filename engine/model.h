@@ -63,6 +63,10 @@ std::vector<TensorSpec> expected_tensors(const Config& c, size_t limit = SIZE_MA
 // 64-bit overflow.
 uint64_t expected_parameters(const Config& c, const std::string& where);
 
+// A Hugging Face directory (or a Dense module's) with pytorch_model.bin and no model.safetensors: throws
+// the InputError that gives the one-line conversion. Nothing otherwise.
+void require_safetensors(const std::string& dir);
+
 class Model {
  public:
   // Reads dir/config.json and dir/model.safetensors. F32 tensors stay in the file's image in memory

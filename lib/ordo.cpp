@@ -23,6 +23,7 @@
 
 #include "common/memory.h"
 #include "engine/kernels/reduced.h"
+#include "engine/ops.h"
 
 namespace ordo {
 
@@ -54,11 +55,30 @@ Model load_model_dir(const std::string& dir) {
 }  // namespace
 
 bool pooling_from_name(const std::string& name, Pooling* out) {
-  static const std::pair<const char*, Pooling> kNames[] = {
-      {"mean", Pooling::Mean}, {"first", Pooling::First}, {"max", Pooling::Max}, {"none", Pooling::None}};
+  static const std::pair<const char*, Pooling> kNames[] = {{"mean", Pooling::Mean},
+                                                           {"first", Pooling::First},
+                                                           {"max", Pooling::Max},
+                                                           {"mean-sqrt-len", Pooling::MeanSqrtLen},
+                                                           {"weighted-mean", Pooling::WeightedMean},
+                                                           {"last", Pooling::Last},
+                                                           {"none", Pooling::None}};
   for (const auto& [n, p] : kNames)
     if (name == n) return *out = p, true;
   return false;
+}
+
+const char* pooling_name(Pooling p) {
+  return p == Pooling::Mean           ? "mean"
+         : p == Pooling::First        ? "first"
+         : p == Pooling::Max          ? "max"
+         : p == Pooling::MeanSqrtLen  ? "mean-sqrt-len"
+         : p == Pooling::WeightedMean ? "weighted-mean"
+         : p == Pooling::Last         ? "last"
+                                      : "none";
+}
+
+const char* pooling_names() {
+  return "mean, first, max, mean-sqrt-len, weighted-mean, last or none";
 }
 
 std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
@@ -67,15 +87,21 @@ std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
     std::copy_n(rows, size_t(L) * d, v.data());
   } else if (pooling == Pooling::First) {
     if (L > 0) std::copy_n(rows, d, v.data());
+  } else if (pooling == Pooling::Last) {
+    if (L > 0) std::copy_n(rows + size_t(L - 1) * d, d, v.data());
   } else if (pooling == Pooling::Max) {
     if (L > 0) std::copy_n(rows, d, v.data());
     for (int t = 1; t < L; ++t)
       for (int j = 0; j < d; ++j) v[j] = std::max(v[j], rows[size_t(t) * d + j]);
-  } else if (L > 0) {
+  } else if (L > 0) {  // Σ_t w_t·h_t / Σ_t w_t: w_t = 1 (Mean), t + 1 (WeightedMean); √L the divisor of MeanSqrtLen
+    const bool weighted = pooling == Pooling::WeightedMean;
     std::vector<double> sum(d, 0.0);
     for (int t = 0; t < L; ++t)
-      for (int j = 0; j < d; ++j) sum[j] += rows[size_t(t) * d + j];
-    for (int j = 0; j < d; ++j) v[j] = static_cast<float>(sum[j] / L);
+      for (int j = 0; j < d; ++j) sum[j] += (weighted ? t + 1.0 : 1.0) * rows[size_t(t) * d + j];
+    const double divisor = pooling == Pooling::MeanSqrtLen ? std::sqrt(double(L))
+                           : weighted                      ? 0.5 * double(L) * (L + 1.0)
+                                                           : double(L);
+    for (int j = 0; j < d; ++j) v[j] = static_cast<float>(sum[j] / divisor);
   }
   return v;
 }
@@ -216,12 +242,85 @@ std::string default_model_dir(const std::string& installed) {
   return is_dir(ORDO_CONFIGURED_MODEL_DIR) ? ORDO_CONFIGURED_MODEL_DIR : "";
 }
 
+namespace {
+// A Dense module's tensor as float32 (F32, F16 or BF16 in the file), of the shape its config.json gives,
+// every value finite.
+std::vector<float> dense_tensor(const SafeTensors& f, const std::string& name, const std::vector<uint64_t>& shape) {
+  const auto text = [](const std::vector<uint64_t>& s) {
+    std::string t = "[";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
+    return t + "]";
+  };
+  const TensorInfo* t = f.find(name);
+  if (!t) throw InputError(f.path(), "missing tensor " + name + " " + text(shape));
+  if (t->shape != shape)
+    throw InputError(f.path(),
+                     "tensor " + name + " has shape " + text(t->shape) + ", config.json wants " + text(shape));
+  if (t->dtype != "F32" && t->dtype != "F16" && t->dtype != "BF16")
+    throw InputError(f.path(), "tensor " + name + " has dtype " + t->dtype + "; ordo loads F32, F16 and BF16");
+  std::vector<float> v(t->elements);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t->dtype == "F32") {
+      std::memcpy(&v[i], t->data + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, t->data + 2 * i, 2);
+      v[i] = t->dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
+    }
+    if (!std::isfinite(v[i]))
+      throw InputError(f.path(), "tensor " + name + " holds " + (std::isnan(v[i]) ? "NaN" : "infinity") +
+                                     " at element " + std::to_string(i));
+  }
+  return v;
+}
+
+// The weights of the model's Dense modules (Config::dense), read once: W (out, in), b (out) or empty.
+struct DenseWeights {
+  std::vector<float> w, b;
+};
+std::vector<DenseWeights> load_dense(const Model& m) {
+  std::vector<DenseWeights> all;
+  for (const DenseModule& d : m.config().dense) {
+    const std::string dir = m.dir + "/" + d.path;
+    require_safetensors(dir);  // pytorch_model.bin alone: the one-line conversion, as for the encoder
+    const SafeTensors f(dir + "/model.safetensors");
+    DenseWeights w;
+    w.w = dense_tensor(f, "linear.weight", {uint64_t(d.out_features), uint64_t(d.in_features)});
+    if (d.bias) w.b = dense_tensor(f, "linear.bias", {uint64_t(d.out_features)});
+    all.push_back(std::move(w));
+  }
+  return all;
+}
+
+// v' = act(v·Wᵀ + b) for each Dense module in turn, on n pooled vectors at once (rows, n × d_model wide);
+// returns them (n × the last out_features).
+std::vector<float> apply_dense(std::vector<float> rows, int n, const Config& c, const std::vector<DenseWeights>& w) {
+  for (size_t k = 0; k < c.dense.size(); ++k) {
+    const DenseModule& d = c.dense[k];
+    std::vector<float> y(size_t(n) * d.out_features);
+    linear(y.data(), rows.data(), w[k].w.data(), w[k].b.empty() ? nullptr : w[k].b.data(), n, d.in_features,
+           d.out_features);
+    for (float& x : y) {
+      const double v = x;
+      x = static_cast<float>(d.activation == DenseActivation::Tanh      ? std::tanh(v)
+                             : d.activation == DenseActivation::ReLU    ? std::max(v, 0.0)
+                             : d.activation == DenseActivation::Sigmoid ? 1.0 / (1.0 + std::exp(-v))
+                             : d.activation == DenseActivation::GELU    ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                                                                        : v);
+    }
+    rows = std::move(y);
+  }
+  return rows;
+}
+}  // namespace
+
 // What a Pipeline holds, in one place that never moves: the encoder keeps a reference to the model.
 struct Pipeline::Impl {
   explicit Impl(const std::string& model_dir)
       : model(load_model_dir(model_dir)),
         tokenizer(Tokenizer::load(model_dir + "/" + model.config().tokenizer)),
-        encoder(model) {}
+        encoder(model),
+        dense(load_dense(model)) {}
   // InputError naming the first layer and stage with a value that is not finite, if the output
   // `h` of `ids` holds one; `what` names the sequences in the message ("texts[2]").
   void check_finite(const Hidden& h, const std::vector<std::vector<int32_t>>& ids, const EncodeOptions& options,
@@ -243,6 +342,7 @@ struct Pipeline::Impl {
   Model model;
   Tokenizer tokenizer;
   Encoder encoder;
+  std::vector<DenseWeights> dense;
 };
 
 Pipeline::Pipeline(Pipeline&&) noexcept = default;
@@ -603,16 +703,36 @@ std::vector<Encoded> Pipeline::encode(std::vector<Tokenization> tokens, Pooling 
     out[b].tokens = std::move(tokens[b]);
     out[b].values = pool(hidden.row(int(b), 0), hidden.lengths[b], hidden.d, pooling);
     out[b].rows = pooling == Pooling::None ? hidden.lengths[b] : 1;
-    if (normalize)  // v / ‖v‖₂, row by row; a zero row stays zero
-      for (int r = 0; r < out[b].rows; ++r) {
-        float* v = out[b].values.data() + size_t(r) * hidden.d;
-        double sq = 0.0;
-        for (int j = 0; j < hidden.d; ++j) sq += double(v[j]) * v[j];
-        if (sq > 0)
-          for (int j = 0; j < hidden.d; ++j) v[j] = static_cast<float>(v[j] / std::sqrt(sq));
-      }
   }
+  const int w = width(pooling);
+  if (pooling != Pooling::None && !impl_->dense.empty()) {  // the pooled vectors through the Dense modules, at once
+    const int n = int(out.size());
+    std::vector<float> rows(size_t(n) * hidden.d);
+    for (int b = 0; b < n; ++b) std::copy_n(out[b].values.data(), hidden.d, rows.data() + size_t(b) * hidden.d);
+    rows = apply_dense(std::move(rows), n, config(), impl_->dense);
+    for (int b = 0; b < n; ++b) out[b].values.assign(rows.begin() + size_t(b) * w, rows.begin() + size_t(b + 1) * w);
+  }
+  if (normalize)  // v / ‖v‖₂, row by row; a zero row stays zero
+    for (Encoded& e : out)
+      for (int r = 0; r < e.rows; ++r) {
+        float* v = e.values.data() + size_t(r) * w;
+        double sq = 0.0;
+        for (int j = 0; j < w; ++j) sq += double(v[j]) * v[j];
+        if (sq > 0)
+          for (int j = 0; j < w; ++j) v[j] = static_cast<float>(v[j] / std::sqrt(sq));
+      }
   return out;
+}
+
+Pooling Pipeline::model_pooling() const {
+  Pooling p = Pooling::Mean;
+  pooling_from_name(config().pooling, &p);  // "" (the directory says nothing): the mean
+  return p;
+}
+
+int Pipeline::width(Pooling pooling) const {
+  const Config& c = config();
+  return pooling == Pooling::None || c.dense.empty() ? c.d_model : c.dense.back().out_features;
 }
 
 std::vector<std::pair<int32_t, double>> top_k(const float* logits, int n, int k) {

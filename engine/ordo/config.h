@@ -34,6 +34,19 @@ enum class Head { None, MaskedLM };
 // in every layer's attention, after the 1/√dh (bucket_bias below), or DistilBertModel's (distilbert-base-uncased,
 // multi-qa-distilbert-cos-v1): BERT's layers under other names, no token types, LayerNorm eps 1e-12.
 enum class Family { Ordo, Bert, Roberta, T5, MPNet, DistilBert };
+// A sentence-transformers Dense module (N_Dense/config.json, N_Dense/model.safetensors), applied to the
+// pooled vector v in modules.json's order, after the pooling and before Normalize:
+//   v' = act(v·Wᵀ + b)     W "linear.weight" (out_features, in_features), b "linear.bias" when "bias"
+// act from "activation_function", the class sentence-transformers names: Identity, Tanh, ReLU, Sigmoid,
+// GELU (the erf form, nn.GELU's default).
+enum class DenseActivation { Identity, Tanh, ReLU, Sigmoid, GELU };
+struct DenseModule {
+  std::string path;  // its directory inside the model's, as modules.json says ("2_Dense")
+  int in_features = 0, out_features = 0;
+  bool bias = true;
+  DenseActivation activation = DenseActivation::Identity;
+};
+
 // The normalization of every sublayer and of the final norm (reference::layer_norm, rms_norm):
 // LayerNorm(x) = (x − mean(x)) / √(var(x) + eps)·γ + β, or RMSNorm(x) = x / √(mean(x²) + eps)·γ
 // (Zhang and Sennrich 2019; T5's, with no β).
@@ -93,10 +106,14 @@ struct Config {
   int token_types = 0;          // rows of the token-type table; row 0 (segment A) is added to every token
   int position_offset = 0;      // the learned row of position t is t + position_offset (RoBERTa: padding_idx + 1)
   // sentence-transformers' choices (modules.json, 1_Pooling/config.json, sentence_bert_config.json):
-  std::string pooling;     // "mean", "first" (CLS), "max", or "" where the directory says nothing
-  bool normalize = false;  // a Normalize module: vectors scaled to unit length
-  int max_length = 0;      // max_seq_length: texts are cut to it (0: the position table's limit)
-  std::string name;        // the model's name (the directory's, or config.json's _name_or_path)
+  // "mean", "first" (CLS), "max", "mean-sqrt-len", "weighted-mean", "last" (lib/ordo/ordo.h's Pooling), or ""
+  // where the directory says nothing
+  std::string pooling;
+  std::vector<DenseModule> dense;  // Dense modules after the pooling, in order (each one's in_features the
+                                   // width before it: d_model for the first)
+  bool normalize = false;          // a Normalize module: vectors scaled to unit length
+  int max_length = 0;              // max_seq_length: texts are cut to it (0: the position table's limit)
+  std::string name;                // the model's name (the directory's, or config.json's _name_or_path)
 
   // What the T5 encoder adds (family T5; docs/models.md), each computed in engine/encoder.cpp and,
   // plainly, in engine/reference.cpp:
@@ -153,8 +170,9 @@ void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_posit
 const char* to_string(Activation a);
 const char* to_string(PositionalEncoding p);
 const char* to_string(PeLayout l);
-const char* to_string(Head h);    // "mlm" or "none"
-const char* to_string(Family f);  // "ordo", "bert", "roberta", "t5", "mpnet" or "distilbert"
-const char* to_string(Norm n);    // "layer" or "rms"
+const char* to_string(Head h);             // "mlm" or "none"
+const char* to_string(Family f);           // "ordo", "bert", "roberta", "t5", "mpnet" or "distilbert"
+const char* to_string(Norm n);             // "layer" or "rms"
+const char* to_string(DenseActivation a);  // "identity", "tanh", "relu", "sigmoid" or "gelu"
 
 }  // namespace ordo

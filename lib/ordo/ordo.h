@@ -49,16 +49,22 @@ std::string default_model_dir(const std::string& installed = ORDO_INSTALLED_MODE
 // `ordo.__version__` and the server's GET /health say it.
 const char* version();
 
-// How a text's rows of hidden states (L, d) become its result:
-//   Mean:  v = (1/L)·Σ_t h_t   (d)
-//   First: v = h_0             (d)
-//   Max:   v_j = max_t h_t,j   (d; each dimension on its own)
-//   None:  the rows themselves (L, d)
-// A text of no tokens pools to zeros (Mean, First, Max) or to no rows (None).
-enum class Pooling { Mean, First, None, Max };
+// How a text's rows of hidden states (L, d) become its result (t counts the tokens from 0):
+//   Mean:         v = (1/L)·Σ_t h_t                       (d)
+//   First:        v = h_0                                 (d)
+//   Max:          v_j = max_t h_t,j                       (d; each dimension on its own)
+//   MeanSqrtLen:  v = (1/√L)·Σ_t h_t                      (d; sentence-transformers' mean_sqrt_len_tokens)
+//   WeightedMean: v = Σ_t (t+1)·h_t / Σ_t (t+1)           (d; weightedmean_tokens: later tokens weigh more)
+//   Last:         v = h_(L−1)                             (d; lasttoken)
+//   None:         the rows themselves (L, d)
+// A text of no tokens pools to zeros, or to no rows (None).
+enum class Pooling { Mean, First, None, Max, MeanSqrtLen, WeightedMean, Last };
 std::vector<float> pool(const float* rows /* (L, d) */, int L, int d, Pooling pooling);
-// "mean", "first", "max" or "none" as a Pooling; false (and *out unchanged) for any other name.
+// "mean", "first", "max", "mean-sqrt-len", "weighted-mean", "last" or "none" as a Pooling; false (and *out
+// unchanged) for any other name. pooling_names(): those names, "mean, first, ... or none", for messages.
 bool pooling_from_name(const std::string& name, Pooling* out);
+const char* pooling_names();
+const char* pooling_name(Pooling pooling);  // the name pooling_from_name reads
 
 // The lines of a text stream, one at a time, so that input of any length is read in bounded
 // memory: a UTF-8 BOM at the start and a CR before each newline are dropped, a UTF-16 BOM is an
@@ -311,8 +317,17 @@ class Pipeline {
   std::vector<Encoded> encode(const std::vector<std::string>& texts, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
   // The same from tokenizations already made, always as one padded batch.
+  // A pooled vector (any pooling but None) goes through the model's Dense modules (Config::dense:
+  // v' = act(v·Wᵀ + b), each in turn) before `normalize` scales it to unit length.
   std::vector<Encoded> encode(std::vector<Tokenization> tokens, Pooling pooling, bool normalize = false,
                               const EncodeOptions& options = {});
+  // What encode does when its caller says nothing: the model's own pooling (a sentence-transformers
+  // directory's Pooling module), else Mean; and its own normalization (a Normalize module).
+  Pooling model_pooling() const;
+  bool model_normalize() const { return config().normalize; }
+  // The numbers in one row of encode's result with `pooling`: None's rows are hidden states (d_model);
+  // a pooled vector has the last Dense module's out_features where the model has one, else d_model.
+  int width(Pooling pooling) const;
   // Many tokenized texts in batches of similar lengths: sorted by length (stably), each batch at most
   // `max_texts` texts and kBatchTokens padded tokens (or one text, however long). take(i, result)
   // gets text i's result, batch by batch. A text whose activations are not finite is an InputError

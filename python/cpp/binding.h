@@ -15,7 +15,7 @@ namespace py = pybind11;
 
 // A mistake in a call's arguments (a pooling that does not exist, a count out of range). Raised in
 // Python as ordo.InputError with the words the command line uses for the same option, without its
-// "--": `pooling must be mean, first, max or none, got "x"`.
+// "--": `pooling must be mean, first, max, mean-sqrt-len, weighted-mean, last or none, got "x"`.
 struct ArgumentError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -141,17 +141,16 @@ class Model {
     bool single = false;
     const std::vector<std::string> texts = texts_of(texts_in, &single);
     // None: the model's own (a sentence-transformers directory's pooling and Normalize), else mean, not normalized
-    const std::string pooling_name = pooling_arg ? *pooling_arg : cfg().pooling.empty() ? "mean" : cfg().pooling;
-    const bool normalize = normalize_arg ? *normalize_arg : cfg().normalize;
-    Pooling pooling = Pooling::Mean;
-    if (!pooling_from_name(pooling_name, &pooling))
-      throw ArgumentError("pooling must be mean, first, max or none, got \"" + pooling_name + "\"");
+    Pooling pooling = pipeline_->model_pooling();
+    const bool normalize = normalize_arg ? *normalize_arg : pipeline_->model_normalize();
+    if (pooling_arg && !pooling_from_name(*pooling_arg, &pooling))
+      throw ArgumentError(std::string("pooling must be ") + pooling_names() + ", got \"" + *pooling_arg + "\"");
     const size_t batch_size = size_t(checked("batch_size", batch_size_in, 1, kMaxCount));
     TextLimits limits;  // the library's rules, named by Python's keywords (its defaults)
     limits.max_tokens = checked("max_tokens", max_tokens_in, 1, kMaxCount);
     limits.truncate = truncate;
     const size_t n = texts.size();
-    const int d = cfg().d_model;
+    const int d = pipeline_->width(pooling);  // a Dense module's out_features where the model has one
     // Pooled: one (n, d) array, allocated first so that each batch's rows go straight into it.
     py::array_t<float> pooled;
     float* rows_out = nullptr;

@@ -238,7 +238,8 @@ TEST(EncodeFormat, UsageErrors) {
   expect_usage_error(run_ordo("encode --format jsonl --precision 3" + kModel + "x"), "--precision");
   expect_usage_error(run_ordo("encode --precision -1" + kModel + "x"), "--precision must be in 0 ..");
   expect_usage_error(run_ordo("encode --output x.npy" + kModel + "x"), "--output is for --format npy");
-  expect_usage_error(run_ordo("encode --pooling maximum" + kModel + "x"), "--pooling must be mean, first, max or none");
+  expect_usage_error(run_ordo("encode --pooling maximum" + kModel + "x"),
+                     "--pooling must be mean, first, max, mean-sqrt-len, weighted-mean, last or none");
   const auto help = run_ordo("encode --help");
   EXPECT_NE(help.out.find("stderr is a terminal"), std::string::npos) << "the progress display is documented";
   EXPECT_NE(help.out.find("(total tokens, d)"), std::string::npos);

@@ -1,5 +1,6 @@
 // config.json: defaults, and errors that name the key.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 
@@ -196,8 +197,119 @@ TEST(Config, T5Directory) {
   dir.write("config.json", "{" + sizes + "}");
   dir.write("modules.json",
             R"([{"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])");
-  EXPECT_EQ(test::input_error([&] { load_config(dir.path + "/config.json"); }),
-            dir.path + "/modules.json: has a Dense module (a projection after the pooling), which ordo does not have");
+  EXPECT_EQ(
+      test::input_error([&] { load_config(dir.path + "/config.json"); }),
+      dir.path +
+          "/modules.json: has a Dense module before the pooling; ordo applies Dense modules to the pooled vector, "
+          "before Normalize");
+}
+
+// sentence-transformers' modules beside a BERT config: each pooling mode by ordo's name, Dense modules in
+// order (each one's in_features the width before it), Normalize; one line for what ordo refuses.
+TEST(Config, SentenceTransformersModules) {
+  test::TempDir dir;
+  for (const char* sub : {"/1_Pooling", "/2_Dense", "/3_Dense"}) ::mkdir((dir.path + sub).c_str(), 0755);
+  dir.write("vocab.txt", "");
+  dir.write("config.json", R"({"model_type": "bert", "vocab_size": 50, "hidden_size": 8, "num_attention_heads": 2, )"
+                           R"("intermediate_size": 16, "num_hidden_layers": 1, "max_position_embeddings": 20})");
+  const std::string transformer =
+      R"({"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"})";
+  const std::string pooling =
+      R"({"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"})";
+  const auto dense = [](int i) {
+    return R"({"idx": )" + std::to_string(i) + R"(, "name": "x", "path": ")" + std::to_string(i) +
+           R"(_Dense", "type": "sentence_transformers.models.Dense"})";
+  };
+  const std::string normalize =
+      R"({"idx": 4, "name": "4", "path": "4_Normalize", "type": "sentence_transformers.models.Normalize"})";
+  const std::string cfg = dir.path + "/config.json";
+  const auto modes = [&](const std::string& keys) {
+    dir.write("1_Pooling/config.json", R"({"word_embedding_dimension": 8, )" + keys + "}");
+  };
+  dir.write("modules.json", "[" + transformer + ", " + pooling + "]");
+  const std::pair<const char*, const char*> names[] = {{"pooling_mode_cls_token", "first"},
+                                                       {"pooling_mode_max_tokens", "max"},
+                                                       {"pooling_mode_mean_tokens", "mean"},
+                                                       {"pooling_mode_mean_sqrt_len_tokens", "mean-sqrt-len"},
+                                                       {"pooling_mode_weightedmean_tokens", "weighted-mean"},
+                                                       {"pooling_mode_lasttoken", "last"}};
+  for (const auto& [key, name] : names) {
+    modes(std::string("\"") + key + "\": true, \"include_prompt\": true");
+    EXPECT_EQ(load_config(cfg).pooling, name) << key;
+  }
+  modes(R"("pooling_mode_mean_tokens": true, "pooling_mode_lasttoken": true)");
+  EXPECT_EQ(test::input_error([&] { load_config(cfg); }),
+            dir.path +
+                "/1_Pooling/config.json: asks for 2 poolings at once (pooling_mode_mean_tokens, "
+                "pooling_mode_lasttoken), which sentence-transformers concatenates; ordo pools one way at a time");
+  modes(R"("pooling_mode_mean_tokens": false)");
+  EXPECT_EQ(test::input_error([&] { load_config(cfg); }),
+            dir.path + "/1_Pooling/config.json: sets no pooling_mode_... key true: it asks for no pooling ordo knows");
+
+  // Pooling, two Dense modules (8 -> 5 tanh, 5 -> 3 identity without bias), Normalize
+  modes(R"("pooling_mode_mean_tokens": true)");
+  dir.write(
+      "2_Dense/config.json",
+      R"({"in_features": 8, "out_features": 5, "bias": true, "activation_function": "torch.nn.modules.activation.Tanh"})");
+  dir.write(
+      "3_Dense/config.json",
+      R"({"in_features": 5, "out_features": 3, "bias": false, "activation_function": "torch.nn.modules.linear.Identity"})");
+  dir.write("modules.json",
+            "[" + transformer + ", " + pooling + ", " + dense(2) + ", " + dense(3) + ", " + normalize + "]");
+  const Config c = load_config(cfg);
+  ASSERT_EQ(c.dense.size(), size_t(2));
+  EXPECT_EQ(c.dense[0].path, "2_Dense");
+  EXPECT_EQ(c.dense[0].in_features, 8);
+  EXPECT_EQ(c.dense[0].out_features, 5);
+  EXPECT_TRUE(c.dense[0].bias);
+  EXPECT_EQ(c.dense[0].activation, DenseActivation::Tanh);
+  EXPECT_EQ(c.dense[1].in_features, 5);
+  EXPECT_EQ(c.dense[1].out_features, 3);
+  EXPECT_FALSE(c.dense[1].bias);
+  EXPECT_EQ(c.dense[1].activation, DenseActivation::Identity);
+  EXPECT_TRUE(c.normalize);
+  EXPECT_EQ(c.pooling, "mean");
+  for (auto [name, act] :
+       {std::pair{"activation.ReLU", DenseActivation::ReLU}, std::pair{"activation.Sigmoid", DenseActivation::Sigmoid},
+        std::pair{"activation.GELU", DenseActivation::GELU}}) {
+    dir.write("3_Dense/config.json",
+              R"({"in_features": 5, "out_features": 3, "activation_function": "torch.nn.modules.)" + std::string(name) +
+                  "\"}");
+    EXPECT_EQ(load_config(cfg).dense[1].activation, act) << name;
+    EXPECT_TRUE(load_config(cfg).dense[1].bias);  // sentence-transformers' default
+  }
+  // the second Dense reads 5 numbers, not 8; an activation ordo does not have; sizes missing
+  dir.write("3_Dense/config.json",
+            R"({"in_features": 8, "out_features": 3, "activation_function": "torch.nn.modules.activation.Tanh"})");
+  EXPECT_EQ(test::input_error([&] { load_config(cfg); }),
+            dir.path + "/3_Dense/config.json: key \"in_features\" is 8, but the vector before it has 5 numbers");
+  dir.write("3_Dense/config.json",
+            R"({"in_features": 5, "out_features": 3, "activation_function": "torch.nn.modules.activation.SiLU"})");
+  EXPECT_NE(test::input_error([&] {
+              load_config(cfg);
+            }).find("3_Dense/config.json: key \"activation_function\" must be \"torch.nn.modules.linear.Identity\" | "),
+            std::string::npos);
+  dir.write("3_Dense/config.json", R"({"in_features": 5, "activation_function": "torch.nn.modules.activation.Tanh"})");
+  EXPECT_EQ(test::input_error([&] { load_config(cfg); }),
+            dir.path + "/3_Dense/config.json: missing required key \"out_features\"");
+  // a Dense module without its config, after Normalize, outside the directory
+  dir.write("modules.json", "[" + transformer + ", " + pooling + ", " + dense(5) + "]");
+  EXPECT_EQ(test::input_error([&] { load_config(cfg); }),
+            dir.path +
+                "/5_Dense/config.json: cannot open (a Dense module's in_features, out_features, bias, "
+                "activation_function)");
+  dir.write("modules.json", "[" + transformer + ", " + pooling + ", " + normalize + ", " + dense(2) + "]");
+  EXPECT_EQ(test::input_error([&] { load_config(cfg); }),
+            dir.path +
+                "/modules.json: has a Dense module after Normalize; ordo applies Dense modules to the pooled vector, "
+                "before Normalize");
+  dir.write("modules.json",
+            "[" + transformer + ", " + pooling +
+                R"(, {"idx": 2, "name": "2", "path": "../2_Dense", "type": "sentence_transformers.models.Dense"}])");
+  EXPECT_EQ(test::input_error([&] { load_config(cfg); }),
+            dir.path +
+                "/modules.json: names a Dense module's directory \"../2_Dense\", which is not a directory inside "
+                "the model's");
 }
 
 // all-mpnet-base-v2's config.json: RoBERTa's positions from row 2 whatever pad_token_id says (MPNetEmbeddings

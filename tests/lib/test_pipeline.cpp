@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -34,6 +35,23 @@ TEST(Pool, Max) {
   EXPECT_EQ(pool(negative, 2, 3, Pooling::Max), (std::vector<float>{-5, -1, -2}));
   EXPECT_EQ(pool(rows, 1, 2, Pooling::Max), (std::vector<float>{1, 2})) << "one row: itself";
   EXPECT_EQ(pool(rows, 0, 2, Pooling::Max), (std::vector<float>{0, 0})) << "no tokens: zeros";
+}
+
+// sentence-transformers' other modes on the same rows, hand-computed: the sum (12, 3) over √3; the
+// weights 1, 2, 3 (1·(1,2) + 2·(3,4) + 3·(8,−3) = (31, 1), over 6); the last row.
+TEST(Pool, MeanSqrtLenWeightedMeanAndLast) {
+  const float rows[] = {1, 2, 3, 4, 8, -3};  // (3, 2)
+  const std::vector<float> sqrt_len = pool(rows, 3, 2, Pooling::MeanSqrtLen);
+  EXPECT_FLOAT_EQ(sqrt_len[0], float(12 / std::sqrt(3.0)));
+  EXPECT_FLOAT_EQ(sqrt_len[1], float(3 / std::sqrt(3.0)));
+  const std::vector<float> weighted = pool(rows, 3, 2, Pooling::WeightedMean);
+  EXPECT_FLOAT_EQ(weighted[0], float(31 / 6.0));
+  EXPECT_FLOAT_EQ(weighted[1], float(1 / 6.0));
+  EXPECT_EQ(pool(rows, 3, 2, Pooling::Last), (std::vector<float>{8, -3}));
+  EXPECT_EQ(pool(rows, 2, 2, Pooling::Last), (std::vector<float>{3, 4})) << "the last of two rows";
+  EXPECT_EQ(pool(rows, 1, 2, Pooling::WeightedMean), (std::vector<float>{1, 2})) << "one row: itself";
+  for (Pooling p : {Pooling::MeanSqrtLen, Pooling::WeightedMean, Pooling::Last})
+    EXPECT_EQ(pool(rows, 0, 2, p), (std::vector<float>{0, 0})) << "no tokens: zeros";
 }
 
 // A Pipeline moves and does not copy: the model, the tokenizer and the encoder (with its settings)
@@ -349,7 +367,13 @@ TEST(Pooling, NamesAndNothingElse) {
   EXPECT_EQ(p, Pooling::Max);
   ASSERT_TRUE(pooling_from_name("none", &p));
   EXPECT_EQ(p, Pooling::None);
-  for (const char* bad : {"Mean", "avg", "", "mean "}) {
+  for (Pooling q : {Pooling::Mean, Pooling::First, Pooling::Max, Pooling::MeanSqrtLen, Pooling::WeightedMean,
+                    Pooling::Last, Pooling::None}) {  // each name read back as its pooling, and listed
+    ASSERT_TRUE(pooling_from_name(pooling_name(q), &p)) << pooling_name(q);
+    EXPECT_EQ(p, q) << pooling_name(q);
+    EXPECT_NE(std::string(pooling_names()).find(pooling_name(q)), std::string::npos) << pooling_name(q);
+  }
+  for (const char* bad : {"Mean", "avg", "", "mean ", "lasttoken", "weightedmean", "mean_sqrt_len_tokens"}) {
     p = Pooling::First;
     EXPECT_FALSE(pooling_from_name(bad, &p)) << bad;
     EXPECT_EQ(p, Pooling::First) << "unchanged for " << bad;

@@ -23,10 +23,6 @@ namespace ordo::cli {
 
 namespace {
 
-const char* pooling_name(Pooling p) {
-  return p == Pooling::Mean ? "mean" : p == Pooling::First ? "first" : p == Pooling::Max ? "max" : "none";
-}
-
 enum class Format { Text, Jsonl, Npy, Tsv };
 
 Format parse_format(const std::string& s) {
@@ -194,8 +190,8 @@ int cmd_encode(int argc, char** argv) {
   add_input_format_option(o);
   o.add_options()("input", "read texts from FILE, one per line (- for stdin)", cxxopts::value<std::string>())(
       "pooling",
-      "mean | first | max | none (one vector per token); default: the model's own (a sentence-transformers "
-      "directory's 1_Pooling), else mean",
+      "mean | first | max | mean-sqrt-len | weighted-mean | last | none (one vector per token); default: the "
+      "model's own (a sentence-transformers directory's 1_Pooling), else mean",
       cxxopts::value<std::string>())(
       "normalize", "scale each vector to unit L2 length (on by itself where the model's modules.json has Normalize)")(
       "no-pe", "skip the positional encoding (ablation)")("format", "text | jsonl | tsv | npy",
@@ -215,7 +211,7 @@ int cmd_encode(int argc, char** argv) {
   Output output;
   const std::string pooling_arg = args.count("pooling") ? args["pooling"].as<std::string>() : "mean";
   if (!pooling_from_name(pooling_arg, &output.pooling))
-    throw UsageError("--pooling must be mean, first, max or none, got \"" + pooling_arg + "\"");
+    throw UsageError(std::string("--pooling must be ") + pooling_names() + ", got \"" + pooling_arg + "\"");
   output.format = parse_format(args["format"].as<std::string>());
   if (args.count("json")) {
     if (args.count("format") && output.format != Format::Jsonl)
@@ -242,8 +238,7 @@ int cmd_encode(int argc, char** argv) {
   const ComputeType compute_type = compute_type_option(args);  // a wrong value fails before the model loads
   Pipeline pipeline(model_dir(args));
   pipeline.set_compute_type(compute_type);
-  const Config& config = pipeline.config();
-  if (!args.count("pooling") && !config.pooling.empty()) pooling_from_name(config.pooling, &output.pooling);
+  if (!args.count("pooling")) output.pooling = pipeline.model_pooling();
   const Pooling pooling = output.pooling;
 
   // --max-tokens, or less where the model or this machine's memory allows less (stated as theirs).
@@ -252,10 +247,10 @@ int cmd_encode(int argc, char** argv) {
   limits.truncate = args.count("truncate");
   limits.max_tokens_name = "--max-tokens ";
   limits.truncate_hint = "add --truncate";
-  const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize") || config.normalize;
+  const bool skip_bad = args.count("skip-bad"), normalize = args.count("normalize") || pipeline.model_normalize();
   EncodeOptions options;
   options.positions = !args.count("no-pe");
-  const int d = pipeline.config().d_model;
+  const int d = pipeline.width(pooling);  // a Dense module's out_features where the model has one
   output.d = d;
   std::vector<float> npy_values;  // --format npy: every row, written at the end
   size_t npy_rows = 0;

@@ -62,6 +62,15 @@ int cmd_info(int argc, char** argv) {
     std::printf("head        masked-language-model: logits = h E^T + head.bias (E the token embedding, tied)%s\n", use);
   else
     std::printf("head        none (ordo fill and ordo score need a masked-language-model head)\n");
+  // What encode gives by default: the pooling, each Dense module, Normalize, and the vector's width
+  const Pooling pooling = pipeline.model_pooling();
+  std::string vectors =
+      std::string(pooling_name(pooling)) + " pooling" + (c.pooling.empty() ? " (ordo's default)" : "");
+  for (const DenseModule& d : c.dense)
+    vectors += ", Dense " + std::to_string(d.in_features) + " -> " + std::to_string(d.out_features) + " (" +
+               to_string(d.activation) + (d.bias ? "" : ", no bias") + ", " + d.path + ")";
+  if (pipeline.model_normalize()) vectors += ", normalized";
+  std::printf("vectors     %s: %d numbers\n", vectors.c_str(), pipeline.width(pooling));
   std::printf("parameters  %llu (%.2f MB as float32); file %lld bytes\n", (unsigned long long)m.parameter_count(),
               m.parameter_count() * 4.0 / 1e6, (long long)st.st_size);
   if (const int n = training_length(m.dir))

@@ -70,10 +70,8 @@ void Batcher::run(std::vector<Job>& batch) {
   for (const Job& j : batch) all.insert(all.end(), j.texts.begin(), j.texts.end());
   try {
     // the model's own pooling and normalization (a sentence-transformers directory's), else the mean
-    const Config& c = pipeline_.config();
-    Pooling pooling = Pooling::Mean;
-    pooling_from_name(c.pooling, &pooling);
-    std::vector<Encoded> rows = pipeline_.encode(std::move(all), pooling, c.normalize);
+    std::vector<Encoded> rows =
+        pipeline_.encode(std::move(all), pipeline_.model_pooling(), pipeline_.model_normalize());
     size_t next = 0;
     for (Job& j : batch) {
       std::vector<std::vector<float>> mine;

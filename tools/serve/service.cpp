@@ -146,7 +146,8 @@ ojson Service::embeddings(const nlohmann::json& body) {
   // of hidden states are not such a vector, so it is refused rather than ignored.
   if (body.contains("dimensions"))
     throw invalid(
-        "\"dimensions\" is not supported: a vector has the model's d_model values, and a prefix of "
+        "\"dimensions\" is not supported: a vector has all of the model's values (d_model, or its Dense module's "
+        "out_features), and a prefix of "
         "them is not an embedding of its own");
   const std::string format = optional_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
@@ -176,10 +177,8 @@ ojson Service::embeddings(const nlohmann::json& body) {
     if (batcher_) {
       vectors = batcher_->submit(std::move(all)).get();
     } else {
-      const Config& c = pipeline_.config();
-      Pooling pooling = Pooling::Mean;
-      pooling_from_name(c.pooling, &pooling);
-      for (Encoded& e : pipeline_.encode(std::move(all), pooling, c.normalize)) vectors.push_back(std::move(e.values));
+      for (Encoded& e : pipeline_.encode(std::move(all), pipeline_.model_pooling(), pipeline_.model_normalize()))
+        vectors.push_back(std::move(e.values));
     }
   } catch (...) {
     --pending_;

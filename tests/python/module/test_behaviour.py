@@ -38,7 +38,7 @@ def test_model_named_by_the_environment(tmp_path, monkeypatch):
 
 
 def test_bad_pooling(model):
-    with pytest.raises(ordo.InputError, match='^pooling must be mean, first, max or none, got "sum"$'):
+    with pytest.raises(ordo.InputError, match='^pooling must be mean, first, max, mean-sqrt-len, weighted-mean, last or none, got "sum"$'):
         model.encode(["a"], pooling="sum")
 
 
