@@ -456,9 +456,10 @@ came from; unknown counts the pieces the vocabulary cannot spell (<unk>).)")
 
 Texts -> vectors, as `ordo encode` computes them.
 texts: a str, or a sequence of str.
-pooling: 'mean' | 'first' | 'max' give one vector per text: a float32 array (n, d), or (d,) for
-  one str; a text of no tokens gets a row of NaN. 'none' gives each text's rows: a list of
-  float32 arrays (S_i, d), or one array (S, d) for one str.
+pooling: 'mean' | 'first' | 'max' | 'mean-sqrt-len' | 'weighted-mean' | 'last' give one vector per
+  text: a float32 array (n, d), or (d,) for one str, through the model's Dense modules where it has
+  some (d: the last one's out_features); a text of no tokens gets a row of NaN. 'none' gives each
+  text's rows: a list of float32 arrays (S_i, d_model), or one array (S, d_model) for one str.
   None: the model's own (a sentence-transformers directory's 1_Pooling), else 'mean'.
 normalize: scale each vector (each row with 'none') to unit L2 length. None: as the model's
   modules.json says (True where it has Normalize), else False.
