@@ -751,8 +751,8 @@ void Pipeline::require_head(bool need_mask) const {
   const std::string dir = model_dir().empty() ? std::string("model") : model_dir();
   if (!has_head() && config().family != Family::Ordo)  // a BertModel, as sentence-transformers' models are
     throw InputError(dir,
-                     "has no masked-LM head (fill and score need a BertForMaskedLM or XLMRobertaForMaskedLM "
-                     "checkpoint, with cls.predictions.* / lm_head.* weights)");
+                     "has no masked-LM head (fill and score need a BertForMaskedLM, XLMRobertaForMaskedLM or "
+                     "DistilBertForMaskedLM checkpoint, with cls.predictions.* / lm_head.* / vocab_* weights)");
   if (!has_head())
     throw InputError(dir + "/config.json",
                      "the model has no masked-language-model head (\"head\": \"mlm\"), so it cannot fill or score "

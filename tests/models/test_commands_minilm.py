@@ -27,8 +27,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 TEXTS = ["The cat sat on the mat, and the dog watched it.", "Tokyo 東京 is naïve-ly big!"]
 failed = []
-NO_HEAD = ("has no masked-LM head (fill and score need a BertForMaskedLM or XLMRobertaForMaskedLM checkpoint, "
-           "with cls.predictions.* / lm_head.* weights)")
+NO_HEAD = ("has no masked-LM head (fill and score need a BertForMaskedLM, XLMRobertaForMaskedLM or "
+           "DistilBertForMaskedLM checkpoint, with cls.predictions.* / lm_head.* / vocab_* weights)")
 
 
 def check(ok, what):

@@ -2,15 +2,15 @@
 """sentence-transformers' modules after the encoder, on random weights: a BertModel or DistilBertModel
 checkpoint (test_hf_parity.py's) made a SentenceTransformer with a Pooling module of each mode ordo has
 (cls, max, mean, mean_sqrt_len_tokens, weightedmean_tokens, lasttoken), none to three Dense modules
-(Tanh, Identity, ReLU, Sigmoid, GELU; with and without bias; widths up and down) and Normalize or not,
-saved with SentenceTransformer.save as a user downloads it. `ordo encode --model DIR --json` on all texts
+(Tanh, Identity, ReLU, Sigmoid, GELU; with and without bias; widths up and down; float32 and float16) and
+Normalize or not, saved with SentenceTransformer.save as a user downloads it. `ordo encode --model DIR --json` on all texts
 (and, with --python-dir, ordo.Model(DIR).encode; with Dense modules, `ordo serve`'s /v1/embeddings too)
 against SentenceTransformer.encode of the same texts:
     max |ordo − sentence-transformers| ≤ 1e-5 · max |sentence-transformers|     for every text
 with the vector as wide as the last Dense module's out_features, and `ordo info` saying that width.
 Then the one-line errors of what ordo refuses: several pooling modes at once, a Dense module with only
 pytorch_model.bin (the conversion command, as for the encoder), a Dense whose in_features is not the
-pooled width, an activation ordo does not have, a Dense before the pooling.
+pooled width, an activation ordo does not have, a Dense before the pooling, a weight of the wrong shape or NaN.
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
 import argparse
@@ -41,9 +41,10 @@ MODES = ["cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoke
 ACTIVATIONS = ["Tanh", "Identity", "ReLU", "Sigmoid", "GELU"]
 
 
-def sentence_transformer(out, arch, mode, denses, normalize, rng, seed):
+def sentence_transformer(out, arch, mode, denses, normalize, rng, seed, half=False):
     """A SentenceTransformer over a random `arch` checkpoint: Pooling(mode), Dense modules of
-    (out_features, activation, bias) each, Normalize if asked; saved into `out`. Returns it and the width d."""
+    (out_features, activation, bias) each, Normalize if asked; saved into `out` (with `half`, the Dense
+    modules' weights rewritten as float16). Returns it read back from `out`, the case, the width."""
     import torch
     from sentence_transformers import SentenceTransformer, models
     torch.manual_seed(seed)
@@ -62,6 +63,11 @@ def sentence_transformer(out, arch, mode, denses, normalize, rng, seed):
         if normalize:
             modules.append(models.Normalize())
         SentenceTransformer(modules=modules, device="cpu").save(out)
+    if half:
+        from safetensors.torch import load_file, save_file
+        for k in range(len(denses)):
+            path = os.path.join(out, f"{k + 2}_Dense", "model.safetensors")
+            save_file({n: t.half() for n, t in load_file(path).items()}, path)
     return SentenceTransformer(out, device="cpu"), case, width  # read back, as a user loads it
 
 
@@ -96,11 +102,11 @@ def served(ordo, model, texts):
             proc.wait(timeout=60)
 
 
-def run_case(a, rng, seed, arch, mode, denses, normalize):
+def run_case(a, rng, seed, arch, mode, denses, normalize, half=False):
     import numpy as np
-    name = dict(arch=arch, mode=mode, dense=denses, normalize=normalize)
+    name = dict(arch=arch, mode=mode, dense=denses, normalize=normalize, **({"float16": True} if half else {}))
     with tempfile.TemporaryDirectory() as out:
-        st, case, width = sentence_transformer(out, arch, mode, denses, normalize, rng, seed)
+        st, case, width = sentence_transformer(out, arch, mode, denses, normalize, rng, seed, half)
         texts = [t for t in TEXTS if t] + ["the cat sat on the mat " * 20]
         want = st.encode(texts, batch_size=4, convert_to_numpy=True).astype(np.float64)
         errors = Errors(name)
@@ -162,6 +168,12 @@ def refusals(a, rng):
             torch.save(load_file(st_file), bin_file)
             os.remove(st_file)
 
+        def nan_weight():
+            from safetensors.torch import save_file
+            tensors = load_file(st_file)
+            tensors["linear.weight"][0, 1] = float("nan")
+            save_file(tensors, st_file)
+
         cases = [
             ({pool_cfg: {**pooling, "pooling_mode_cls_token": True}}, None,
              f"error: {pool_cfg}: asks for 2 poolings at once (pooling_mode_cls_token, pooling_mode_mean_tokens), "
@@ -182,6 +194,7 @@ def refusals(a, rng):
             ({dense_cfg: {**dense, "out_features": 8}}, None,
              f"error: {st_file}: tensor linear.weight has shape [7,{dense['in_features']}], config.json wants "
              f"[8,{dense['in_features']}]"),
+            ({}, nan_weight, f"error: {st_file}: tensor linear.weight holds NaN at element 1"),
             ({}, only_bin, convert),
         ]
         for changes, act, want in cases:
@@ -224,6 +237,9 @@ def main():
     failed = 0
     for n, (arch, mode, denses, normalize) in enumerate(cases):
         failed += not run_case(a, rng, a.seed + n, arch, mode, denses, normalize)
+    # Dense weights saved as float16, which ordo widens at load as sentence-transformers does
+    cases.append(("bert", "mean", [(16, "Tanh", True), (8, "Identity", True)], True))
+    failed += not run_case(a, rng, a.seed + len(cases), *cases[-1], half=True)
     print(f"{len(cases) - failed} passed, {failed} failed")
     failed += refusals(a, rng)
     return 1 if failed else 0
