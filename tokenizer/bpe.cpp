@@ -458,12 +458,13 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
       if (id.empty() || *end != '\0') throw InputError(where, "is not an id");
       add(t, json(n), where);
     }
-  } else if (!from_json) {  // RobertaTokenizer's own: <s> <pad> </s> <unk>, and <mask> taking the spaces before it
-    for (const std::string& s : {bos, pad, eos, unk, bpe->cls, bpe->sep, bpe->mask})
-      if (bpe->id(s) >= 0 &&
-          std::none_of(added.begin(), added.end(), [&](const Added& a) { return a.token.text == s; })) {
+  } else if (!from_json) {  // RobertaTokenizer's own: <s> <pad> </s> <unk>, and <mask> taking the spaces before it;
+    // one the vocabulary lacks is added after it, in transformers' order (bos, eos, unk, sep, pad, cls, mask)
+    int64_t next = int64_t(bpe->pieces_.size());
+    for (const std::string& s : {bos, eos, unk, bpe->sep, pad, bpe->cls, bpe->mask})
+      if (std::none_of(added.begin(), added.end(), [&](const Added& a) { return a.token.text == s; })) {
         Added a;
-        a.id = bpe->id(s);
+        a.id = bpe->id(s) >= 0 ? bpe->id(s) : next++;
         a.token.text = s;
         a.token.lstrip = s == bpe->mask && mask_lstrip;
         a.where = path;

@@ -210,7 +210,8 @@ TEST(BytePairEncoding, SpecialTokensAndPrefixSpace) {
 }
 
 // vocab.json and merges.txt as RobertaTokenizer reads them: the header line skipped, whitespace between the
-// two pieces, RobertaTokenizer's special tokens (<mask> lstrip) unless tokenizer_config.json lists others.
+// two pieces, RobertaTokenizer's special tokens (<mask> lstrip) unless tokenizer_config.json lists others, those
+// the vocabulary lacks added after it.
 TEST(BytePairEncoding, VocabJsonAndMergesTxt) {
   Dir dir;
   write(dir.path + "/vocab.json", vocabulary({"<s>", "<pad>", "</s>", "<unk>", "<mask>", "ab"}).dump());
@@ -219,6 +220,12 @@ TEST(BytePairEncoding, VocabJsonAndMergesTxt) {
   EXPECT_EQ(tok.encode("ab <mask><s>").ids, (std::vector<int32_t>{261, 260, 256}));
   EXPECT_EQ(tok.unk_id(), 259);
   EXPECT_EQ(tok.special_tokens().size(), 5u);
+  // a special token the vocabulary lacks gets the next id after it, as transformers adds it (here <mask>, 261)
+  write(dir.path + "/vocab.json", vocabulary({"<s>", "<pad>", "</s>", "<unk>", "ab"}).dump());
+  const Tokenizer added = Tokenizer::load(dir.path + "/vocab.json");
+  EXPECT_EQ(added.size(), 262);
+  EXPECT_EQ(added.mask_id(), 261);
+  EXPECT_EQ(added.encode("ab <mask>").ids, (std::vector<int32_t>{260, 261}));
 }
 
 // Byte-level BPE loses nothing: on random texts (ASCII, accents, combining marks, CJK, emoji, Unicode spaces),
