@@ -25,16 +25,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_hf_parity import hidden_parity, hostile_lines  # noqa: E402
+from test_hf_parity import TEXTS as PARITY_TEXTS, hidden_parity, hostile_lines  # noqa: E402
 
-TEXTS = [
-    "the cat sat on the mat",
-    "The Mat sat on the CAT!",
-    "x",
-    "",
-    "naïve café owners don't always agree: 3 + 4 = 7?",
-    "In 1859, Darwin published On the Origin of Species, arguing that populations evolve over generations "
-    "through a process of natural selection; the book was read widely, by scientists and the public alike.",
+TEXTS = PARITY_TEXTS[:6] + [  # hf_parity's texts without their WordPiece specials, and these
     "  two  spaces,\ttabs\nand a newline  ",
     "日本語のテキスト 😀 👍🏽 ½ x²",
     "<s>the cat</s> sat <mask> on <pad> the<unk>mat </s>",

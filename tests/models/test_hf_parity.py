@@ -256,40 +256,18 @@ def hostile_ids(ordo, out, raw, tok, name):
     return 0
 
 
-def xlmr_hostile_ids(lines=10000):
-    """The XLM-R tokenizer's ids on `lines` hostile lines against XLMRobertaTokenizer's. Returns 1 if any differ."""
+def family_hostile_ids(arch, seed, name, lines=10000, **checkpoint):
+    """The ids of `lines` hostile lines against those of the tokenizer a random `arch` directory was saved
+    with: XLMRobertaTokenizer's; MPNetTokenizerFast's, as save_pretrained writes its tokenizer.json (every
+    special token "normalized": found in the lowercased text, so "<MASK>" is <mask> and "[UNK]" is text);
+    DistilBertTokenizerFast's (vocab.txt, tokenizer.json, tokenizer_config.json). Returns 1 if any differ."""
     p = argparse.ArgumentParser()
     p.add_argument("--ordo", required=True)
     a, _ = p.parse_known_args()
-    rng = random.Random(38)
+    rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as out:
-        tok, _, _ = random_checkpoint(out, random_case(rng, "xlm-roberta"), rng, type_vocab_size=1)
-        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on an XLM-R directory")
-
-
-def mpnet_hostile_ids(lines=10000):
-    """MPNet's WordPiece on `lines` hostile lines against MPNetTokenizerFast's, as save_pretrained writes its
-    tokenizer.json (every special token "normalized": found in the lowercased text, so "<MASK>" is <mask> and
-    "[UNK]" is text). Returns 1 if any differ."""
-    p = argparse.ArgumentParser()
-    p.add_argument("--ordo", required=True)
-    a, _ = p.parse_known_args()
-    rng = random.Random(39)
-    with tempfile.TemporaryDirectory() as out:
-        tok, _, _ = random_checkpoint(out, random_case(rng, "mpnet"), rng)
-        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on an MPNet directory")
-
-
-def distilbert_hostile_ids(lines=10000):
-    """DistilBERT's WordPiece on `lines` hostile lines against DistilBertTokenizerFast's, its files as
-    save_pretrained writes them (vocab.txt, tokenizer.json, tokenizer_config.json). Returns 1 if any differ."""
-    p = argparse.ArgumentParser()
-    p.add_argument("--ordo", required=True)
-    a, _ = p.parse_known_args()
-    rng = random.Random(42)
-    with tempfile.TemporaryDirectory() as out:
-        tok, _, _ = random_checkpoint(out, random_case(rng, "distilbert"), rng)
-        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, "on a DistilBERT directory")
+        tok, _, _ = random_checkpoint(out, random_case(rng, arch), rng, **checkpoint)
+        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, name)
 
 
 def mpnet_refusals(lines=None):
@@ -365,7 +343,9 @@ def distilbert_refusals():
 def main():
     return (mpnet_refusals() | distilbert_refusals()
             | run_cases(run_case, random_case, 20261126, 6, archs=("bert", "xlm-roberta", "mpnet", "distilbert"))
-            | xlmr_hostile_ids() | mpnet_hostile_ids() | distilbert_hostile_ids())
+            | family_hostile_ids("xlm-roberta", 38, "on an XLM-R directory", type_vocab_size=1)
+            | family_hostile_ids("mpnet", 39, "on an MPNet directory")
+            | family_hostile_ids("distilbert", 42, "on a DistilBERT directory"))
 
 
 if __name__ == "__main__":
