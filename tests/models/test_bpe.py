@@ -6,7 +6,9 @@ false (RoBERTa's) and true:
   - `ordo tokenize --model DIR --input FILE --json` on 10,000 hostile lines with special tokens' texts among
     them (make_hostile_text.py --special) gives, line by line, exactly the ids of tokenizer.json through
     `tokenizers`, of RobertaTokenizerFast.from_pretrained(DIR), and of RobertaTokenizerFast from the same
-    directory without tokenizer.json (ordo then reads vocab.json and merges.txt);
+    directory without tokenizer.json (ordo then reads vocab.json and merges.txt), and of RobertaTokenizerFast
+    from vocab.json and merges.txt alone (RobertaTokenizer's own special tokens, <mask> added after the vocabulary;
+    add_prefix_space false, as roberta-base's files have it);
   - the offsets are `tokenizers`' (trim_offsets off), in bytes, except that a character two pieces share
     belongs to the piece with its last byte (the pieces before it get begin == end);
   - `ordo encode --pooling none` on texts in one batch equals RobertaModel's hidden states within 1e-5
@@ -183,7 +185,7 @@ def main():
     failed = 0
     for prefix in [False, True]:
         with tempfile.TemporaryDirectory() as tmp:
-            out, alone = os.path.join(tmp, "model"), os.path.join(tmp, "vocab-json")
+            out, alone, bare = os.path.join(tmp, "model"), os.path.join(tmp, "vocab-json"), os.path.join(tmp, "bare")
             os.mkdir(out)
             fast = train(out, prefix, 600 if prefix else 1500)
             model, width = checkpoint(out, rng, len(fast))
@@ -191,14 +193,18 @@ def main():
             for f in os.listdir(out):
                 if f != "tokenizer.json":
                     os.symlink(os.path.join(out, f), os.path.join(alone, f))
+            os.mkdir(bare)
+            for f in ["vocab.json", "merges.txt", "config.json", "model.safetensors"]:
+                os.symlink(os.path.join(out, f), os.path.join(bare, f))
             hostile = os.path.join(tmp, "hostile.txt")
             with open(hostile, "wb") as f:
                 f.write(raw)
             setting = f"(add_prefix_space {str(prefix).lower()}, {len(fast)} pieces)"
             rows, err = ordo_rows(a.ordo, out, hostile)
             rows_alone, err_alone = ordo_rows(a.ordo, alone, hostile)
-            if rows is None or rows_alone is None:
-                print(f"FAIL {setting}: ordo failed: {err or err_alone}")
+            rows_bare, err_bare = ordo_rows(a.ordo, bare, hostile)
+            if rows is None or rows_alone is None or rows_bare is None:
+                print(f"FAIL {setting}: ordo failed: {err or err_alone or err_bare}")
                 failed += 1
                 continue
             ref = Tokenizer.from_file(os.path.join(out, "tokenizer.json"))
@@ -208,6 +214,9 @@ def main():
             failed += compare_ids(f"RobertaTokenizerFast's {setting}", texts, rows, lambda t: from_dir(t)["input_ids"])
             failed += compare_ids(f"RobertaTokenizerFast's from vocab.json and merges.txt {setting}", texts, rows_alone,
                                   lambda t: from_vocab(t)["input_ids"])
+            from_bare = transformers.RobertaTokenizerFast.from_pretrained(bare)
+            failed += compare_ids(f"RobertaTokenizerFast's from vocab.json and merges.txt alone {setting}", texts,
+                                  rows_bare, lambda t: from_bare(t)["input_ids"])
             # offsets: tokenizers' with trim_offsets off (the space of "Ġthe" is the piece's)
             untrimmed = json.loads(ref.to_str())
             untrimmed["pre_tokenizer"]["trim_offsets"] = False
