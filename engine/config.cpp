@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <ordo/config.h>
 #include <ordo/errors.h>
@@ -21,6 +23,51 @@ namespace ordo {
 using nlohmann::json;
 
 namespace {
+
+// The names a file gives a setting, each with what it means; to_string (below) gives a value's first name.
+template <class E, size_t N>
+using Names = std::pair<const char*, E>[N];
+template <class E, size_t N>
+const char* name_of(const Names<E, N>& names, E e, const char* otherwise) {
+  for (const auto& [n, v] : names)
+    if (v == e) return n;
+  return otherwise;
+}
+
+const Names<Activation, 3> kActivations = {
+    {"relu", Activation::ReLU}, {"gelu", Activation::GELU}, {"gelu-tanh", Activation::GELUTanh}};
+// transformers' names (hidden_act, DistilBERT's activation): "gelu" is the erf form, the others tanh
+const Names<Activation, 5> kHfActivations = {{"gelu", Activation::GELU},
+                                             {"relu", Activation::ReLU},
+                                             {"gelu_new", Activation::GELUTanh},
+                                             {"gelu_pytorch_tanh", Activation::GELUTanh},
+                                             {"gelu_fast", Activation::GELUTanh}};
+// "alibi" is the name alibi-pairs had before, kept so that a model written then (models/position-alibi)
+// loads with the meaning it was trained with; the paper's form for encoders is alibi-symmetric.
+const Names<PositionalEncoding, 8> kPositionalEncodings = {{"sinusoidal", PositionalEncoding::Sinusoidal},
+                                                           {"learned", PositionalEncoding::Learned},
+                                                           {"none", PositionalEncoding::None},
+                                                           {"rope", PositionalEncoding::Rope},
+                                                           {"alibi-pairs", PositionalEncoding::Alibi},
+                                                           {"alibi-symmetric", PositionalEncoding::AlibiSymmetric},
+                                                           {"alibi", PositionalEncoding::Alibi},
+                                                           {"t5-buckets", PositionalEncoding::T5Buckets}};
+// config.json's model_type
+const Names<Family, 7> kFamilies = {
+    {"bert", Family::Bert}, {"roberta", Family::Roberta}, {"xlm-roberta", Family::Roberta},  {"t5", Family::T5},
+    {"mt5", Family::T5},    {"mpnet", Family::MPNet},     {"distilbert", Family::DistilBert}};
+// a Dense module's activation_function: the class sentence-transformers saves by its full name
+// (util.fullname) and builds with no arguments; and the short names to_string gives
+const Names<DenseActivation, 5> kTorchActivations = {{"torch.nn.modules.linear.Identity", DenseActivation::Identity},
+                                                     {"torch.nn.modules.activation.Tanh", DenseActivation::Tanh},
+                                                     {"torch.nn.modules.activation.ReLU", DenseActivation::ReLU},
+                                                     {"torch.nn.modules.activation.Sigmoid", DenseActivation::Sigmoid},
+                                                     {"torch.nn.modules.activation.GELU", DenseActivation::GELU}};
+const Names<DenseActivation, 5> kDenseActivations = {{"identity", DenseActivation::Identity},
+                                                     {"tanh", DenseActivation::Tanh},
+                                                     {"relu", DenseActivation::ReLU},
+                                                     {"sigmoid", DenseActivation::Sigmoid},
+                                                     {"gelu", DenseActivation::GELU}};
 
 // Sizes beyond this are not models but mistakes (and would overflow int products of two sizes
 // only well past it); they are rejected before anything is sized from them.
@@ -77,7 +124,7 @@ struct Reader {
                                   ") must be divisible by \"" + keys[2] + "\" (" + std::to_string(c.n_heads) + ")");
   }
 
-  std::string choice(const char* key, std::initializer_list<const char*> allowed, const char* fallback,
+  std::string choice(const char* key, const std::vector<const char*>& allowed, const char* fallback,
                      bool required = false) const {
     std::string options;
     for (const char* a : allowed) options += std::string(options.empty() ? "" : " | ") + "\"" + a + "\"";
@@ -91,6 +138,17 @@ struct Reader {
         if (v.get<std::string>() == a) return a;
     throw InputError(where, std::string("key \"") + key + "\" must be " + options + ", got " + brief(v));
   }
+  // choice over a table of names and what each means: the value of the name the file gives, `fallback`
+  // where the key is absent.
+  template <class E, size_t N>
+  E pick(const char* key, const Names<E, N>& names, E fallback, bool required = false) const {
+    std::vector<const char*> allowed;
+    for (const auto& n : names) allowed.push_back(n.first);
+    const std::string name = choice(key, allowed, "", required);
+    for (const auto& [n, v] : names)
+      if (name == n) return v;
+    return fallback;
+  }
 };
 
 }  // namespace
@@ -103,8 +161,7 @@ Config parse_config(const std::string& text, const std::string& where) {
   Config c;
   r.sizes(c, {"vocab_size", "d_model", "n_heads", "d_ff", "n_layers"});
 
-  const std::string act = r.choice("activation", {"relu", "gelu", "gelu-tanh"}, "relu");
-  c.activation = act == "gelu" ? Activation::GELU : act == "gelu-tanh" ? Activation::GELUTanh : Activation::ReLU;
+  c.activation = r.pick("activation", kActivations, Activation::ReLU);
   c.norm_first = r.flag("norm_first", false);
   c.final_norm = r.flag("final_norm", false);
   c.layer_norm_eps = r.positive("layer_norm_eps", 1e-5);
@@ -112,18 +169,7 @@ Config parse_config(const std::string& text, const std::string& where) {
     throw InputError(where,
                      "key \"layer_norm_eps\" is " + brief(j.at("layer_norm_eps")) + ", which rounds to 0 as a float");
 
-  // "alibi" is the name alibi-pairs had before, kept so that a model written then (models/position-alibi)
-  // loads with the meaning it was trained with; the paper's form for encoders is alibi-symmetric.
-  const std::string pe = r.choice(
-      "positional_encoding",
-      {"sinusoidal", "learned", "none", "rope", "alibi-pairs", "alibi-symmetric", "alibi", "t5-buckets"}, "", true);
-  c.positional_encoding = pe == "sinusoidal"                     ? PositionalEncoding::Sinusoidal
-                          : pe == "learned"                      ? PositionalEncoding::Learned
-                          : pe == "rope"                         ? PositionalEncoding::Rope
-                          : pe == "alibi-pairs" || pe == "alibi" ? PositionalEncoding::Alibi
-                          : pe == "alibi-symmetric"              ? PositionalEncoding::AlibiSymmetric
-                          : pe == "t5-buckets"                   ? PositionalEncoding::T5Buckets
-                                                                 : PositionalEncoding::None;
+  c.positional_encoding = r.pick("positional_encoding", kPositionalEncodings, PositionalEncoding::None, true);
   c.pe_layout = r.choice("pe_layout", {"interleaved", "split"}, "interleaved") == std::string("split")
                     ? PeLayout::Split
                     : PeLayout::Interleaved;
@@ -146,7 +192,8 @@ Config parse_config(const std::string& text, const std::string& where) {
     const json& v = j["alibi_slopes"];
     if (c.positional_encoding != PositionalEncoding::Alibi &&
         c.positional_encoding != PositionalEncoding::AlibiSymmetric)
-      throw InputError(where, "key \"alibi_slopes\" is for \"alibi-pairs\" or \"alibi-symmetric\", not \"" + pe + "\"");
+      throw InputError(where, "key \"alibi_slopes\" is for \"alibi-pairs\" or \"alibi-symmetric\", not \"" +
+                                  j["positional_encoding"].get<std::string>() + "\"");
     bool ok = v.is_array() && v.size() == size_t(c.n_heads);
     for (size_t k = 0; ok && k < v.size(); ++k)
       ok = v[k].is_number() && v[k].get<double>() > 0 && std::isfinite(v[k].get<double>());
@@ -249,10 +296,7 @@ void parse_t5(const Reader& r, Config& c) {
 void parse_distilbert(const Reader& r, Config& c) {
   c.family = Family::DistilBert;
   r.sizes(c, {"vocab_size", "dim", "n_heads", "hidden_dim", "n_layers"});
-  // transformers' get_activation names, as BERT's hidden_act: "gelu" the erf form, the others tanh
-  const std::string act =
-      r.choice("activation", {"gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"}, "gelu");
-  c.activation = act == "gelu" ? Activation::GELU : act == "relu" ? Activation::ReLU : Activation::GELUTanh;
+  c.activation = r.pick("activation", kHfActivations, Activation::GELU);  // transformers' get_activation names
   r.flag("sinusoidal_pos_embds", false);  // a true or false, whichever: the table is in the file
   c.layer_norm_eps = 1e-12;
   c.positional_encoding = PositionalEncoding::Learned;
@@ -269,22 +313,17 @@ Config parse_hf_config(const std::string& text, const std::string& where, const 
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   Reader r{j, where};
   Config c;
-  const std::string type =
-      r.choice("model_type", {"bert", "roberta", "xlm-roberta", "t5", "mt5", "mpnet", "distilbert"}, "", true);
-  if (type == "t5" || type == "mt5") {
+  c.family = r.pick("model_type", kFamilies, Family::Ordo, true);
+  if (c.family == Family::T5) {
     parse_t5(r, c);
     return hf_directory(c, dir);
   }
-  if (type == "distilbert") {
+  if (c.family == Family::DistilBert) {
     parse_distilbert(r, c);
     return hf_directory(c, dir);
   }
-  c.family = type == "bert" ? Family::Bert : type == "mpnet" ? Family::MPNet : Family::Roberta;
   r.sizes(c, {"vocab_size", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers"});
-  // transformers' names: "gelu" is the erf form; "gelu_new", "gelu_pytorch_tanh" and "gelu_fast" the tanh one
-  const std::string act =
-      r.choice("hidden_act", {"gelu", "relu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"}, "gelu");
-  c.activation = act == "gelu" ? Activation::GELU : act == "relu" ? Activation::ReLU : Activation::GELUTanh;
+  c.activation = r.pick("hidden_act", kHfActivations, Activation::GELU);
   c.layer_norm_eps = r.positive("layer_norm_eps", 1e-12);
   r.choice("position_embedding_type", {"absolute"}, "absolute");  // relative_key and others: not supported
   c.positional_encoding = PositionalEncoding::Learned;
@@ -360,17 +399,7 @@ DenseModule parse_dense(const std::string& dir, const std::string& path, int wid
   d.in_features = r.size("in_features", true, 0);
   d.out_features = r.size("out_features", true, 0);
   d.bias = r.flag("bias", true);
-  // the class sentence-transformers saves by its full name (util.fullname) and builds with no arguments
-  const std::string act = r.choice(
-      "activation_function",
-      {"torch.nn.modules.linear.Identity", "torch.nn.modules.activation.Tanh", "torch.nn.modules.activation.ReLU",
-       "torch.nn.modules.activation.Sigmoid", "torch.nn.modules.activation.GELU"},
-      "", true);
-  d.activation = act == "torch.nn.modules.activation.Tanh"      ? DenseActivation::Tanh
-                 : act == "torch.nn.modules.activation.ReLU"    ? DenseActivation::ReLU
-                 : act == "torch.nn.modules.activation.Sigmoid" ? DenseActivation::Sigmoid
-                 : act == "torch.nn.modules.activation.GELU"    ? DenseActivation::GELU
-                                                                : DenseActivation::Identity;
+  d.activation = r.pick("activation_function", kTorchActivations, DenseActivation::Identity, true);
   if (d.in_features != width)
     throw InputError(where, "key \"in_features\" is " + std::to_string(d.in_features) +
                                 ", but the vector before it has " + std::to_string(width) + " numbers");
@@ -491,31 +520,16 @@ void check_ids(const Config& c, const std::vector<int32_t>& ids, int first_posit
 }
 
 const char* to_string(Activation a) {
-  return a == Activation::GELU ? "gelu" : a == Activation::GELUTanh ? "gelu-tanh" : "relu";
+  return name_of(kActivations, a, "relu");
 }
 const char* to_string(PositionalEncoding p) {
-  return p == PositionalEncoding::Sinusoidal       ? "sinusoidal"
-         : p == PositionalEncoding::Learned        ? "learned"
-         : p == PositionalEncoding::Rope           ? "rope"
-         : p == PositionalEncoding::Alibi          ? "alibi-pairs"
-         : p == PositionalEncoding::AlibiSymmetric ? "alibi-symmetric"
-         : p == PositionalEncoding::T5Buckets      ? "t5-buckets"
-                                                   : "none";
+  return name_of(kPositionalEncodings, p, "none");
 }
 const char* to_string(Family f) {
-  return f == Family::Bert         ? "bert"
-         : f == Family::Roberta    ? "roberta"
-         : f == Family::T5         ? "t5"
-         : f == Family::MPNet      ? "mpnet"
-         : f == Family::DistilBert ? "distilbert"
-                                   : "ordo";
+  return name_of(kFamilies, f, "ordo");
 }
 const char* to_string(DenseActivation a) {
-  return a == DenseActivation::Tanh      ? "tanh"
-         : a == DenseActivation::ReLU    ? "relu"
-         : a == DenseActivation::Sigmoid ? "sigmoid"
-         : a == DenseActivation::GELU    ? "gelu"
-                                         : "identity";
+  return name_of(kDenseActivations, a, "identity");
 }
 const char* to_string(Norm n) {
   return n == Norm::RMS ? "rms" : "layer";
