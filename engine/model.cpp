@@ -311,21 +311,9 @@ Model::Model(Config config, const std::string& weights_path) : config_(std::move
     const size_t n = t->elements;
     if (t->dtype == "F32" && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
       values = reinterpret_cast<const float*>(t->data);  // in place, straight from the file's image
-    } else if (t->dtype == "F32" || t->dtype == "F16" || t->dtype == "BF16") {
-      std::vector<float> wide(n);
-      for (size_t i = 0; i < n; ++i) {
-        if (t->dtype == "F32") {
-          std::memcpy(&wide[i], t->data + 4 * i, 4);
-        } else {
-          uint16_t h;
-          std::memcpy(&h, t->data + 2 * i, 2);
-          wide[i] = t->dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
-        }
-      }
-      widened_.push_back(std::move(wide));
+    } else {  // copied (an F32 the header placed off alignment) or widened, or the one-line refusal
+      widened_.push_back(widen_to_f32(*t, where));
       values = widened_.back().data();
-    } else {
-      throw InputError(where, "tensor " + spec.name + " has dtype " + t->dtype + "; ordo loads F32, F16 and BF16");
     }
     // A NaN or an infinity in a weight would reach every output; such a file is refused below.
     for (size_t i = 0; i < n; ++i)

@@ -281,6 +281,22 @@ float bf16_to_float(uint16_t h) {
   return bits_float(uint32_t(h) << 16);
 }
 
+std::vector<float> widen_to_f32(const TensorInfo& t, const std::string& where) {
+  if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
+    throw InputError(where, "tensor " + t.name + " has dtype " + t.dtype + "; ordo loads F32, F16 and BF16");
+  std::vector<float> v(t.elements);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t.dtype == "F32") {
+      std::memcpy(&v[i], t.data + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      v[i] = t.dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
+    }
+  }
+  return v;
+}
+
 uint16_t float_to_bf16(float f) {
   uint32_t x = float_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan

@@ -95,6 +95,10 @@ TensorBytes f32_tensor(const std::string& name, std::vector<uint64_t> shape, con
 void write_safetensors(const std::string& path, const std::vector<TensorBytes>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+// A floating-point tensor's values as float32: F32 copied, F16 and BF16 widened (exactly). Another dtype
+// throws InputError(where, "tensor NAME has dtype D; ordo loads F32, F16 and BF16").
+std::vector<float> widen_to_f32(const TensorInfo& t, const std::string& where);
+
 // IEEE half and bfloat16 conversions (round to nearest even when narrowing).
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);

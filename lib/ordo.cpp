@@ -256,17 +256,8 @@ std::vector<float> dense_tensor(const SafeTensors& f, const std::string& name, c
   if (t->shape != shape)
     throw InputError(f.path(),
                      "tensor " + name + " has shape " + text(t->shape) + ", config.json wants " + text(shape));
-  if (t->dtype != "F32" && t->dtype != "F16" && t->dtype != "BF16")
-    throw InputError(f.path(), "tensor " + name + " has dtype " + t->dtype + "; ordo loads F32, F16 and BF16");
-  std::vector<float> v(t->elements);
+  std::vector<float> v = widen_to_f32(*t, f.path());
   for (size_t i = 0; i < v.size(); ++i) {
-    if (t->dtype == "F32") {
-      std::memcpy(&v[i], t->data + 4 * i, 4);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, t->data + 2 * i, 2);
-      v[i] = t->dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
-    }
     if (!std::isfinite(v[i]))
       throw InputError(f.path(), "tensor " + name + " holds " + (std::isnan(v[i]) ? "NaN" : "infinity") +
                                      " at element " + std::to_string(i));
