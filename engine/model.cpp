@@ -52,49 +52,27 @@ const LayerTensor kLayerTensors[] = {
     {"norm2.bias", &LayerWeights::norm2_bias, [](uint64_t d, uint64_t) { return Shape{d}; }},
 };
 
-// A Hugging Face encoder layer's tensors (BertLayer, XLMRobertaLayer), in the order Model takes them.
-struct HfLayerTensor {
-  const char* name;
-  bool matrix;    // (out, in), else a vector (out)
-  bool wide_out;  // out = F (intermediate.dense), else d
+// A Hugging Face encoder layer's modules in the order Model takes them, each as a weight then a bias,
+// under each family's names: BertLayer's (RoBERTa's and XLM-R's too), MPNetLayer's, and DistilBERT's
+// TransformerBlock's.
+struct HfLayerModule {
+  const char* bert;
+  const char* mpnet;
+  const char* distilbert;
+  bool matrix;    // a weight (out, in), else a LayerNorm's γ (out)
+  bool wide_out;  // out = F (BERT's intermediate.dense), else d
   bool wide_in;   // in = F (output.dense), else d
 };
-const HfLayerTensor kHfLayerTensors[] = {
-    {"attention.self.query.weight", true, false, false},
-    {"attention.self.query.bias", false, false, false},
-    {"attention.self.key.weight", true, false, false},
-    {"attention.self.key.bias", false, false, false},
-    {"attention.self.value.weight", true, false, false},
-    {"attention.self.value.bias", false, false, false},
-    {"attention.output.dense.weight", true, false, false},
-    {"attention.output.dense.bias", false, false, false},
-    {"attention.output.LayerNorm.weight", false, false, false},
-    {"attention.output.LayerNorm.bias", false, false, false},
-    {"intermediate.dense.weight", true, true, false},
-    {"intermediate.dense.bias", false, true, false},
-    {"output.dense.weight", true, false, true},
-    {"output.dense.bias", false, false, false},
-    {"output.LayerNorm.weight", false, false, false},
-    {"output.LayerNorm.bias", false, false, false},
+const HfLayerModule kHfLayerModules[] = {
+    {"attention.self.query", "attention.attn.q", "attention.q_lin", true, false, false},
+    {"attention.self.key", "attention.attn.k", "attention.k_lin", true, false, false},
+    {"attention.self.value", "attention.attn.v", "attention.v_lin", true, false, false},
+    {"attention.output.dense", "attention.attn.o", "attention.out_lin", true, false, false},
+    {"attention.output.LayerNorm", "attention.LayerNorm", "sa_layer_norm", false, false, false},
+    {"intermediate.dense", "intermediate.dense", "ffn.lin1", true, true, false},
+    {"output.dense", "output.dense", "ffn.lin2", true, false, true},
+    {"output.LayerNorm", "output.LayerNorm", "output_layer_norm", false, false, false},
 };
-
-// MPNetModel's layer (MPNetLayer): the same tensors as BERT's, in the same order, under other names.
-const char* const kMpnetLayerTensors[] = {
-    "attention.attn.q.weight",    "attention.attn.q.bias",    "attention.attn.k.weight",   "attention.attn.k.bias",
-    "attention.attn.v.weight",    "attention.attn.v.bias",    "attention.attn.o.weight",   "attention.attn.o.bias",
-    "attention.LayerNorm.weight", "attention.LayerNorm.bias", "intermediate.dense.weight", "intermediate.dense.bias",
-    "output.dense.weight",        "output.dense.bias",        "output.LayerNorm.weight",   "output.LayerNorm.bias",
-};
-static_assert(std::size(kMpnetLayerTensors) == std::size(kHfLayerTensors), "one MPNet name per BERT tensor");
-
-// DistilBertModel's layer (TransformerBlock): BERT's tensors again, in the same order, under its names.
-const char* const kDistilBertLayerTensors[] = {
-    "attention.q_lin.weight", "attention.q_lin.bias", "attention.k_lin.weight",   "attention.k_lin.bias",
-    "attention.v_lin.weight", "attention.v_lin.bias", "attention.out_lin.weight", "attention.out_lin.bias",
-    "sa_layer_norm.weight",   "sa_layer_norm.bias",   "ffn.lin1.weight",          "ffn.lin1.bias",
-    "ffn.lin2.weight",        "ffn.lin2.bias",        "output_layer_norm.weight", "output_layer_norm.bias",
-};
-static_assert(std::size(kDistilBertLayerTensors) == std::size(kHfLayerTensors), "one DistilBERT name per BERT tensor");
 
 // A masked-LM head's tensors after its prefix, in the order Model takes them: the transform's dense
 // weight and bias, its LayerNorm's weight and bias, the decoder (when untied), the output bias.
@@ -169,11 +147,11 @@ std::vector<TensorSpec> hf_tensors(const Config& c, size_t limit) {
         {p + "encoder.relative_attention_bias.weight", {uint64_t(c.relative_table_rows), uint64_t(c.n_heads)}});
   for (int i = 0; i < c.n_layers && specs.size() < limit; ++i) {
     const std::string l = p + (distil ? "transformer.layer." : "encoder.layer.") + std::to_string(i) + ".";
-    for (size_t k = 0; k < std::size(kHfLayerTensors); ++k) {
-      const HfLayerTensor& t = kHfLayerTensors[k];
-      const uint64_t out = t.wide_out ? F : d, in = t.wide_in ? F : d;
-      const char* name = mpnet ? kMpnetLayerTensors[k] : distil ? kDistilBertLayerTensors[k] : t.name;
-      specs.push_back({l + name, t.matrix ? Shape{out, in} : Shape{out}});
+    for (const HfLayerModule& m : kHfLayerModules) {
+      const uint64_t out = m.wide_out ? F : d, in = m.wide_in ? F : d;
+      const std::string name = l + (mpnet ? m.mpnet : distil ? m.distilbert : m.bert);
+      specs.push_back({name + ".weight", m.matrix ? Shape{out, in} : Shape{out}});
+      specs.push_back({name + ".bias", {out}});
     }
   }
   if (c.head == Head::MaskedLM) {  // cls.predictions.*, lm_head.* or vocab_* (kHeadNames)
