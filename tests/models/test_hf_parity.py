@@ -270,6 +270,17 @@ def family_hostile_ids(arch, seed, name, lines=10000, **checkpoint):
         return hostile_ids(a.ordo, out, hostile_lines(lines), tok, name)
 
 
+def refused(ordo, args, want, what):
+    """`ordo ARGS` ends with exit 2, nothing on stdout and the one line `want` on stderr. Prints ok, or FAIL with
+    `what` and what came instead; returns 0 or 1."""
+    r = subprocess.run([ordo, *args], capture_output=True, text=True)
+    if (r.returncode, r.stdout, r.stderr) != (2, "", want + "\n"):
+        print(f"FAIL {what}: exit {r.returncode}, stdout {r.stdout[:100]!r}, stderr {r.stderr!r}, want {want!r}")
+        return 1
+    print(f"ok   {want[:160]}")
+    return 0
+
+
 def mpnet_refusals(lines=None):
     """A bad MPNet directory gets one line on stderr, exit 2 (docs/models.md's table): the bucket table
     missing, of the wrong shape, or fewer than MPNet's 32 rows in config.json. Returns 1 if any is otherwise."""
@@ -298,12 +309,7 @@ def mpnet_refusals(lines=None):
             save_file(weights, st)
             with open(cfg, "w") as f:
                 json.dump({**config, **change}, f)
-            r = subprocess.run([a.ordo, "encode", "--model", out, "x"], capture_output=True, text=True)
-            if (r.returncode, r.stdout, r.stderr) != (2, "", want + "\n"):
-                print(f"FAIL bad MPNet directory: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
-                failed = 1
-            else:
-                print(f"ok   {want}")
+            failed |= refused(a.ordo, ["encode", "--model", out, "x"], want, "bad MPNet directory")
     return failed
 
 
@@ -331,12 +337,7 @@ def distilbert_refusals():
         for config, want in wants:
             with open(cfg, "w") as f:
                 json.dump(config, f)
-            r = subprocess.run([a.ordo, "encode", "--model", out, "x"], capture_output=True, text=True)
-            if (r.returncode, r.stdout, r.stderr) != (2, "", want + "\n"):
-                print(f"FAIL bad DistilBERT directory: exit {r.returncode}, stderr {r.stderr!r}, want {want!r}")
-                failed = 1
-            else:
-                print(f"ok   {want}")
+            failed |= refused(a.ordo, ["encode", "--model", out, "x"], want, "bad DistilBERT directory")
     return failed
 
 

@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_hf_parity  # noqa: E402
-from test_hf_parity import BAR, TEXTS, Errors, random_case, random_checkpoint  # noqa: E402
+from test_hf_parity import BAR, TEXTS, Errors, random_case, random_checkpoint, refused  # noqa: E402
 
 # BERT's vocabulary with each piece once: SentenceTransformer.save writes the tokenizer again, and
 # transformers writes a vocabulary with a repeated piece with holes in its numbering
@@ -203,16 +203,8 @@ def refusals(a, rng):
                     json.dump(value, f)
             if act:
                 act()
-            bad = 0
             for command in (["encode", "--model", out, "x"], ["info", "--model", out]):
-                r = subprocess.run([a.ordo, *command], capture_output=True, text=True)
-                if (r.returncode, r.stdout, r.stderr) != (2, "", want + "\n"):
-                    print(f"FAIL {command[0]}: exit {r.returncode}, stdout {r.stdout[:100]!r}, stderr {r.stderr!r},"
-                          f" want {want!r}")
-                    bad += 1
-            if not bad:
-                print(f"ok   {want[:160]}")
-            failed += bad
+                failed += refused(a.ordo, command, want, command[0])
             for path, text in originals.items():
                 with open(path, "w") as f:
                     f.write(text)
