@@ -215,11 +215,27 @@ def run_case(a, case, rng, seed):
         return errors.report() if errors else False
 
 
-def run_cases(run_case, random_case, default_seed, default_cases, archs=("bert", "xlm-roberta")):
-    """The command line of a random-checkpoint test: --ordo, --seed, --cases per architecture."""
+def command_line(default_seed=None, python_dir=False):
+    """The options every test here takes: --ordo (the built command), and --seed, --python-dir where asked."""
     p = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__.splitlines()[0])
     p.add_argument("--ordo", required=True)
-    p.add_argument("--seed", type=int, default=default_seed)
+    if python_dir:
+        p.add_argument("--python-dir", help="the directory holding the built `ordo` Python module")
+    if default_seed is not None:
+        p.add_argument("--seed", type=int, default=default_seed)
+    return p
+
+
+def ordo_binary():
+    """--ordo of this process's command line, for a check run beside others (the rest left to them)."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--ordo", required=True)
+    return p.parse_known_args()[0].ordo
+
+
+def run_cases(run_case, random_case, default_seed, default_cases, archs=("bert", "xlm-roberta")):
+    """The command line of a random-checkpoint test: --ordo, --seed, --cases per architecture."""
+    p = command_line(default_seed)
     p.add_argument("--cases", type=int, default=default_cases, help="random cases per architecture")
     a = p.parse_args()
     rng = random.Random(a.seed)
@@ -261,13 +277,11 @@ def family_hostile_ids(arch, seed, name, lines=10000, **checkpoint):
     with: XLMRobertaTokenizer's; MPNetTokenizerFast's, as save_pretrained writes its tokenizer.json (every
     special token "normalized": found in the lowercased text, so "<MASK>" is <mask> and "[UNK]" is text);
     DistilBertTokenizerFast's (vocab.txt, tokenizer.json, tokenizer_config.json). Returns 1 if any differ."""
-    p = argparse.ArgumentParser()
-    p.add_argument("--ordo", required=True)
-    a, _ = p.parse_known_args()
+    ordo = ordo_binary()
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as out:
         tok, _, _ = random_checkpoint(out, random_case(rng, arch), rng, **checkpoint)
-        return hostile_ids(a.ordo, out, hostile_lines(lines), tok, name)
+        return hostile_ids(ordo, out, hostile_lines(lines), tok, name)
 
 
 def refused(ordo, args, want, what):
@@ -286,9 +300,7 @@ def mpnet_refusals(lines=None):
     missing, of the wrong shape, or fewer than MPNet's 32 rows in config.json. Returns 1 if any is otherwise."""
     import torch
     from safetensors.torch import load_file, save_file
-    p = argparse.ArgumentParser()
-    p.add_argument("--ordo", required=True)
-    a, _ = p.parse_known_args()
+    ordo = ordo_binary()
     rng = random.Random(40)
     failed = 0
     with tempfile.TemporaryDirectory() as out:
@@ -309,7 +321,7 @@ def mpnet_refusals(lines=None):
             save_file(weights, st)
             with open(cfg, "w") as f:
                 json.dump({**config, **change}, f)
-            failed |= refused(a.ordo, ["encode", "--model", out, "x"], want, "bad MPNet directory")
+            failed |= refused(ordo, ["encode", "--model", out, "x"], want, "bad MPNet directory")
     return failed
 
 
@@ -318,9 +330,7 @@ def distilbert_refusals():
     "distilbert" (its layers' tensors under other names), and a config with BERT's names for the sizes.
     Returns 1 if any is otherwise."""
     import transformers
-    p = argparse.ArgumentParser()
-    p.add_argument("--ordo", required=True)
-    a, _ = p.parse_known_args()
+    ordo = ordo_binary()
     rng = random.Random(41)
     failed = 0
     with tempfile.TemporaryDirectory() as out:
@@ -337,7 +347,7 @@ def distilbert_refusals():
         for config, want in wants:
             with open(cfg, "w") as f:
                 json.dump(config, f)
-            failed |= refused(a.ordo, ["encode", "--model", out, "x"], want, "bad DistilBERT directory")
+            failed |= refused(ordo, ["encode", "--model", out, "x"], want, "bad DistilBERT directory")
     return failed
 
 

@@ -13,7 +13,6 @@ pytorch_model.bin (the conversion command, as for the encoder), a Dense whose in
 pooled width, an activation ordo does not have, a Dense before the pooling, a weight of the wrong shape or NaN.
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
-import argparse
 import http.client
 import json
 import os
@@ -27,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_hf_parity  # noqa: E402
-from test_hf_parity import BAR, TEXTS, Errors, random_case, random_checkpoint, refused  # noqa: E402
+from test_hf_parity import BAR, TEXTS, Errors, command_line, random_case, random_checkpoint, refused  # noqa: E402
 
 # BERT's vocabulary with each piece once: SentenceTransformer.save writes the tokenizer again, and
 # transformers writes a vocabulary with a repeated piece with holes in its numbering
@@ -212,11 +211,7 @@ def refusals(a, rng):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ordo", required=True)
-    p.add_argument("--python-dir", help="the directory holding the built `ordo` Python module")
-    p.add_argument("--seed", type=int, default=20261128)
-    a = p.parse_args()
+    a = command_line(20261128, python_dir=True).parse_args()
     rng = random.Random(a.seed)
     cases = []
     for k, mode in enumerate(MODES):  # each pooling alone, then under Dense modules

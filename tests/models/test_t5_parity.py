@@ -17,7 +17,6 @@ long text runs past, layer_norm_epsilon 1e-6 and 1e-3. The tokenizer is a unigra
 T5's ids (<pad> 0, </s> 1, <unk> 2), or the project's own models/default/tokenizer.model named spiece.model.
 Runs with the reference environment's python (tools/dev/install-deps.sh). Exit 0 all agree, 1 not.
 """
-import argparse
 import json
 import os
 import random
@@ -27,8 +26,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_hf_parity import (BAR, TEXTS, WORDS, hidden_parity, hostile_ids, hostile_lines, refused,  # noqa: E402
-                            train_spm)
+from test_hf_parity import (BAR, TEXTS, WORDS, command_line, hidden_parity, hostile_ids, hostile_lines,  # noqa: E402
+                            refused, train_spm)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # a long line: offsets past every max_distance below, so the log-spaced and the last buckets are used
@@ -169,10 +168,7 @@ def refusals(a, rng):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ordo", required=True)
-    p.add_argument("--python-dir", help="the directory holding the built `ordo` Python module")
-    p.add_argument("--seed", type=int, default=20261127)
+    p = command_line(20261127, python_dir=True)
     p.add_argument("--cases", type=int, default=len(SHAPES))
     p.add_argument("--lines", type=int, default=10000, help="hostile lines for the tokenizer's ids")
     a = p.parse_args()
