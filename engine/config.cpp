@@ -34,40 +34,42 @@ const char* name_of(const Names<E, N>& names, E e, const char* otherwise) {
   return otherwise;
 }
 
-const Names<Activation, 3> kActivations = {
-    {"relu", Activation::ReLU}, {"gelu", Activation::GELU}, {"gelu-tanh", Activation::GELUTanh}};
+using Act = Activation;
+using PE = PositionalEncoding;
+using Dense = DenseActivation;
+const Names<Act, 3> kActivations = {{"relu", Act::ReLU}, {"gelu", Act::GELU}, {"gelu-tanh", Act::GELUTanh}};
 // transformers' names (hidden_act, DistilBERT's activation): "gelu" is the erf form, the others tanh
-const Names<Activation, 5> kHfActivations = {{"gelu", Activation::GELU},
-                                             {"relu", Activation::ReLU},
-                                             {"gelu_new", Activation::GELUTanh},
-                                             {"gelu_pytorch_tanh", Activation::GELUTanh},
-                                             {"gelu_fast", Activation::GELUTanh}};
+const Names<Act, 5> kHfActivations = {{"gelu", Act::GELU},
+                                      {"relu", Act::ReLU},
+                                      {"gelu_new", Act::GELUTanh},
+                                      {"gelu_pytorch_tanh", Act::GELUTanh},
+                                      {"gelu_fast", Act::GELUTanh}};
 // "alibi" is the name alibi-pairs had before, kept so that a model written then (models/position-alibi)
 // loads with the meaning it was trained with; the paper's form for encoders is alibi-symmetric.
-const Names<PositionalEncoding, 8> kPositionalEncodings = {{"sinusoidal", PositionalEncoding::Sinusoidal},
-                                                           {"learned", PositionalEncoding::Learned},
-                                                           {"none", PositionalEncoding::None},
-                                                           {"rope", PositionalEncoding::Rope},
-                                                           {"alibi-pairs", PositionalEncoding::Alibi},
-                                                           {"alibi-symmetric", PositionalEncoding::AlibiSymmetric},
-                                                           {"alibi", PositionalEncoding::Alibi},
-                                                           {"t5-buckets", PositionalEncoding::T5Buckets}};
+const Names<PE, 8> kPositionalEncodings = {{"sinusoidal", PE::Sinusoidal},
+                                           {"learned", PE::Learned},
+                                           {"none", PE::None},
+                                           {"rope", PE::Rope},
+                                           {"alibi-pairs", PE::Alibi},
+                                           {"alibi-symmetric", PE::AlibiSymmetric},
+                                           {"alibi", PE::Alibi},
+                                           {"t5-buckets", PE::T5Buckets}};
 // config.json's model_type
 const Names<Family, 7> kFamilies = {
     {"bert", Family::Bert}, {"roberta", Family::Roberta}, {"xlm-roberta", Family::Roberta},  {"t5", Family::T5},
     {"mt5", Family::T5},    {"mpnet", Family::MPNet},     {"distilbert", Family::DistilBert}};
 // a Dense module's activation_function: the class sentence-transformers saves by its full name
 // (util.fullname) and builds with no arguments; and the short names to_string gives
-const Names<DenseActivation, 5> kTorchActivations = {{"torch.nn.modules.linear.Identity", DenseActivation::Identity},
-                                                     {"torch.nn.modules.activation.Tanh", DenseActivation::Tanh},
-                                                     {"torch.nn.modules.activation.ReLU", DenseActivation::ReLU},
-                                                     {"torch.nn.modules.activation.Sigmoid", DenseActivation::Sigmoid},
-                                                     {"torch.nn.modules.activation.GELU", DenseActivation::GELU}};
-const Names<DenseActivation, 5> kDenseActivations = {{"identity", DenseActivation::Identity},
-                                                     {"tanh", DenseActivation::Tanh},
-                                                     {"relu", DenseActivation::ReLU},
-                                                     {"sigmoid", DenseActivation::Sigmoid},
-                                                     {"gelu", DenseActivation::GELU}};
+const Names<Dense, 5> kTorchActivations = {{"torch.nn.modules.linear.Identity", Dense::Identity},
+                                           {"torch.nn.modules.activation.Tanh", Dense::Tanh},
+                                           {"torch.nn.modules.activation.ReLU", Dense::ReLU},
+                                           {"torch.nn.modules.activation.Sigmoid", Dense::Sigmoid},
+                                           {"torch.nn.modules.activation.GELU", Dense::GELU}};
+const Names<Dense, 5> kDenseActivations = {{"identity", Dense::Identity},
+                                           {"tanh", Dense::Tanh},
+                                           {"relu", Dense::ReLU},
+                                           {"sigmoid", Dense::Sigmoid},
+                                           {"gelu", Dense::GELU}};
 
 // Sizes beyond this are not models but mistakes (and would overflow int products of two sizes
 // only well past it); they are rejected before anything is sized from them.

@@ -17,6 +17,7 @@
 #include "engine/init.h"
 #include "engine/kernels/parallel.h"
 #include "engine/reference.h"
+#include "temp_dir.h"
 
 namespace ordo::test {
 
@@ -128,19 +129,5 @@ inline void write_random_weights(const Config& c, const std::string& dir, uint64
   }
   write_safetensors(dir + "/model.safetensors", tensors);
 }
-
-// A fresh directory under the test temp dir, removed by the caller's TempDir destructor.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "ordo-test-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  // path/name with `text` in it, replacing what was there.
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path + "/" + name, std::ios::binary) << text;
-  }
-};
 
 }  // namespace ordo::test

@@ -9,6 +9,7 @@
 #include <ordo/errors.h>
 
 #include "common/regular_file.h"
+#include "tokenizer/utf8.h"
 
 namespace ordo {
 
@@ -28,27 +29,6 @@ int char_class(uint32_t cp) {
   const ClassRange* r =
       std::upper_bound(kClassRanges, end, cp, [](uint32_t c, const ClassRange& x) { return c < x.first; });
   return r != kClassRanges && cp <= (r - 1)->last ? (r - 1)->cls : kOther;
-}
-
-// Decodes one code point of valid UTF-8 at s[i], moving i past it.
-uint32_t next_cp(std::string_view s, size_t& i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  const int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
-  uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-  for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-  i += size_t(len);
-  return cp;
-}
-
-std::string utf8(uint32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += char(cp);
-  } else {  // bytes_to_unicode's characters are below U+0800: two bytes
-    out += char(0xc0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3f));
-  }
-  return out;
 }
 
 bool exists(const std::string& path) {
@@ -96,7 +76,7 @@ const std::string& BytePairEncoding::byte_char(unsigned char b) {
     uint32_t shifted = 0x100;
     for (int c = 0; c < 256; ++c) {
       const bool printable = (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
-      t[size_t(c)] = utf8(printable ? uint32_t(c) : shifted++);
+      append_utf8(t[size_t(c)], printable ? uint32_t(c) : shifted++);
     }
     return t;
   }();

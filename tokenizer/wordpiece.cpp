@@ -8,6 +8,7 @@
 #include <ordo/errors.h>
 
 #include "common/regular_file.h"
+#include "tokenizer/utf8.h"
 
 namespace ordo {
 
@@ -36,29 +37,6 @@ template <size_t N>
 const char* mapped(const CharMap (&table)[N], uint32_t cp) {
   const CharMap* r = std::lower_bound(table, table + N, cp, [](const CharMap& x, uint32_t c) { return x.cp < c; });
   return r != table + N && r->cp == cp ? r->utf8 : nullptr;
-}
-
-// Decodes one code point of valid UTF-8 at s[i], moving i past it.
-uint32_t next_cp(std::string_view s, size_t& i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  const int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
-  uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-  for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-  i += len;
-  return cp;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xc0 | (cp >> 6)), out += char(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += char(0xe0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
-  } else {
-    out += char(0xf0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3f));
-    out += char(0x80 | ((cp >> 6) & 0x3f)), out += char(0x80 | (cp & 0x3f));
-  }
 }
 
 // One character of the normalized text and the bytes of the text as given it came from.

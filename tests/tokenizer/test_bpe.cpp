@@ -14,21 +14,16 @@
 #include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 
+#include "temp_dir.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/utf8.h"
 
 namespace ordo {
 namespace {
 
 using nlohmann::json;
 
-struct Dir {
-  std::string path;
-  Dir() {
-    std::string tmpl = ::testing::TempDir() + "ordo-bpe-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~Dir() { std::filesystem::remove_all(path); }
-};
+using Dir = test::TempDir;
 
 // A vocabulary whose first 256 ids are the bytes' characters in byte order (so a lone byte's id is its value),
 // then `more` pieces from 256 on.
@@ -250,17 +245,7 @@ TEST(BytePairEncoding, RandomTextsComeBackWhole) {
     std::string text;
     const int len = int(rng() % 24);
     for (int i = 0; i < len; ++i) {
-      const uint32_t cp = pool[rng() % pool.size()];
-      if (cp < 0x80) {
-        text += char(cp);
-      } else if (cp < 0x800) {
-        text += char(0xC0 | (cp >> 6)), text += char(0x80 | (cp & 0x3F));
-      } else if (cp < 0x10000) {
-        text += char(0xE0 | (cp >> 12)), text += char(0x80 | ((cp >> 6) & 0x3F)), text += char(0x80 | (cp & 0x3F));
-      } else {
-        text += char(0xF0 | (cp >> 18)), text += char(0x80 | ((cp >> 12) & 0x3F));
-        text += char(0x80 | ((cp >> 6) & 0x3F)), text += char(0x80 | (cp & 0x3F));
-      }
+      append_utf8(text, pool[rng() % pool.size()]);
     }
     std::vector<Span> spans;
     const Tokenization t = tok.encode(text, "input", &spans);

@@ -11,20 +11,14 @@
 #include <ordo/tokenizer/tokenizer.h>
 
 #include "paths.h"
+#include "temp_dir.h"
 
 namespace ordo {
 namespace {
 
 const std::string kDefault = std::string(ORDO_SOURCE_DIR) + "/models/default/tokenizer.model";
 
-struct Dir {
-  std::string path;
-  Dir() {
-    std::string tmpl = ::testing::TempDir() + "ordo-special-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~Dir() { std::filesystem::remove_all(path); }
-};
+using Dir = test::TempDir;
 
 // a + [special] + b, as the tokenizer gives them alone
 Tokenization joined(const Tokenization& a, const std::string& piece, int32_t id, const Tokenization& b) {
