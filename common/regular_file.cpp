@@ -108,4 +108,9 @@ std::string read_file_or_pipe(const std::string& path, uint64_t max_bytes, const
   return bytes;
 }
 
+bool path_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 }  // namespace ordo

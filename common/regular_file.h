@@ -13,6 +13,9 @@ namespace ordo {
 // "not a regular file (a FIFO)" and the like.
 int open_regular_file(const std::string& path, uint64_t* size);
 
+// Whether anything is at `path` (a file, a directory, ...): a model directory's optional files.
+bool path_exists(const std::string& path);
+
 // The whole of a regular file of at most max_bytes (larger: InputError(path, "is N bytes, too
 // large for <what> (max M)")). A file that changes size while it is read is an InputError too.
 std::string read_regular_file(const std::string& path, uint64_t max_bytes, const std::string& what);

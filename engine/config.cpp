@@ -233,10 +233,6 @@ Config parse_config(const std::string& text, const std::string& where) {
 constexpr uint64_t kMaxConfigBytes = 16 << 20;  // a config is a few hundred bytes
 
 namespace {
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 json read_json(const std::string& path) {
   const std::string text = read_regular_file(path, kMaxConfigBytes, "a JSON file");
@@ -391,7 +387,7 @@ std::string parse_pooling(const std::string& where) {
 // A Dense module's config.json (in dir, modules.json's `path`); `width`: the numbers before it.
 DenseModule parse_dense(const std::string& dir, const std::string& path, int width) {
   const std::string where = dir + "/config.json";
-  if (!exists(where))
+  if (!path_exists(where))
     throw InputError(where, "cannot open (a Dense module's in_features, out_features, bias, activation_function)");
   const json j = read_json(where);
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
@@ -410,17 +406,18 @@ DenseModule parse_dense(const std::string& dir, const std::string& path, int wid
 
 Config hf_directory(Config c, const std::string& dir) {
   const std::string base = dir.empty() ? "." : dir;
-  if (exists(base + "/vocab.txt"))
+  if (path_exists(base + "/vocab.txt"))
     c.tokenizer = "vocab.txt";
-  else if (exists(base + "/sentencepiece.bpe.model"))
+  else if (path_exists(base + "/sentencepiece.bpe.model"))
     c.tokenizer = "sentencepiece.bpe.model";
-  else if (exists(base + "/spiece.model"))  // T5's: pad 0, </s> 1, <unk> 2, as sentencepiece numbers them
+  else if (path_exists(base + "/spiece.model"))  // T5's: pad 0, </s> 1, <unk> 2, as sentencepiece numbers them
     c.tokenizer = "spiece.model";
-  else if (exists(base + "/tokenizer.model"))
+  else if (path_exists(base + "/tokenizer.model"))
     c.tokenizer = "tokenizer.model";
-  else if (exists(base + "/tokenizer.json"))  // a fast tokenizer: WordPiece saved alone, or RoBERTa's byte-level BPE
+  else if (path_exists(base +
+                       "/tokenizer.json"))  // a fast tokenizer: WordPiece saved alone, or RoBERTa's byte-level BPE
     c.tokenizer = "tokenizer.json";
-  else if (exists(base + "/vocab.json"))  // RoBERTa's byte-level BPE, merges.txt beside it
+  else if (path_exists(base + "/vocab.json"))  // RoBERTa's byte-level BPE, merges.txt beside it
     c.tokenizer = "vocab.json";
   else
     throw InputError(base,
@@ -430,7 +427,7 @@ Config hf_directory(Config c, const std::string& dir) {
 
   // sentence-transformers: the modules in their order (Transformer, Pooling, Dense ..., Normalize), the
   // pooling's mode, each Dense module's shape and activation, whether vectors are normalized
-  if (exists(base + "/modules.json")) {
+  if (path_exists(base + "/modules.json")) {
     const std::string where = base + "/modules.json";
     const json modules = read_json(where);
     bool pooled = false;
@@ -454,12 +451,12 @@ Config hf_directory(Config c, const std::string& dir) {
         }
         if (t == "sentence_transformers.models.Pooling") {
           pooled = true;
-          if (inside && exists(base + "/" + path + "/config.json"))
+          if (inside && path_exists(base + "/" + path + "/config.json"))
             c.pooling = parse_pooling(base + "/" + path + "/config.json");
         }
       }
   }
-  if (exists(base + "/sentence_bert_config.json")) {
+  if (path_exists(base + "/sentence_bert_config.json")) {
     const json sb = read_json(base + "/sentence_bert_config.json");
     if (sb.is_object() && sb.contains("max_seq_length") && sb["max_seq_length"].is_number_integer() &&
         sb["max_seq_length"].get<int64_t>() > 0)

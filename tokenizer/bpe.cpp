@@ -31,11 +31,6 @@ int char_class(uint32_t cp) {
   return r != kClassRanges && cp <= (r - 1)->last ? (r - 1)->cls : kOther;
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 using nlohmann::json;
 
 json parse_json(const std::string& path, const std::string& what) {
@@ -384,9 +379,10 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
 
   // Settings and special tokens.
   json config;  // tokenizer_config.json, as RobertaTokenizerFast takes it
-  if (exists(dir + "/tokenizer_config.json")) config = parse_json(dir + "/tokenizer_config.json", "a tokenizer config");
+  if (path_exists(dir + "/tokenizer_config.json"))
+    config = parse_json(dir + "/tokenizer_config.json", "a tokenizer config");
   json map;  // special_tokens_map.json
-  if (!from_json && exists(dir + "/special_tokens_map.json"))
+  if (!from_json && path_exists(dir + "/special_tokens_map.json"))
     map = parse_json(dir + "/special_tokens_map.json", "a special tokens map");
   // RobertaTokenizerFast(add_prefix_space=False) sets its pre-tokenizer to the config's value, or false
   bpe->add_prefix_space = is_true(config, "add_prefix_space");

@@ -87,11 +87,6 @@ void normalize(const WordPiece& wp, std::string_view text, std::vector<Char>& ch
   }
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 }  // namespace
 
 namespace {
@@ -182,7 +177,7 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
   bool strip_said = false, strip = true, added_said = false;
   std::string pad = "[PAD]";
   bool mask_lstrip = false;  // MPNetTokenizer's <mask> takes the spaces before it
-  if (exists(dir + "/tokenizer_config.json")) {
+  if (path_exists(dir + "/tokenizer_config.json")) {
     const json j = read(dir + "/tokenizer_config.json");
     if (j.is_object()) {
       flag(j, "do_lower_case", wp->lowercase);
@@ -196,7 +191,7 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
       mask_lstrip = j.contains("mask_token") && j["mask_token"].is_object() && is_true(j["mask_token"], "lstrip");
     }
   }
-  if (exists(dir + "/tokenizer.json")) {  // the fast tokenizer's settings, which transformers uses by default
+  if (path_exists(dir + "/tokenizer.json")) {  // the fast tokenizer's settings, which transformers uses by default
     const json j = read(dir + "/tokenizer.json");
     if (j.is_object() && j.contains("normalizer") && j["normalizer"].is_object() && j["normalizer"].contains("type") &&
         j["normalizer"]["type"] == "BertNormalizer") {
