@@ -414,8 +414,7 @@ Config hf_directory(Config c, const std::string& dir) {
     c.tokenizer = "spiece.model";
   else if (path_exists(base + "/tokenizer.model"))
     c.tokenizer = "tokenizer.model";
-  else if (path_exists(base +
-                       "/tokenizer.json"))  // a fast tokenizer: WordPiece saved alone, or RoBERTa's byte-level BPE
+  else if (path_exists(base + "/tokenizer.json"))  // a fast tokenizer: WordPiece alone, or byte-level BPE
     c.tokenizer = "tokenizer.json";
   else if (path_exists(base + "/vocab.json"))  // RoBERTa's byte-level BPE, merges.txt beside it
     c.tokenizer = "vocab.json";

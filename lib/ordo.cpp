@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -54,31 +55,38 @@ Model load_model_dir(const std::string& dir) {
 
 }  // namespace
 
+namespace {
+// Each pooling's name, as the command line, Python and the messages spell it.
+const std::pair<const char*, Pooling> kPoolingNames[] = {{"mean", Pooling::Mean},
+                                                         {"first", Pooling::First},
+                                                         {"max", Pooling::Max},
+                                                         {"mean-sqrt-len", Pooling::MeanSqrtLen},
+                                                         {"weighted-mean", Pooling::WeightedMean},
+                                                         {"last", Pooling::Last},
+                                                         {"none", Pooling::None}};
+}  // namespace
+
 bool pooling_from_name(const std::string& name, Pooling* out) {
-  static const std::pair<const char*, Pooling> kNames[] = {{"mean", Pooling::Mean},
-                                                           {"first", Pooling::First},
-                                                           {"max", Pooling::Max},
-                                                           {"mean-sqrt-len", Pooling::MeanSqrtLen},
-                                                           {"weighted-mean", Pooling::WeightedMean},
-                                                           {"last", Pooling::Last},
-                                                           {"none", Pooling::None}};
-  for (const auto& [n, p] : kNames)
+  for (const auto& [n, p] : kPoolingNames)
     if (name == n) return *out = p, true;
   return false;
 }
 
-const char* pooling_name(Pooling p) {
-  return p == Pooling::Mean           ? "mean"
-         : p == Pooling::First        ? "first"
-         : p == Pooling::Max          ? "max"
-         : p == Pooling::MeanSqrtLen  ? "mean-sqrt-len"
-         : p == Pooling::WeightedMean ? "weighted-mean"
-         : p == Pooling::Last         ? "last"
-                                      : "none";
+const char* pooling_name(Pooling pooling) {
+  for (const auto& [n, p] : kPoolingNames)
+    if (p == pooling) return n;
+  return "none";
 }
 
-const char* pooling_names() {
-  return "mean, first, max, mean-sqrt-len, weighted-mean, last or none";
+const char* pooling_names() {  // "mean, first, ... or none"
+  static const std::string names = [] {
+    std::string s;
+    const size_t count = std::size(kPoolingNames);
+    for (size_t i = 0; i < count; ++i)
+      s += std::string(i == 0 ? "" : i + 1 == count ? " or " : ", ") + kPoolingNames[i].first;
+    return s;
+  }();
+  return names.c_str();
 }
 
 std::vector<float> pool(const float* rows, int L, int d, Pooling pooling) {
