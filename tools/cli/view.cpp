@@ -29,17 +29,15 @@ namespace ordo::cli {
 
 namespace {
 
-// Each map holds S² numbers: at 256 pieces one run of the default model is half a million of them.
-constexpr int kMaxPieces = 256;
-// Attention weights and encodings are stored with 4 decimals, as `ordo attention` prints them.
-constexpr int kDecimals = 4;
-// Section 2b, the chosen head from the inside, for text A with positions (where rope turns q and k and
-// alibi adds its bias): every layer × head when A has at most this many pieces, so that any head picked
-// can be shown; past it only layer 0, head 0, as the S² numbers of each head's scores and weights would
-// make the page several times larger than its maps. (`ordo serve` computes any head, either run.)
-constexpr int kInsidePieces = 64;
-// Section 5 for alibi: the bias of at most this many positions (S² per head; it depends on i − j).
-constexpr int kBiasPositions = 32;
+// What one page holds. Each map holds S² numbers: at kMaxPieces = 256 pieces one run of the default
+// model is half a million of them. Attention weights and encodings are stored with kDecimals = 4
+// decimals, as `ordo attention` prints them. Section 2b, the chosen head from the inside, for text A with
+// positions (where rope turns q and k and alibi adds its bias), has every layer × head when A has at
+// most kInsidePieces pieces, so that any head picked can be shown; past it only layer 0, head 0, as the
+// S² numbers of each head's scores and weights would make the page several times larger than its maps
+// (`ordo serve` computes any head, either run). Section 5 for alibi shows the bias of at most
+// kBiasPositions positions (S² per head; it depends on i − j).
+constexpr int kMaxPieces = 256, kDecimals = 4, kInsidePieces = 64, kBiasPositions = 32;
 
 double rounded(float v) {
   return std::round(double(v) * 1e4) / 1e4;
@@ -361,7 +359,8 @@ int cmd_view(int argc, char** argv) {
   cxxopts::Options o("ordo view",
                      "Write one page that shows a text's way through the encoder, to open in a browser (offline, "
                      "from the file): its pieces, every layer x head of attention with and without the positional "
-                     "encoding, the encoding's table, and with a second text the report of ordo compare.");
+                     "encoding, the encoding's table, and with a second text the report of ordo compare. How to read "
+                     "it: docs/walkthrough.md, \"All of it in one page\".");
   add_model_options(o);
   o.add_options()("html", "the page to write", cxxopts::value<std::string>())(
       "standalone",

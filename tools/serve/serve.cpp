@@ -211,13 +211,17 @@ void install_routes(Server& server, Service& service, const Settings& settings, 
   });
 }
 
+// What `ordo serve --help` says first: the server in one paragraph.
+const char* const kServeAbout =
+    "A local HTTP server: POST /v1/embeddings (OpenAI's shape; the texts of concurrent requests "
+    "run in one forward pass), ordo's own /tokenize, /fill, /score, /compare, /trace, /attention "
+    "and /view (the JSON of each command's --json), and at / the page of ordo view, live: type a "
+    "sentence and every map follows. Binds to 127.0.0.1 unless --host says otherwise; one line "
+    "per request on stderr; SIGTERM or SIGINT finishes the requests in flight, then exits 0. Each "
+    "endpoint's requests, answers and errors: docs/serve.md.";
+
 int cmd_serve(int argc, char** argv) {
-  cxxopts::Options o("ordo serve",
-                     "A local HTTP server: POST /v1/embeddings (OpenAI's shape; the texts of concurrent requests run "
-                     "in one forward pass), ordo's own /tokenize, /fill, /score, /compare, /trace, /attention and "
-                     "/view (the JSON of each command's --json), and at / the page of ordo view, live: type a "
-                     "sentence and every map follows. Binds to 127.0.0.1 unless --host says otherwise; one line per "
-                     "request on stderr; SIGTERM or SIGINT finishes the requests in flight, then exits 0.");
+  cxxopts::Options o("ordo serve", kServeAbout);
   o.add_options()("model", "model directory (default: the built-in model)", cxxopts::value<std::string>())(
       "threads", "the engine's threads for one pass's matrix work (0: one per core)",
       cxxopts::value<int>()->default_value("0"))("host", "address to listen on",
