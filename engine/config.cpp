@@ -156,7 +156,7 @@ struct Reader {
 }  // namespace
 
 Config parse_config(const std::string& text, const std::string& where) {
-  const json j = parse_strict_json(text.data(), text.data() + text.size(), where, "");
+  const StrictJson j = parse_strict_json(text.data(), text.data() + text.size(), where, "");
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   Reader r{j, where};
 
@@ -234,7 +234,7 @@ constexpr uint64_t kMaxConfigBytes = 16 << 20;  // a config is a few hundred byt
 
 namespace {
 
-json read_json(const std::string& path) {
+StrictJson read_json(const std::string& path) {
   const std::string text = read_regular_file(path, kMaxConfigBytes, "a JSON file");
   return parse_strict_json(text.data(), text.data() + text.size(), path, "");
 }
@@ -307,7 +307,7 @@ void parse_distilbert(const Reader& r, Config& c) {
 }  // namespace
 
 Config parse_hf_config(const std::string& text, const std::string& where, const std::string& dir) {
-  const json j = parse_strict_json(text.data(), text.data() + text.size(), where, "");
+  const StrictJson j = parse_strict_json(text.data(), text.data() + text.size(), where, "");
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   Reader r{j, where};
   Config c;
@@ -363,7 +363,7 @@ namespace {
 // sentence-transformers' Pooling config (N_Pooling/config.json): the one mode set true, by ordo's name for
 // it. Several at once (which sentence-transformers concatenates, in its fixed order) are refused.
 std::string parse_pooling(const std::string& where) {
-  const json p = read_json(where);
+  const StrictJson p = read_json(where);
   static const std::pair<const char*, const char*> kModes[] = {{"pooling_mode_cls_token", "first"},
                                                                {"pooling_mode_max_tokens", "max"},
                                                                {"pooling_mode_mean_tokens", "mean"},
@@ -389,7 +389,7 @@ DenseModule parse_dense(const std::string& dir, const std::string& path, int wid
   const std::string where = dir + "/config.json";
   if (!path_exists(where))
     throw InputError(where, "cannot open (a Dense module's in_features, out_features, bias, activation_function)");
-  const json j = read_json(where);
+  const StrictJson j = read_json(where);
   if (!j.is_object()) throw InputError(where, "holds " + brief(j) + ", not a JSON object");
   const Reader r{j, where};
   DenseModule d;
@@ -428,7 +428,7 @@ Config hf_directory(Config c, const std::string& dir) {
   // pooling's mode, each Dense module's shape and activation, whether vectors are normalized
   if (path_exists(base + "/modules.json")) {
     const std::string where = base + "/modules.json";
-    const json modules = read_json(where);
+    const StrictJson modules = read_json(where);
     bool pooled = false;
     if (modules.is_array())
       for (const json& m : modules) {
@@ -456,7 +456,7 @@ Config hf_directory(Config c, const std::string& dir) {
       }
   }
   if (path_exists(base + "/sentence_bert_config.json")) {
-    const json sb = read_json(base + "/sentence_bert_config.json");
+    const StrictJson sb = read_json(base + "/sentence_bert_config.json");
     if (sb.is_object() && sb.contains("max_seq_length") && sb["max_seq_length"].is_number_integer() &&
         sb["max_seq_length"].get<int64_t>() > 0)
       c.max_length = int(std::min<int64_t>(sb["max_seq_length"].get<int64_t>(), kMaxSize));
@@ -482,7 +482,7 @@ Config load_config(const std::string& path) {
   const std::string text = read_regular_file(path, kMaxConfigBytes, "a config");
   // A Hugging Face directory's config.json says what it is in "model_type"; ordo's never has that key.
   if (text.find("\"model_type\"") != std::string::npos) {
-    const json j = parse_strict_json(text.data(), text.data() + text.size(), path, "");
+    const StrictJson j = parse_strict_json(text.data(), text.data() + text.size(), path, "");
     if (j.is_object() && j.contains("model_type")) {
       const size_t slash = path.find_last_of('/');
       return parse_hf_config(text, path, slash == std::string::npos ? "." : path.substr(0, slash));

@@ -110,7 +110,7 @@ std::vector<TensorInfo> parse_safetensors(const unsigned char* bytes, size_t siz
                      "header length " + std::to_string(header_len) + " (bytes 0-7) is too short for a JSON object");
 
   const char* text = reinterpret_cast<const char*>(bytes + 8);
-  const json header = parse_strict_json(text, text + header_len, where, "header");
+  const StrictJson header = parse_strict_json(text, text + header_len, where, "header");
   if (!header.is_object()) throw InputError(where, "header is " + brief(header) + ", not an object");
 
   const unsigned char* data = bytes + 8 + header_len;

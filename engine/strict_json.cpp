@@ -87,17 +87,34 @@ class StrictChecker : public nlohmann::json_sax<json> {
 
 }  // namespace
 
-json parse_strict_json(const char* begin, const char* end, const std::string& where, const std::string& what) {
+StrictJson parse_strict_json(const char* begin, const char* end, const std::string& where, const std::string& what) {
   // nlohmann stops at a NUL as if the text ended there; JSON has no raw NUL, so refuse it first.
   if (const void* nul = std::memchr(begin, '\0', size_t(end - begin)))
     throw InputError(where, (what.empty() ? "" : what + " is ") + "not valid JSON: a NUL byte at byte " +
                                 std::to_string(static_cast<const char*>(nul) - begin));
   StrictChecker checker(where, what);
   json::sax_parse(begin, end, &checker);
-  try {  // the text is known to be valid and within the rules: build the value
-    return json::parse(begin, end);
+  // The text is known to be valid and within the rules: build the value, into a StrictJson of our
+  // own (json::parse builds into a plain one, which a std::bad_alloc here would free by allocating).
+  StrictJson value;
+  nlohmann::detail::json_sax_dom_parser<json> build(value);  // what json::parse builds with
+  try {
+    json::sax_parse(begin, end, &build);
   } catch (const json::exception& e) {
     throw InputError(where, (what.empty() ? "" : what + " is ") + "not valid JSON: " + json_message(e));
+  }
+  return value;
+}
+
+void StrictJson::release(json& value) noexcept {
+  if (value.is_array()) {
+    json::array_t& items = value.get_ref<json::array_t&>();
+    for (json& item : items) release(item);
+    items.clear();  // each item empty or a scalar: freed without allocating
+  } else if (value.is_object()) {
+    json::object_t& members = value.get_ref<json::object_t&>();
+    for (auto& member : members) release(member.second);
+    members.clear();
   }
 }
 

@@ -495,6 +495,38 @@ TEST(Limits, AMemoryLimitEndsTheProcess) {
     }
 }
 
+// A safetensors header that is valid but too large to build under the limit (6,000 arrays of 1,000
+// arrays: 24 MB of text; the process reads it in 500 MB): what was built before memory ran out is
+// freed without allocating (StrictJson, engine/strict_json.h), so the process ends with the one
+// line, never in std::terminate. Without a limit the header is built whole and refused as it is.
+TEST(Limits, AHeaderTooLargeForTheMemoryLimitIsOutOfMemory) {
+  if (kSanitized) GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
+  test::TempDir dir;
+  const std::string model = dir.path + "/m";
+  copy_default_model(model);
+  std::string header = "[";
+  for (int i = 0; i < 6000; ++i) {
+    header += i ? ",[[0]" : "[[0]";
+    for (int k = 1; k < 1000; ++k) header += ",[0]";
+    header += "]";
+  }
+  header += "]";
+  {
+    std::ofstream out(model + "/model.safetensors", std::ios::binary | std::ios::trunc);
+    for (int b = 0; b < 8; ++b) out.put(char((uint64_t(header.size()) >> (8 * b)) & 0xff));  // little-endian length
+    out << header;
+  }
+  const std::string command = std::string(ORDO_BINARY) + " encode --model " + model + " " + quote("the cat");
+  const auto whole = run_shell(command + " 2>&1 >/dev/null; echo \" status $?\"");
+  EXPECT_EQ(whole.out,
+            "error: " + model + "/model.safetensors: header is an array of 6000, not an object\n status 2\n");
+  for (int kb : {200000, 300000, 400000}) {
+    const auto r = run_shell("ulimit -v " + std::to_string(kb) + "; timeout 120 " + command +
+                             " 2>&1 >/dev/null; echo \" status $?\"");
+    EXPECT_EQ(r.out, "error: ordo encode: out of memory\n status 1\n") << "under " << kb << " KB";
+  }
+}
+
 // A config is read once from its start, so a pipe or a process substitution is accepted, with
 // the size cap of a file (16 MiB); a model directory's own files stay regular files only.
 TEST(SpecialFiles, AConfigFromAPipeIsRead) {
