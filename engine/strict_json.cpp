@@ -106,18 +106,6 @@ StrictJson parse_strict_json(const char* begin, const char* end, const std::stri
   return value;
 }
 
-void StrictJson::release(json& value) noexcept {
-  if (value.is_array()) {
-    json::array_t& items = value.get_ref<json::array_t&>();
-    for (json& item : items) release(item);
-    items.clear();  // each item empty or a scalar: freed without allocating
-  } else if (value.is_object()) {
-    json::object_t& members = value.get_ref<json::object_t&>();
-    for (auto& member : members) release(member.second);
-    members.clear();
-  }
-}
-
 std::string brief(const json& value) {
   if (value.is_array()) return "an array of " + std::to_string(value.size());
   if (value.is_object()) return "an object of " + std::to_string(value.size()) + " keys";

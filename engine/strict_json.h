@@ -8,27 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/json_value.h"
+
 namespace ordo {
 
-// Deeper than any config or safetensors header needs (those need 3).
-constexpr int kMaxJsonDepth = 32;
-
-// A parsed value that is freed without allocating. nlohmann's destructor (noexcept) moves the nested
-// values onto a std::vector it allocates, so freeing a value while memory is exhausted (as when a
-// std::bad_alloc unwinds past it) ends the process in std::terminate instead of "out of memory".
-// This one first empties the value depth first, by recursion no deeper than kMaxJsonDepth (which
-// parse_strict_json enforces), so that every value nlohmann then frees is empty or a scalar.
-// Use it as a const nlohmann::json; a copy or a move into a plain nlohmann::json loses the guarantee.
-class StrictJson : public nlohmann::json {
- public:
-  StrictJson() = default;
-  StrictJson(StrictJson&&) = default;
-  StrictJson& operator=(StrictJson&&) = default;
-  ~StrictJson() { release(*this); }
-
- private:
-  static void release(nlohmann::json& value) noexcept;
-};
+// A config's or a header's parsed value, freed without allocating (common/json_value.h says why).
+using StrictJson = JsonValue;
 
 // Parses [begin, end) as one JSON value. Throws InputError(where, "[<what> is] ...") for invalid JSON
 // (with nlohmann's reason, which gives the byte), a repeated key, or nesting past kMaxJsonDepth;

@@ -8,6 +8,7 @@
 
 #include <ordo/errors.h>
 
+#include "common/json_value.h"
 #include "common/regular_file.h"
 #include "tokenizer/utf8.h"
 
@@ -33,13 +34,9 @@ int char_class(uint32_t cp) {
 
 using nlohmann::json;
 
-json parse_json(const std::string& path, const std::string& what) {
+JsonValue parse_json(const std::string& path, const std::string& what) {
   constexpr uint64_t kMaxBytes = uint64_t(256) << 20;
-  try {
-    return json::parse(read_regular_file(path, kMaxBytes, what));
-  } catch (const json::exception& e) {
-    throw InputError(path, std::string("is not valid JSON (") + e.what() + ")");
-  }
+  return parse_json_value(read_regular_file(path, kMaxBytes, what), path);
 }
 
 bool is_true(const json& j, const char* key) {
@@ -235,14 +232,14 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
   auto bpe = std::make_unique<BytePairEncoding>();
   const bool from_json = name == "tokenizer.json";
 
-  json tok;                                               // tokenizer.json, without model.vocab and model.merges
-  std::vector<std::pair<std::string, json>> vocab_items;  // piece → id
+  JsonValue tok;                                               // tokenizer.json, without model.vocab and model.merges
+  std::vector<std::pair<std::string, JsonValue>> vocab_items;  // piece → id
   std::vector<std::pair<std::string, std::string>> merges;
   std::string merges_where;  // the file the merges came from, for errors
   if (from_json) {
     // model.vocab's members and model.merges' elements are taken out as they are parsed, not built into the
     // tree (50,000 of each for RoBERTa): the keys at depths 1 and 2 say where the parser is.
-    std::vector<json> merge_items;
+    std::vector<JsonValue> merge_items;
     std::string k1, k2, key;
     bool keyed = false;
     using Event = json::parse_event_t;
@@ -263,16 +260,12 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
         return false;
       }
       if (k2 == "merges") {
-        merge_items.push_back(std::move(parsed));
+        merge_items.emplace_back(std::move(parsed));
         return false;
       }
       return true;
     };
-    try {
-      tok = json::parse(read_regular_file(path, uint64_t(256) << 20, "a tokenizer"), take);
-    } catch (const json::exception& e) {
-      throw InputError(path, std::string("is not valid JSON (") + e.what() + ")");
-    }
+    tok = parse_json_value(read_regular_file(path, uint64_t(256) << 20, "a tokenizer"), path, take);
     const json* model = tok.is_object() && tok.contains("model") && tok["model"].is_object() ? &tok["model"] : nullptr;
     if (!model || (model->contains("type") && (*model)["type"] != "BPE")) throw InputError(path, "has no BPE model");
     const json& m = *model;
@@ -317,7 +310,7 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
     }
     merges_where = path;
   } else {  // vocab.json and merges.txt, as transformers' RobertaTokenizer reads them
-    json vocab_file = parse_json(path, "a BPE vocabulary");
+    JsonValue vocab_file = parse_json(path, "a BPE vocabulary");
     if (!vocab_file.is_object() || vocab_file.empty())
       throw InputError(path, "is not an object of pieces and their ids");
     for (auto& [piece, id] : vocab_file.items()) vocab_items.emplace_back(piece, std::move(id));
@@ -378,10 +371,10 @@ std::unique_ptr<BytePairEncoding> BytePairEncoding::load(const std::string& path
   for (int b = 0; b < 256; ++b) bpe->byte_id_[b] = bpe->id(byte_char(static_cast<unsigned char>(b)));
 
   // Settings and special tokens.
-  json config;  // tokenizer_config.json, as RobertaTokenizerFast takes it
+  JsonValue config;  // tokenizer_config.json, as RobertaTokenizerFast takes it
   if (path_exists(dir + "/tokenizer_config.json"))
     config = parse_json(dir + "/tokenizer_config.json", "a tokenizer config");
-  json map;  // special_tokens_map.json
+  JsonValue map;  // special_tokens_map.json
   if (!from_json && path_exists(dir + "/special_tokens_map.json"))
     map = parse_json(dir + "/special_tokens_map.json", "a special tokens map");
   // RobertaTokenizerFast(add_prefix_space=False) sets its pre-tokenizer to the config's value, or false

@@ -11,6 +11,7 @@
 #include <ordo/errors.h>
 #include <ordo/tokenizer/tokenizer.h>
 
+#include "common/json_value.h"
 #include "common/regular_file.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/charsmap.h"
@@ -40,7 +41,7 @@ bool has_bpe_model(const std::string& path) {
     merges = merges || key == "merges";
     return key != "vocab" && key != "merges";
   };
-  const json j = json::parse(read_regular_file(path, kMaxBytes, "a tokenizer"), skip, false);
+  const JsonValue j = parse_json_value(read_regular_file(path, kMaxBytes, "a tokenizer"), path, skip, false);
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return false;
   return j["model"].contains("type") ? j["model"]["type"] == "BPE" : merges;
 }

@@ -7,6 +7,7 @@
 
 #include <ordo/errors.h>
 
+#include "common/json_value.h"
 #include "common/regular_file.h"
 #include "tokenizer/utf8.h"
 
@@ -93,12 +94,7 @@ namespace {
 // The vocabulary of a tokenizer.json whose model is WordPiece: model.vocab, piece → id, the ids 0 .. n − 1.
 std::vector<std::string> json_vocabulary(const std::string& path, const std::string& text) {
   using nlohmann::json;
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw InputError(path, std::string("is not valid JSON (") + e.what() + ")");
-  }
+  const JsonValue j = parse_json_value(text, path);
   const json* model = j.is_object() && j.contains("model") && j["model"].is_object() ? &j["model"] : nullptr;
   const std::string type = model && model->contains("type") && (*model)["type"].is_string() ? (*model)["type"] : "";
   if (type != "WordPiece")
@@ -158,11 +154,7 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
              (parsed.get_ref<const std::string&>() == "vocab" || parsed.get_ref<const std::string&>() == "merges"));
   };
   auto read = [&](const std::string& file) {
-    try {
-      return json::parse(read_regular_file(file, kMaxBytes, "a tokenizer config"), skip_vocab);
-    } catch (const json::exception& e) {
-      throw InputError(file, std::string("is not valid JSON (") + e.what() + ")");
-    }
+    return parse_json_value(read_regular_file(file, kMaxBytes, "a tokenizer config"), file, skip_vocab);
   };
   const auto flag = [](const json& j, const char* key, bool& out) {
     if (j.contains(key) && j[key].is_boolean()) out = j[key].get<bool>();
@@ -178,7 +170,7 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
   std::string pad = "[PAD]";
   bool mask_lstrip = false;  // MPNetTokenizer's <mask> takes the spaces before it
   if (path_exists(dir + "/tokenizer_config.json")) {
-    const json j = read(dir + "/tokenizer_config.json");
+    const JsonValue j = read(dir + "/tokenizer_config.json");
     if (j.is_object()) {
       flag(j, "do_lower_case", wp->lowercase);
       if (j.contains("strip_accents") && j["strip_accents"].is_boolean()) strip_said = true, strip = j["strip_accents"];
@@ -192,7 +184,7 @@ std::unique_ptr<WordPiece> WordPiece::load(const std::string& path) {
     }
   }
   if (path_exists(dir + "/tokenizer.json")) {  // the fast tokenizer's settings, which transformers uses by default
-    const json j = read(dir + "/tokenizer.json");
+    const JsonValue j = read(dir + "/tokenizer.json");
     if (j.is_object() && j.contains("normalizer") && j["normalizer"].is_object() && j["normalizer"].contains("type") &&
         j["normalizer"]["type"] == "BertNormalizer") {
       const json& n = j["normalizer"];

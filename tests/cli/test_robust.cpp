@@ -527,6 +527,46 @@ TEST(Limits, AHeaderTooLargeForTheMemoryLimitIsOutOfMemory) {
   }
 }
 
+// The same for a tokenizer.json too large for the limit, WordPiece (1.5 million pieces, 29 MB: the
+// vocabulary is built as a tree) and byte-level BPE (1.5 million merges, each a pair in an array, 37
+// MB): the parsed values are freed without allocating (JsonValue, common/json_value.h). Before, both
+// ended in std::terminate under 200 and 300 MB. Without a limit each is refused as it is.
+TEST(Limits, ATokenizerTooLargeForTheMemoryLimitIsOutOfMemory) {
+  if (kSanitized) GTEST_SKIP() << "the sanitizers' shadow memory does not fit under ulimit -v";
+  test::TempDir dir;
+  const auto model_with = [&](const std::string& name, const std::string& tokenizer_json) {
+    const std::string model = dir.path + "/" + name;
+    copy_default_model(model);
+    std::string config = test::read_file(model + "/config.json");
+    config.replace(config.find("tokenizer.model"), 15, "tokenizer.json");
+    std::ofstream(model + "/config.json", std::ios::trunc) << config;
+    std::ofstream(model + "/tokenizer.json", std::ios::binary) << tokenizer_json;
+    return model;
+  };
+  constexpr int kMany = 1500000;
+  std::string pieces = R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0)";
+  for (int i = 1; i < kMany; ++i) pieces += ",\"p" + std::to_string(i) + "\": " + std::to_string(i);
+  pieces += "}}}";
+  std::string merges = R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {"a": 0},)"
+                       R"( "merges": [["a", "b0"])";
+  for (int i = 1; i < kMany; ++i) merges += ",[\"a\",\"b" + std::to_string(i) + "\"]";
+  merges += "]}}";
+  const std::pair<std::string, std::string> cases[] = {
+      {model_with("wordpiece", pieces), "has 1500000 pieces but vocab_size is 8000"},
+      {model_with("bpe", merges), "model.merges[0] (\"a b0\") needs \"b0\", which the vocabulary does not have"}};
+  for (const auto& [model, refusal] : cases) {
+    const std::string command = std::string(ORDO_BINARY) + " encode --model " + model + " " + quote("the cat");
+    const auto whole = run_shell(command + " 2>&1 >/dev/null; echo \" status $?\"");
+    EXPECT_NE(whole.out.find(model + "/tokenizer.json: " + refusal), std::string::npos) << whole.out;
+    EXPECT_NE(whole.out.find(" status 2\n"), std::string::npos) << whole.out;
+    for (int kb : {200000, 300000}) {
+      const auto r = run_shell("ulimit -v " + std::to_string(kb) + "; timeout 120 " + command +
+                               " 2>&1 >/dev/null; echo \" status $?\"");
+      EXPECT_EQ(r.out, "error: ordo encode: out of memory\n status 1\n") << model << " under " << kb << " KB";
+    }
+  }
+}
+
 // A config is read once from its start, so a pipe or a process substitution is accepted, with
 // the size cap of a file (16 MiB); a model directory's own files stay regular files only.
 TEST(SpecialFiles, AConfigFromAPipeIsRead) {

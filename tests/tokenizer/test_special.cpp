@@ -131,6 +131,11 @@ TEST(SpecialTokens, AWordPieceTokenizerJsonAloneIsRead) {
   EXPECT_EQ(message(R"({"model": {"type": "WordPiece", "vocab": []}})"),
             path + ": model.vocab is not an object of pieces and their ids");
   EXPECT_EQ(message("{").rfind(path + ": is not valid JSON (", 0), 0u) << message("{");
+  // nesting is bounded (a tokenizer needs 4 levels; the parsed value is freed by a recursion that deep)
+  const auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  const std::string vocab = R"("model": {"type": "WordPiece", "vocab": {"[UNK]": 0}})";
+  EXPECT_EQ(message("{" + vocab + R"(, "x": )" + nested(30) + "}"), "no error");
+  EXPECT_EQ(message("{" + vocab + R"(, "x": )" + nested(40) + "}"), path + ": nests deeper than 32 levels");
 }
 
 TEST(SpecialTokens, T5SentinelsAreCountedDownAfterThePiecesAndTakeTheSpacesBesideThem) {
