@@ -18,8 +18,8 @@ void JsonValue::release(json& value) noexcept {
   }
 }
 
-JsonValue parse_json_value(const std::string& text, const std::string& where, const json::parser_callback_t& callback,
-                           bool allow_exceptions) {
+JsonValue parse_json_value(const char* begin, const char* end, const std::string& where,
+                           const json::parser_callback_t& callback, bool allow_exceptions) {
   // What json::parse does with a callback (nlohmann's parser::parse), into a value of our own; the
   // callback at every event also bounds the depth, which keeps release()'s recursion short.
   const json::parser_callback_t checked = [&](int depth, json::parse_event_t event, json& parsed) {
@@ -30,7 +30,7 @@ JsonValue parse_json_value(const std::string& text, const std::string& where, co
   JsonValue value;
   nlohmann::detail::json_sax_dom_callback_parser<json> build(value, checked, allow_exceptions);
   try {
-    json::sax_parse(text, &build);
+    json::sax_parse(begin, end, &build);
   } catch (const json::exception& e) {
     throw InputError(where, std::string("is not valid JSON (") + e.what() + ")");
   }

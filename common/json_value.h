@@ -30,7 +30,12 @@ class JsonValue : public nlohmann::json {
 // while it is built frees the part built so far without allocating). Throws InputError(where, "is not
 // valid JSON (<nlohmann's reason>)") for invalid JSON when allow_exceptions is true (else the value is
 // discarded, as json::parse has it), and InputError(where, "nests deeper than 32 levels") whatever it is.
-JsonValue parse_json_value(const std::string& text, const std::string& where,
+JsonValue parse_json_value(const char* begin, const char* end, const std::string& where,
                            const nlohmann::json::parser_callback_t& callback = nullptr, bool allow_exceptions = true);
+inline JsonValue parse_json_value(const std::string& text, const std::string& where,
+                                  const nlohmann::json::parser_callback_t& callback = nullptr,
+                                  bool allow_exceptions = true) {
+  return parse_json_value(text.data(), text.data() + text.size(), where, callback, allow_exceptions);
+}
 
 }  // namespace ordo

@@ -94,16 +94,9 @@ StrictJson parse_strict_json(const char* begin, const char* end, const std::stri
                                 std::to_string(static_cast<const char*>(nul) - begin));
   StrictChecker checker(where, what);
   json::sax_parse(begin, end, &checker);
-  // The text is known to be valid and within the rules: build the value, into a StrictJson of our
-  // own (json::parse builds into a plain one, which a std::bad_alloc here would free by allocating).
-  StrictJson value;
-  nlohmann::detail::json_sax_dom_parser<json> build(value);  // what json::parse builds with
-  try {
-    json::sax_parse(begin, end, &build);
-  } catch (const json::exception& e) {
-    throw InputError(where, (what.empty() ? "" : what + " is ") + "not valid JSON: " + json_message(e));
-  }
-  return value;
+  // The text is known to be valid and within the rules: build the value (into a StrictJson, which a
+  // std::bad_alloc here frees without allocating; json::parse would build a plain one).
+  return parse_json_value(begin, end, where);
 }
 
 std::string brief(const json& value) {
