@@ -27,9 +27,11 @@ class JsonValue : public nlohmann::json {
 };
 
 // json::parse(text, callback, allow_exceptions), built into a JsonValue (so that a std::bad_alloc
-// while it is built frees the part built so far without allocating). Throws InputError(where, "is not
-// valid JSON (<nlohmann's reason>)") for invalid JSON when allow_exceptions is true (else the value is
-// discarded, as json::parse has it), and InputError(where, "nests deeper than 32 levels") whatever it is.
+// while it is built frees the part built so far without allocating), in time linear in the text. The
+// callback is called at the events json::parse calls it at, with the same depths; a value it drops
+// leaves nothing in its object or array (json::parse leaves a discarded value where the key was kept). Throws
+// InputError(where, "is not valid JSON (<nlohmann's reason>)") for invalid JSON when allow_exceptions is true (else the
+// value is discarded, as json::parse has it), and InputError(where, "nests deeper than 32 levels") whatever it is.
 JsonValue parse_json_value(const char* begin, const char* end, const std::string& where,
                            const nlohmann::json::parser_callback_t& callback = nullptr, bool allow_exceptions = true);
 inline JsonValue parse_json_value(const std::string& text, const std::string& where,
