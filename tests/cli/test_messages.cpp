@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cli/cli_util.h"
 #include "paths.h"
@@ -71,6 +72,19 @@ TEST(Messages, EveryNumericOptionNamesItselfWhenItsValueIsNotANumber) {
     }
   }
   EXPECT_GE(checked, 20) << "fewer numeric options than expected were found in the commands' help";
+}
+
+// A switch (an option without a value) given one it cannot read says it is a switch, not a number.
+TEST(Messages, ASwitchGivenAWordSaysItIsASwitch) {
+  for (const auto& [cmd, name, value] : {std::tuple<std::string, std::string, std::string>{"encode", "truncate", "yes"},
+                                         {"tokenize", "json", "maybe"},
+                                         {"encode", "truncate", "t"}}) {
+    const test::Run r = run_ordo(cmd + " --" + name + "=" + value + " hi");
+    EXPECT_EQ(r.status, 2) << cmd << " --" << name << "=" << value << ": " << r.err;
+    EXPECT_EQ(r.err, "error: ordo " + cmd + ": --" + name + ": '" + value + "' is not true or false (a switch: --" +
+                         name + " alone turns it on)\n");
+  }
+  EXPECT_EQ(run_ordo("encode --truncate=false hi").status, 0) << "true and false are read";
 }
 
 // `ordo info` says how long the texts the model was trained on were (the default model: 32 pieces,

@@ -674,8 +674,8 @@ TEST(Input, AnEndlessLineEndsAtTheLengthLimit) {
   test::expect_one_error(r, "stdin: line 1: text is 4600 bytes, more than --max-tokens 16 allows");
 }
 
-// The optional training.json of a model that `ordo eval` reads is opened as the model's own files
-// are: a FIFO there is named at once.
+// The optional training.json of a model, which eval, encode, info, view and attention read, is opened
+// as the model's own files are: a FIFO there is named at once (encode and info waited on it).
 TEST(SpecialFiles, AFifoAsTrainingJsonIsRefused) {
   test::TempDir dir;
   const std::string m = dir.path + "/m";
@@ -683,9 +683,12 @@ TEST(SpecialFiles, AFifoAsTrainingJsonIsRefused) {
   ::unlink((m + "/training.json").c_str());  // the default model has one: a FIFO takes its place
   ASSERT_EQ(::mkfifo((m + "/training.json").c_str(), 0644), 0);
   std::ofstream(dir.path + "/t.txt") << "the cat sat on the mat\n";
-  const auto r = run_shell("timeout 30 " + std::string(ORDO_BINARY) + " eval --model " + m + " --input " + dir.path +
-                           "/t.txt 2>&1 >/dev/null; echo \" status $?\"");
-  EXPECT_EQ(r.out, "error: " + m + "/training.json: not a regular file (a FIFO)\n status 2\n");
+  for (const std::string& command :
+       {"eval --input " + dir.path + "/t.txt", std::string("encode 'the cat'"), std::string("info")}) {
+    const auto r = run_shell("timeout 30 " + std::string(ORDO_BINARY) + " " + command + " --model " + m +
+                             " 2>&1 >/dev/null; echo \" status $?\"");
+    EXPECT_EQ(r.out, "error: " + m + "/training.json: not a regular file (a FIFO)\n status 2\n") << command;
+  }
 }
 
 // A failed `encode --format npy --output FILE` (a bad line, a text too long) leaves a previous FILE

@@ -54,6 +54,17 @@ std::string option_given(int argc, char** argv, const std::string& value) {
   return "";
 }
 
+// Whether `option` ("--truncate", "-t") names an option that takes no value (true or false, when given one).
+bool is_switch(const cxxopts::Options& options, const std::string& option) {
+  for (const std::string& group : options.groups())
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      const bool named = option == "-" + o.s ||
+                         std::any_of(o.l.begin(), o.l.end(), [&](const std::string& l) { return option == "--" + l; });
+      if (named) return o.is_boolean;
+    }
+  return false;
+}
+
 }  // namespace
 
 bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result) {
@@ -64,6 +75,8 @@ bool parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResul
     // cxxopts names the value, not the option: name both.
     const std::string value = unreadable_value(e.what()), option = option_given(argc, argv, value);
     if (option.empty()) throw;
+    if (is_switch(options, option))
+      throw UsageError(option + ": '" + value + "' is not true or false (a switch: " + option + " alone turns it on)");
     throw UsageError(option + ": '" + value + "' is not a number (or not one in its range)");
   }
   if (result.count("help")) {
@@ -406,11 +419,15 @@ int training_length(const std::vector<std::string>& dirs) {
     if (::stat(path.c_str(), &st) != 0) continue;
     const nlohmann::json j = nlohmann::json::parse(read_regular_file(path, 16 << 20, "training.json"), nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("max_len") || !j["max_len"].is_number_integer()) continue;
-    const int m = j["max_len"].get<int>();
+    const int m = std::max(0, j["max_len"].get<int>());
     if (n != 0 && m != n) return 0;
     n = m;
   }
   return n;
+}
+
+int training_length(const std::string& model_dir) {
+  return training_length(std::vector<std::string>{model_dir});
 }
 
 void add_compute_type_option(cxxopts::Options& o) {

@@ -96,7 +96,8 @@ std::vector<std::string> read_texts(const cxxopts::ParseResult& args, size_t max
                                     std::vector<std::string>* where = nullptr);
 
 // The length of the texts the model in `model_dir` was trained on, in pieces (training.json's
-// "max_len", written by tools/train/train_mlm.py); 0 when the directory does not record it.
+// "max_len", written by tools/train/train_mlm.py); 0 when the directory does not record it. Read as the
+// model's own files are (at most 16 MB, a regular file), as the overload below reads each directory's.
 int training_length(const std::string& model_dir);
 
 // A message on one line: control characters (from a file name or a text) escaped as \xNN, and so

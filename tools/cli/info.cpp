@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include <ordo/engine/model.h>
 #include <ordo/errors.h>
@@ -14,16 +12,6 @@
 #include "tools/cli/cli.h"
 
 namespace ordo::cli {
-
-// The length of the texts the model was trained on, in pieces: training.json's "max_len"
-// (tools/train/train_mlm.py writes it); 0 when the directory does not say.
-int training_length(const std::string& model_dir) {
-  std::ifstream in(model_dir + "/training.json");
-  if (!in) return 0;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("max_len") || !j["max_len"].is_number_integer()) return 0;
-  return std::max(0, j["max_len"].get<int>());
-}
 
 int cmd_info(int argc, char** argv) {
   cxxopts::Options o("ordo info", "Describe a model: its config, parameter count, bytes and tokenizer.");
