@@ -20,9 +20,11 @@ const RowKernels* fast_rows() {
 void softmax_row(float* row, int valid) {
   if (const RowKernels* k = fast_rows()) return k->softmax_row(row, valid);
   const float max = *std::max_element(row, row + valid);  // exp(z − max) ≤ 1: no overflow
+  const float floor = softmax_floor(valid);
   double sum = 0.0;
   for (int j = 0; j < valid; ++j) {
-    row[j] = std::exp(row[j] - max);
+    const float x = row[j] - max;
+    row[j] = x >= floor ? std::exp(x) : 0.0f;
     sum += row[j];
   }
   const float inv = float(1.0 / sum);  // sum ≥ 1: the max term contributes exp(0)

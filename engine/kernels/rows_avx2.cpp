@@ -71,31 +71,28 @@ inline __m256 exp8(__m256 x) {
 // exp8 for the softmax's arguments x = z − max ≤ 0, with the same bits as exp8 and fewer
 // instructions: n = round(x / ln 2) is converted to an integer once (ties to even, as
 // _mm256_round_ps rounds), and back; the upper bound is left out (it changes nothing for x ≤ 0).
-// 2^n is then applied in one of two ways, chosen for a whole row by softmax_row:
-//  - Normal: every x of the row is ≥ −86.5, so n ≥ −125 and every 2^n · e^r is a normal float
-//    (e^r ≥ 0.7): n is added to the exponent bits of e^r, which is exact. No lower bound either: a
-//    NaN comes out as NaN (softmax_row puts 0 there, what the lower bound makes of it below).
-//  - Any: x is held to −104 (a NaN becomes −104, as in exp8 and at AVX-512); lanes with n ≥ −125
-//    as above, the others (x < −86.6: weights under 10⁻³⁷) rounded once to the float below the
-//    normal range, as exp8's two products and AVX-512's scalef round them.
-// Both are branch-free. They were one function, choosing per block of 8 and taking exp8's two
-// products for a block with a lane below −86.6, whose second product then rounds to a subnormal
-// float, which is slow on Zen 4: rows 2048 long with scores spread over ±50 took 1.3 ns a score
-// (1.0 without the branch), 3.6 times as long as at AVX-512; with the integer rounding, 0.6 ns.
+// Every x it is given is at least the row's floor (rows.h), −87 or more, so n ≥ −126, and at
+// n = −126 (x < −86.98) e^r ≥ 1.4: 2^n · e^r is a normal float, and n is added to the exponent bits
+// of e^r, which is exact (and what AVX-512's scalef gives). Chosen for a whole row by softmax_row:
+//  - Normal: every x of the row is at least the floor; nothing else is done. A NaN comes out as
+//    NaN (softmax_row puts 0 there, what the mask makes of it below).
+//  - Any: x is held to the floor first, and the lanes below it (and NaN) get 0.
+// Both are branch-free. Before the floor the weights below the normal range were rounded to
+// subnormal floats in integers, as scalef rounds them, so that Zen 4 did not take exp8's slow
+// second product (docs/performance.md); with the floor there are none to round.
 template <bool Normal>
-inline __m256 exp8_nonpositive(__m256 x) {
-  if (!Normal) x = _mm256_max_ps(x, _mm256_set1_ps(-104.0f));
+inline __m256 exp8_nonpositive(__m256 x, __m256 floor) {
+  __m256 kept = _mm256_setzero_ps();
+  if (!Normal) {
+    kept = _mm256_cmp_ps(x, floor, _CMP_GE_OQ);  // false for NaN
+    x = _mm256_max_ps(x, floor);                 // a NaN x becomes the floor
+  }
   const __m256i k = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)));
   const __m256 n = _mm256_cvtepi32_ps(k);  // round(x / ln 2)
   const __m256 p = simd::exp_remainder(x, n);
-  if (Normal)
-    return _mm256_castsi256_ps(
-        _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(k, 23)));  // n added to p's exponent
-  // n < −125: m = round(e^r · 2^(n + 149)), ties to even, is the result's bit pattern (a subnormal,
-  // or at n = −126 the normal 2^−126 · e^r); the product is exact and normal.
-  const __m256i normal = _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(k, 23));
-  const __m256i m = _mm256_cvtps_epi32(_mm256_mul_ps(p, pow2(_mm256_add_epi32(k, _mm256_set1_epi32(149)))));
-  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, m, _mm256_cmpgt_epi32(_mm256_set1_epi32(-125), k)));
+  const __m256 e = _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(k, 23)));  // n added to p's exponent
+  return Normal ? e : _mm256_and_ps(e, kept);
 }
 
 // sum(f(j, left)) over the blocks of 8 of a row of n, j = 0, 8, 16, …, left = n − j, into two sets
@@ -117,11 +114,11 @@ inline __m256 sum_blocks(int n, F f) {
 
 // exp(z − max) over the row, each block stored and added into `even` or `odd` in sum_blocks' order.
 template <bool Normal>
-inline void exp_row(float* row, int valid, __m256 max, __m256& even, __m256& odd) {
+inline void exp_row(float* row, int valid, __m256 max, __m256 floor, __m256& even, __m256& odd) {
   int j = 0;
   for (; j + 16 <= valid; j += 16) {
-    const __m256 e0 = exp8_nonpositive<Normal>(_mm256_sub_ps(_mm256_loadu_ps(row + j), max));
-    const __m256 e1 = exp8_nonpositive<Normal>(_mm256_sub_ps(_mm256_loadu_ps(row + j + 8), max));
+    const __m256 e0 = exp8_nonpositive<Normal>(_mm256_sub_ps(_mm256_loadu_ps(row + j), max), floor);
+    const __m256 e1 = exp8_nonpositive<Normal>(_mm256_sub_ps(_mm256_loadu_ps(row + j + 8), max), floor);
     _mm256_storeu_ps(row + j, e0);
     _mm256_storeu_ps(row + j + 8, e1);
     even = _mm256_add_ps(even, e0);
@@ -129,7 +126,7 @@ inline void exp_row(float* row, int valid, __m256 max, __m256& even, __m256& odd
   }
   for (; j < valid; j += 8) {
     const int left = valid - j;
-    const __m256 e = keep(exp8_nonpositive<Normal>(_mm256_sub_ps(load(row + j, left), max)), left);
+    const __m256 e = keep(exp8_nonpositive<Normal>(_mm256_sub_ps(load(row + j, left), max), floor), left);
     store(row + j, e, left);
     even = _mm256_add_ps(even, e);
   }
@@ -163,11 +160,13 @@ void softmax_row(float* row, int valid) {
   }
   const float top = max8(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
   const __m256 max = _mm256_set1_ps(top);
-  // exp(z − max) ≤ 1: no overflow. Every z − max ≥ fl(least − max) (rounding keeps the order); the
-  // comparison is false when the max is NaN or +∞ or a score is −∞.
+  const float lowest = softmax_floor(valid);
+  const __m256 floor = _mm256_set1_ps(lowest);
+  // exp(z − max) ≤ 1: no overflow. Every z − max ≥ fl(least − max) (rounding keeps the order), which
+  // is −fl(max − least); the comparison is false when the max is NaN or +∞ or a score is −∞.
   __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
-  if (top - min8(least) <= 86.5f) {
-    exp_row<true>(row, valid, max, even, odd);
+  if (top - min8(least) <= -lowest) {
+    exp_row<true>(row, valid, max, floor, even, odd);
     if (std::isnan(sum8(_mm256_add_ps(even, odd)))) {  // a NaN score: its weight is 0, as below
       for (j = 0; j < valid; ++j)
         if (std::isnan(row[j])) row[j] = 0.0f;
@@ -175,7 +174,7 @@ void softmax_row(float* row, int valid) {
       even = sum_blocks(valid, [&](int at, int left) { return load(row + at, left); });
     }
   } else {
-    exp_row<false>(row, valid, max, even, odd);
+    exp_row<false>(row, valid, max, floor, even, odd);
   }
   const __m256 inv = _mm256_set1_ps(1.0f / sum8(_mm256_add_ps(even, odd)));  // sum ≥ 1: exp(0) is one term
   for (j = 0; j + 16 <= valid; j += 16) {

@@ -27,15 +27,19 @@ inline __mmask16 lanes(int n, int j) {
 }  // namespace
 
 // Three passes, 16 columns at a time, the last block through a mask: the max, exp(z − max) and
-// its sum, the normalisation.
+// its sum, the normalisation. Below the floor (rows.h) the weight is 0, and exp16 is given the floor
+// instead, so that no lane makes a subnormal float.
 void softmax_row(float* row, int valid) {
   __m512 vmax = _mm512_set1_ps(-INFINITY);
   for (int j = 0; j < valid; j += 16)
     vmax = _mm512_mask_max_ps(vmax, lanes(valid, j), vmax, _mm512_maskz_loadu_ps(lanes(valid, j), row + j));
   const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));  // exp(z − max) ≤ 1: no overflow
+  const __m512 floor = _mm512_set1_ps(softmax_floor(valid));
   __m512 vsum = _mm512_setzero_ps();
   for (int j = 0; j < valid; j += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes(valid, j), row + j), max));
+    const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes(valid, j), row + j), max);
+    const __m512 e =  // a NaN x fails the comparison too: weight 0
+        _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, floor, _CMP_GE_OQ), exp16(_mm512_max_ps(x, floor)));
     _mm512_mask_storeu_ps(row + j, lanes(valid, j), e);
     vsum = _mm512_mask_add_ps(vsum, lanes(valid, j), vsum, e);
   }

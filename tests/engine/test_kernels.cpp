@@ -152,23 +152,43 @@ TEST(Kernels, SoftmaxMatchesTheFormulaInDouble) {
   }
 }
 
-TEST(Kernels, SoftmaxWeightsBelowTheNormalRangeMatchTheFormula) {
-  // Scores 87 to 103 below the row's maximum: weights under 2^−126, which the AVX2 softmax rounds
-  // in exp8's two products rather than in its exponent-bit shortcut; mixed in one block of 8 with
-  // ordinary scores, and after a block of 16 of them. Each within 1e-6 relatively of the formula in
-  // double, or within the spacing of the smallest floats (2^−149).
-  for (int valid : {8, 11, 24, 40}) {
+TEST(Kernels, SoftmaxWeightsUnderTheFloorAreZeroAndNoneIsSubnormal) {
+  // Scores 70 to 103 below the row's maximum, every third one, mixed in blocks of 8 with ordinary
+  // scores: those more than 87 − ln(valid) below it (the floor, rows.h) get weight 0, the others
+  // stay close to the formula in double relatively, and no weight is a subnormal float (each
+  // costs a microcode assist on Intel cores). Scores within 0.01 of the floor are left unchecked:
+  // float's z − max may fall on either side.
+  for (int valid : {8, 11, 24, 40, 2049}) {
     auto z = random_floats(size_t(valid), 1200 + valid, 2.0f);
-    for (int j = 1; j < valid; j += 3) z[j] = -87.0f - 16.0f * float(j) / float(valid);
-    expect_softmax_of_one_row(z, std::ldexp(1.0, -149));
+    for (int j = 1; j < valid; j += 3) z[j] = -70.0f - 33.0f * float(j) / float(valid);
+    const std::vector<float> in = z;
+    softmax_rows(z.data(), 1, valid, valid);
+    const double max = *std::max_element(in.begin(), in.end()), floor = -87.0 + std::log(double(valid));
+    double sum = 0;
+    for (float v : in) sum += std::exp(double(v) - max);
+    int zeros = 0, kept_tiny = 0;
+    for (int j = 0; j < valid; ++j) {
+      const double x = double(in[j]) - max, want = std::exp(x) / sum;
+      ASSERT_NE(std::fpclassify(z[j]), FP_SUBNORMAL) << "valid " << valid << " col " << j;
+      if (x < floor - 0.01) {
+        ASSERT_EQ(z[j], 0.0f) << "valid " << valid << " col " << j << ", " << x << " below the maximum";
+        ++zeros;
+      } else if (x > floor + 0.01) {
+        // float's z − max moves e^x by up to |x|·2⁻²⁴ relatively
+        ASSERT_NEAR(z[j], want, (1e-6 + std::fabs(x) * std::ldexp(1.0, -24)) * want) << "valid " << valid << " col " << j;
+        kept_tiny += x < -60;
+      }
+    }
+    EXPECT_GT(zeros, 0) << "valid " << valid;  // the test has scores on both sides of the floor
+    EXPECT_GT(kept_tiny, 0) << "valid " << valid;
   }
 }
 
 TEST(Kernels, SoftmaxGivesTheSameBitsAtAvx2AndAvx512) {
-  // The two vector kernels round every weight alike (rows_avx2.cpp's exp8): the same input rows,
-  // with tails, give the same floats; rows of scores within 87 of their maximum (the AVX2 kernel's
-  // exponent-bit sum) and rows with −∞ scores and weights below the normal range (its rounding of
-  // those to the subnormal floats in integers).
+  // The two vector kernels round every weight alike (rows_avx2.cpp's exp8_nonpositive): the same
+  // input rows, with tails, give the same floats; rows of scores within the floor of their maximum
+  // (the AVX2 kernel's exponent-bit sum alone) and rows with −∞ scores and scores under the floor
+  // (held to it, then masked to 0).
   const CpuFeatures& f = cpu_features();
   if (!(f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl)) GTEST_SKIP() << "this CPU has no AVX-512";
   for (int valid : {1, 7, 8, 9, 16, 17, 31, 32, 33, 100, 2049})
