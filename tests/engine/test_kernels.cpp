@@ -175,7 +175,8 @@ TEST(Kernels, SoftmaxWeightsUnderTheFloorAreZeroAndNoneIsSubnormal) {
         ++zeros;
       } else if (x > floor + 0.01) {
         // float's z − max moves e^x by up to |x|·2⁻²⁴ relatively
-        ASSERT_NEAR(z[j], want, (1e-6 + std::fabs(x) * std::ldexp(1.0, -24)) * want) << "valid " << valid << " col " << j;
+        ASSERT_NEAR(z[j], want, (1e-6 + std::fabs(x) * std::ldexp(1.0, -24)) * want)
+            << "valid " << valid << " col " << j;
         kept_tiny += x < -60;
       }
     }
