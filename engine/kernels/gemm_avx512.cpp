@@ -121,7 +121,7 @@ void pack_b(float* Bp, const float* B, int ldb, bool b_is_nk, int nr, int kc) {
 }
 
 // The weight-streaming kernel, for a few dozen rows of x. Roles swap: the rows of W are the
-// broadcast operand, read in place from the mapped file, and x is packed once, like a B̂ panel
+// broadcast operand, read in place from the model's weights, and x is packed once, like a B̂ panel
 // (for each k, 32 rows of x side by side). Each tile holds R = 12 rows of W × 32 rows of x,
 //   acc[i][v] = Σ_k W[n0+i][k] · x̂[k][16v .. 16v+15],
 // over the whole of K (24 accumulators), so yᵀ comes out and is transposed once on the way to y. W
