@@ -16,6 +16,7 @@
 namespace ordo {
 
 struct ReducedModel;
+struct PrepackedModel;
 
 // Hidden states of a padded batch: (B, S, d), S the longest length. Rows at and past a
 // sequence's length are zero.
@@ -47,6 +48,8 @@ struct RunState {
   int threads = 1;                        // the engine's thread count, fixed for the pass
   const ReducedModel* reduced = nullptr;  // the weight products at reduced precision, or null (f32)
   std::vector<bool> masked;               // (n_layers · n_heads): the heads switched off for the pass
+  // f32: the weights packed for linear_prepacked (engine/kernels/cpu.h's prepack_weights), or null
+  const PrepackedModel* prepacked = nullptr;
 };
 
 // Rows of the feed-forward layer computed at a time: its (rows, F) hidden layer is the largest
@@ -106,6 +109,7 @@ class Encoder {
     Encoder& encoder;
     std::unique_ptr<RunState> state;
     std::shared_ptr<const ReducedModel> reduced;  // kept alive for the pass, whatever set_compute_type does
+    std::shared_ptr<const PrepackedModel> prepacked;
   };
   // The batch's shape (B, S, lengths) after checking every id; then, S > 0, the pass's state sized,
   // the rotary angles included.
@@ -163,6 +167,9 @@ class Encoder {
   std::vector<std::shared_ptr<const ReducedModel>> converted_;
   std::shared_ptr<const ReducedModel> reduced_;
   double conversion_ms_ = 0;
+  // The f32 weights packed for linear_prepacked, at the first f32 pass where prepack_weights() says
+  // so (engine/kernels/cpu.h), then kept; guarded by states_mutex_.
+  std::shared_ptr<const PrepackedModel> prepacked_;
   std::vector<HeadIndex> masked_heads_;  // guarded by states_mutex_
 };
 

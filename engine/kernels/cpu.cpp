@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <ordo/errors.h>
@@ -28,6 +29,10 @@ uint64_t xcr0() {
 CpuFeatures detect() {
   CpuFeatures f;
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {  // the vendor string, 12 bytes in ebx, edx, ecx
+    std::memcpy(f.vendor, &b, 4), std::memcpy(f.vendor + 4, &d, 4), std::memcpy(f.vendor + 8, &c, 4);
+    f.intel = std::strcmp(f.vendor, "GenuineIntel") == 0;
+  }
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = c & (1u << 27), avx = c & (1u << 28), fma = c & (1u << 12);
   if (!osxsave || !avx) return f;
@@ -79,6 +84,14 @@ Isa chosen() {
   return want;
 }
 
+bool prepack_chosen() {
+  const char* env = std::getenv("ORDO_PREPACK");
+  if (!env || !*env) return isa_level() == Isa::Avx512 && cpu_features().intel;
+  const std::string value = env;
+  if (value != "0" && value != "1") throw InputError("ORDO_PREPACK=" + value, "must be 0 or 1");
+  return value == "1" && isa_level() != Isa::Scalar;
+}
+
 }  // namespace
 
 const CpuFeatures& cpu_features() {
@@ -98,6 +111,11 @@ Isa isa_level() {
   return level;
 }
 
+bool prepack_weights() {
+  static const bool on = prepack_chosen();  // a throw leaves it unset: the next call throws again
+  return on;
+}
+
 const char* isa_name(Isa level) {
   return level == Isa::Avx512 ? "avx512" : level == Isa::Avx2 ? "avx2" : "scalar";
 }
@@ -111,7 +129,7 @@ std::string cpu_feature_names() {
   add(f.avx2, "avx2"), add(f.fma, "fma"), add(f.avx_vnni, "avx-vnni");
   add(f.avx512f, "avx512f"), add(f.avx512bw, "avx512bw"), add(f.avx512dq, "avx512dq"), add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni"), add(f.avx512bf16, "avx512bf16");
-  return s.empty() ? "none beyond x86-64" : s;
+  return std::string(*f.vendor ? f.vendor : "unknown vendor") + ": " + (s.empty() ? "none beyond x86-64" : s);
 }
 
 }  // namespace ordo
@@ -123,7 +141,11 @@ std::string kernels_chosen() {
   std::string s = std::string("level ") + isa_name(level) + " (highest this CPU allows: " + isa_name(highest_isa()) +
                   "; ORDO_ISA=scalar|avx2|avx512 forces a lower one)\n";
   s += "f32 products: ";
-  if (level == Isa::Avx512)
+  if (prepack_weights())
+    s += std::string("ordo's ") + (level == Isa::Avx512 ? "AVX-512" : "AVX2") +
+         " prepacked kernel at every number of rows (the weights packed once, at the first f32 pass; "
+         "ORDO_PREPACK=0 turns it off)\n";
+  else if (level == Isa::Avx512)
     s += "ordo's AVX-512 kernels (small-M up to 8 rows, weight streaming up to 256 (AVX2 tiles up to 16), then "
          "packed GEMM)\n";
   else if (level == Isa::Avx2)

@@ -24,6 +24,8 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;  // with the OS's AVX-512 state
   bool avx512vnni = false, avx512bf16 = false;  // int8 (vpdpbusd) and bf16 (vdpbf16ps) dot products
   bool avx_vnni = false;                        // vpdpbusd at 256 bits, without AVX-512
+  char vendor[13] = {};                         // cpuid's vendor string: "GenuineIntel", "AuthenticAMD", ...
+  bool intel = false;                           // it is "GenuineIntel"
 };
 
 // The CPU's features, asked once.
@@ -38,7 +40,15 @@ inline bool isa_at_least(Isa level) {
   return int(isa_level()) >= int(level);
 }
 const char* isa_name(Isa level);  // "scalar", "avx2", "avx512"
-// The features as one line, e.g. "avx2 fma avx512f avx512bw avx512dq avx512vl avx512vnni avx512bf16".
+// Whether the engine packs the f32 weights of its products once, at the first f32 pass, and runs
+// them through linear_prepacked (engine/kernels/gemm.h) at every number of rows: by default at
+// AVX-512 on Intel, where it was measured (docs/performance.md: 0.69 of the time of the other kernels
+// at 8 rows, 0.75–0.85 from 16 to 512, the same beyond); the packed copy takes as much memory again
+// as those weights. The environment variable ORDO_PREPACK=1 or 0 turns it on (at AVX2 or above) or
+// off, so that both can be measured on one machine; another value is an InputError. Read once.
+bool prepack_weights();
+// The vendor and the features as one line, e.g.
+// "GenuineIntel: avx2 fma avx512f avx512bw avx512dq avx512vl avx512vnni avx512bf16".
 std::string cpu_feature_names();
 // The kernels chosen at this level, one line per kind of work, for `ordo info` and `ordo bench`.
 std::string kernels_chosen();

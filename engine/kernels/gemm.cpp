@@ -1,6 +1,7 @@
 #include "engine/kernels/gemm.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/kernels/cpu.h"
@@ -73,6 +74,26 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
     return k->linear_stream(y, x, w, b, M, K, N);
   }
   gemm(y, N, x, K, w, K, true, b, 1.0f, M, N, K);
+}
+
+int prepacked_width() {
+  const GemmKernels* k = kernels();
+  return k ? k->prepacked_width : 0;
+}
+
+size_t prepacked_floats(int N, int K) {
+  const GemmKernels* k = kernels();
+  return k ? k->prepacked_floats(N, K) : 0;
+}
+
+void prepack(float* wp, const float* w, int N, int K) {
+  if (const GemmKernels* k = kernels()) k->prepack(wp, w, N, K);
+}
+
+void linear_prepacked(float* y, const float* x, const float* wp, const float* b, int M, int K, int N) {
+  const GemmKernels* k = kernels();
+  if (!k) throw std::logic_error("linear_prepacked: no prepacked kernel below AVX2");
+  k->linear_prepacked(y, x, wp, b, M, K, N);
 }
 
 }  // namespace ordo

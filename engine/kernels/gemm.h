@@ -39,6 +39,16 @@ void linear_gemm(float* y, const float* x, const float* w, const float* b, int M
 // broadcast operand, and x is the packed one; nothing of W is copied.
 void linear_stream(float* y, const float* x, const float* w, const float* b, int M, int K, int N);
 
+// The same product on a weight packed once, when the model is (the engine does so where
+// prepack_weights() says, engine/kernels/cpu.h): panels of prepacked_width() columns of y, k-major
+// (gemm_blocks.h), read front to back as the vector operand while x is broadcast. Each sum runs over
+// k in order with one FMA a step, so it gives the bits linear_stream gives. prepacked_floats(N, K)
+// floats, filled by prepack from W (N, K); at AVX2 and AVX-512 only (below, prepacked_width() is 0).
+int prepacked_width();
+size_t prepacked_floats(int N, int K);
+void prepack(float* wp, const float* w, int N, int K);
+void linear_prepacked(float* y, const float* x, const float* wp, const float* b, int M, int K, int N);
+
 // One instruction set's bodies of the functions above: gemm_avx512.cpp's and gemm_avx2.cpp's tables
 // (gemm_blocks.h builds both from their tiles); gemm.cpp calls the one the CPU allows.
 struct GemmKernels {
@@ -48,6 +58,10 @@ struct GemmKernels {
   decltype(&ordo::gemm_packed) gemm_packed;
   decltype(&ordo::linear_gemm) linear_gemm;
   decltype(&ordo::linear_stream) linear_stream;
+  int prepacked_width;
+  decltype(&ordo::prepacked_floats) prepacked_floats;
+  decltype(&ordo::prepack) prepack;
+  decltype(&ordo::linear_prepacked) linear_prepacked;
 };
 extern const GemmKernels kGemmAvx512, kGemmAvx2;
 

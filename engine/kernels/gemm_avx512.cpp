@@ -2,6 +2,8 @@
 // called only where engine/kernels/cpu.h allows AVX-512. No standard container here: their inline
 // functions, compiled with these flags, could be the copy the linker keeps for the whole program.
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemm_blocks.h"
@@ -180,10 +182,21 @@ void pack_x(float* dst, const float* src, int K, int rows) {
 // What gemm_blocks::linear_stream runs: panels of 32 rows of x, tiles of 12 rows of W.
 struct Stream : gemm_blocks::StreamOf<16 * kStreamVectors, kStreamRows, pack_x, stream_tile> {};
 
+// The prepacked kernel (gemm_tile.h's prepacked_tile, gemm_blocks.h's loops): 8 rows of x × 48 columns:
+// 24 accumulators, 3 vectors of Ŵ and a broadcast, 28 of the 32 zmm registers.
+template <size_t... I>
+constexpr std::array<decltype(&simd::prepacked_tile<1>), sizeof...(I)> prepacked_tiles(std::index_sequence<I...>) {
+  return {&simd::prepacked_tile<int(I) + 1>...};
+}
+struct Prepacked {
+  static constexpr int kRows = 8, kWidth = simd::kPrepackVectors * simd::kLanes;
+  static constexpr auto tiles = prepacked_tiles(std::make_index_sequence<kRows>());
+};
+
 }  // namespace
 
 }  // namespace ordo::avx512
 
 namespace ordo {
-const GemmKernels kGemmAvx512 = gemm_blocks::kernels<avx512::Tile, avx512::Stream>();
+const GemmKernels kGemmAvx512 = gemm_blocks::kernels<avx512::Tile, avx512::Stream, avx512::Prepacked>();
 }  // namespace ordo

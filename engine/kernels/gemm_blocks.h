@@ -155,11 +155,67 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
   });
 }
 
+// The prepacked kernel's loops (gemm.h's linear_prepacked). Each instruction set's file supplies a
+// struct Prepacked of its own:
+//   Prepacked::kRows, Prepacked::kWidth   rows of x in a tile (MR), columns of y in a panel (NR)
+//   Prepacked::tiles[mr - 1](acc, x, ldx, wp, kc, first, prefetch)   gemm_tile.h's prepacked_tile<mr>
+// The weight is packed once, when the model is (prepack): panel p holds columns p·NR .. p·NR + NR − 1
+// of y at p·NR·K, k-major, Ŵ[p][k][j] = W[p·NR + j][k], zeros past N. Each panel is met by every
+// tile of rows of x in blocks of kPrepackDepth steps of k (a block of the panel, 24 KB at AVX-512,
+// stays in L1 for the next tile); the sums wait in a per-thread (M, NR) scratch between blocks, and
+// bias is added on the way to y. Tasks are equal runs of panels, as many as split_tasks says, so
+// each thread reads one stretch of the packed weights front to back.
+constexpr int kPrepackDepth = 128;
+
+template <class P>
+size_t prepacked_floats(int N, int K) {
+  return size_t((std::max(N, 0) + P::kWidth - 1) / P::kWidth) * P::kWidth * size_t(std::max(K, 0));
+}
+
+template <class P>
+void prepack(float* dst, const float* w, int N, int K) {
+  constexpr int NR = P::kWidth;
+  for (int n0 = 0; n0 < N; n0 += NR) {
+    float* panel = dst + size_t(n0) * K;
+    for (int j = 0; j < NR; ++j) {
+      const float* row = n0 + j < N ? w + size_t(n0 + j) * K : nullptr;
+      for (int k = 0; k < K; ++k) panel[size_t(k) * NR + j] = row ? row[k] : 0.0f;
+    }
+  }
+}
+
+template <class P>
+void linear_prepacked(float* y, const float* x, const float* wp, const float* b, int M, int K, int N) {
+  constexpr int MR = P::kRows, NR = P::kWidth;
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // an empty sum: y = b
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) y[size_t(m) * N + n] = b ? b[n] : 0.0f;
+    return;
+  }
+  const int panels = (N + NR - 1) / NR, runs = split_tasks(2.0 * M * K * N, panels, kernel_threads());
+  const int per_run = (panels + runs - 1) / runs;
+  parallel_for((panels + per_run - 1) / per_run, [&](int run, int) {
+    float* acc = thread_scratch(0, size_t(M) * NR);
+    for (int p = run * per_run; p < std::min(panels, (run + 1) * per_run); ++p) {
+      const float* panel = wp + size_t(p) * NR * K;
+      for (int k0 = 0; k0 < K; k0 += kPrepackDepth)
+        for (int m = 0; m < M; m += MR)
+          P::tiles[std::min(MR, M - m) - 1](acc + size_t(m) * NR, x + size_t(m) * K + k0, K, panel + size_t(k0) * NR,
+                                            std::min(kPrepackDepth, K - k0), k0 == 0, m == 0);
+      const int n0 = p * NR, nr = std::min(NR, N - n0);
+      for (int m = 0; m < M; ++m)
+        for (int j = 0; j < nr; ++j) y[size_t(m) * N + n0 + j] = acc[size_t(m) * NR + j] + (b ? b[n0 + j] : 0.0f);
+    }
+  });
+}
+
 // The table of one instruction set's functions (gemm.h's GemmKernels).
-template <class Tile, class Stream>
+template <class Tile, class Stream, class Prepacked>
 constexpr GemmKernels kernels() {
-  return {gemm<Tile>,        packed_b_floats<Tile>, pack_b_all<Tile>,
-          gemm_packed<Tile>, linear_gemm<Tile>,     linear_stream<Tile, Stream>};
+  return {gemm<Tile>,         packed_b_floats<Tile>,       pack_b_all<Tile>,  gemm_packed<Tile>,
+          linear_gemm<Tile>,  linear_stream<Tile, Stream>, Prepacked::kWidth, prepacked_floats<Prepacked>,
+          prepack<Prepacked>, linear_prepacked<Prepacked>};
 }
 
 }  // namespace ordo::gemm_blocks

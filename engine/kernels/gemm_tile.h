@@ -36,5 +36,36 @@ void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, i
   store(C, ldc, c0, c1, mr, nr, alpha, bias, first);
 }
 
+// The prepacked kernel's tile (linear_prepacked, gemm.h): acc (mr, NR) += x (mr, kc) · Ŵ (kc, NR), where
+// Ŵ is kc steps of one panel of a prepacked weight (NR = 3·kLanes columns of y a step, each step's
+// columns side by side) and x is read in place (row stride ldx), one value of each row broadcast a
+// step: 3 loads of Ŵ and mr broadcasts for 3·mr FMAs. acc (row stride NR) carries the sums from one
+// block of K to the next (first: from zero). Each sum runs over k in order with one FMA a step, as the
+// stream kernel's do, so the two give the same bits. prefetch asks for the lines of Ŵ kPrepackAhead
+// floats on: the panels lie one after another, so that is the weight read next, in this panel or the next.
+constexpr int kPrepackVectors = 3, kPrepackAhead = 1024;
+template <int MR>
+void prepacked_tile(float* acc, const float* x, int ldx, const float* wp, int kc, bool first, bool prefetch) {
+  constexpr int V = kPrepackVectors, NR = V * kLanes;
+  Vec c[MR][V];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < V; ++v) c[i][v] = first ? vzero() : vload(acc + i * NR + v * kLanes);
+  for (int k = 0; k < kc; ++k, wp += NR) {
+    if (prefetch)
+      for (int line = 0; line < NR; line += 16) __builtin_prefetch(wp + kPrepackAhead + line);
+    Vec w[V];
+    for (int v = 0; v < V; ++v) w[v] = vload(wp + v * kLanes);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const Vec a = vset(x[size_t(i) * ldx + k]);
+      for (int v = 0; v < V; ++v) c[i][v] = vfma(a, w[v], c[i][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < V; ++v) vstore(acc + i * NR + v * kLanes, c[i][v]);
+}
+
 }  // namespace ORDO_SIMD_NS
 }  // namespace ordo

@@ -76,13 +76,16 @@ inline float vsum(Vec a) {
 #ifdef ORDO_MM
 // Zero, load and fused multiply-add are one instruction at either width, named alike but for the
 // prefix (_mm512_ or _mm256_); the masked load and the sum of the lanes differ, above. At these
-// two widths only (for simd_math.h and gemm_tile.h): vset (every lane c), vadd, vmul and vfnma
-// (c − a·b, fused).
+// two widths only (for simd_math.h and gemm_tile.h): vstore, vset (every lane c), vadd, vmul and
+// vfnma (c − a·b, fused).
 inline Vec vzero() {
   return ORDO_MM(setzero_ps)();
 }
 inline Vec vload(const float* p) {
   return ORDO_MM(loadu_ps)(p);
+}
+inline void vstore(float* p, Vec v) {
+  ORDO_MM(storeu_ps)(p, v);
 }
 inline Vec vfma(Vec a, Vec b, Vec c) {
   return ORDO_MM(fmadd_ps)(a, b, c);

@@ -91,5 +91,52 @@ TEST(Gemm, PackedOnceGivesTheBitsOfGemm) {
     }
 }
 
+TEST(Gemm, PrepackedGivesTheBitsOfTheStreamKernel) {
+  // linear_prepacked sums each output over k in order with one FMA a step, as linear_stream does:
+  // the same bits, at every edge of its tiles (rows: 8 at AVX-512, 4 at AVX2), of its panels (48 or
+  // 24 columns) and of its blocks of k (128), with and without bias, on one thread and on two.
+  if (prepacked_width() == 0) GTEST_SKIP() << "no prepacked kernel below AVX2";
+  ThreadsGuard guard;
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    for (int M : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33, 100})
+      for (int N : {1, 5, 23, 24, 25, 47, 48, 49, 97, 300})
+        for (int K : {1, 3, 17, 128, 129, 300}) {
+          const auto x = random_floats(size_t(M) * K, 41 + M), w = random_floats(size_t(N) * K, 43 + N),
+                     b = random_floats(N, 47, 10.0f);
+          std::vector<float> wp(prepacked_floats(N, K), -9.0f);
+          prepack(wp.data(), w.data(), N, K);
+          for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+            std::vector<float> packed(size_t(M) * N, -7.0f), stream(size_t(M) * N, -5.0f);
+            linear_prepacked(packed.data(), x.data(), wp.data(), bias, M, K, N);
+            linear_stream(stream.data(), x.data(), w.data(), bias, M, K, N);
+            ASSERT_EQ(packed, stream) << M << "x" << K << "x" << N << (bias ? " with bias" : "") << ", " << threads
+                                      << " threads";
+          }
+        }
+  }
+}
+
+TEST(Gemm, PrepackedMatchesThePlainLoopsInDouble) {
+  // The same kernel against the formula, where a wrong element could not hide behind the stream
+  // kernel's making the same mistake: a depth of three blocks and a tail, two panels and a part.
+  if (prepacked_width() == 0) GTEST_SKIP() << "no prepacked kernel below AVX2";
+  for (auto [M, K, N] : {std::tuple{1, 384, 1536}, std::tuple{16, 1536, 384}, std::tuple{19, 300, 110}}) {
+    const auto x = random_floats(size_t(M) * K, 51), w = random_floats(size_t(N) * K, 53),
+               b = random_floats(N, 59, 50.0f);
+    std::vector<float> wp(prepacked_floats(N, K)), fast(size_t(M) * N), slow(size_t(M) * N);
+    prepack(wp.data(), w.data(), N, K);
+    linear_prepacked(fast.data(), x.data(), wp.data(), b.data(), M, K, N);
+    test::linear_reference(slow.data(), x.data(), w.data(), b.data(), M, K, N);
+    EXPECT_LE(max_abs_diff(fast.data(), slow.data(), fast.size()), test::product_tolerance(K, test::max_abs(slow)))
+        << M << "x" << K << "x" << N;
+  }
+  // An empty sum is the bias.
+  const std::vector<float> b = {1.5f, -2.0f, 0.25f};
+  std::vector<float> y(2 * 3, 9.0f);
+  linear_prepacked(y.data(), nullptr, nullptr, b.data(), 2, 0, 3);
+  EXPECT_EQ(y, (std::vector<float>{1.5f, -2.0f, 0.25f, 1.5f, -2.0f, 0.25f}));
+}
+
 }  // namespace
 }  // namespace ordo

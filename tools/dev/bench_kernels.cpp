@@ -8,7 +8,8 @@
 //
 // linear: one pass of the 24 weight products of a forward pass (distinct weights, 75.5 MB, as in
 // the model) at M rows, through each kernel that handles M: linear_small_m, linear_stream,
-// linear_gemm and linear_blas (single-threaded cblas_sgemm on column blocks of y, the threads
+// linear_gemm, linear_prepacked (on weights packed before the timing, as the engine packs them at
+// its first pass) and linear_blas (single-threaded cblas_sgemm on column blocks of y, the threads
 // splitting them). attention: the 8 heads of one sequence of L tokens, one task per head as the
 // encoder runs them, in blocks of query rows: ordo's packed gemm against cblas_sgemm. int8, bf16:
 // the same products at that --compute-type, ordo's own kernel against oneDNN's tiles (and f32).
@@ -125,8 +126,26 @@ struct Products {
   }
 };
 
+// Each weight packed once for linear_prepacked, found by its address (what the engine does where
+// prepack_weights() says so; here at every level that has the kernel).
+std::map<const float*, std::vector<float>>& prepacked_weights() {
+  static std::map<const float*, std::vector<float>> packed;
+  return packed;
+}
+void prepacked(float* y, const float* x, const float* w, const float* b, int M, int K, int N) {
+  linear_prepacked(y, x, prepacked_weights().at(w).data(), b, M, K, N);
+}
+
 void bench_linear(const std::vector<int>& ms, int rounds) {
   const std::vector<Layer> layers = random_layers();
+  if (prepacked_width() > 0)
+    for (const Layer& l : layers)
+      for (auto [w, N, K] : {std::tuple{&l.in_w, 3 * D, D}, std::tuple{&l.out_w, D, D}, std::tuple{&l.w1, F, D},
+                             std::tuple{&l.w2, D, F}}) {
+        std::vector<float>& p = prepacked_weights()[w->data()];
+        p.resize(prepacked_floats(N, K));
+        prepack(p.data(), w->data(), N, K);
+      }
   using Linear = void (*)(float*, const float*, const float*, const float*, int, int, int);
   for (int M : ms) {
     Products p(M);
@@ -135,6 +154,7 @@ void bench_linear(const std::vector<int>& ms, int rounds) {
     if (M <= 32) variants.push_back({"small_m", pass(linear_small_m)});
     if (M <= 512 && have_stream()) variants.push_back({"stream", pass(linear_stream)});
     if (M >= 64 || (M > 4 && !have_stream())) variants.push_back({"gemm", pass(linear_gemm)});
+    if (prepacked_width() > 0) variants.push_back({"prepacked", pass(prepacked)});
     variants.push_back({"cblas", pass(linear_blas)});
     const int calls = std::max(2, std::min(10, 1000 / (M + 20)));
     compare("linear M=" + std::to_string(M), variants, rounds, calls);
