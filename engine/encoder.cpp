@@ -167,7 +167,7 @@ void Encoder::project(const RunState& s, Product p, int layer, float* y, const f
     product.forward(y, x, M, s.threads);
     return;
   }
-  if (s.prepacked) {
+  if (s.prepacked && M <= kPrepackedRows) {
     const PrepackedModel::Layer& packed = s.prepacked->layers[layer];
     switch (p) {
       case Product::InProjection:

@@ -27,8 +27,8 @@ void sinusoidal_positions(float* pe, int S, int d, PeLayout layout, double base,
 //   M ≤ kStreamM: linear_stream, the rows of W read in place as the broadcast operand;
 //   above:        linear_gemm, which packs W once per call and reuses it over many rows;
 // below AVX2, cblas_sgemm at every M. (Where prepack_weights() says so, at AVX-512 on Intel, the
-// encoder's layer products skip this choice: they run linear_prepacked on weights packed once,
-// engine/encoder.cpp's project().) The small-M kernel is the fastest up to 8 rows; from 12 on
+// encoder's layer products up to kPrepackedRows rows skip this choice: they run linear_prepacked on
+// weights packed once, engine/encoder.cpp's project().) The small-M kernel is the fastest up to 8 rows; from 12 on
 // the stream kernel is, at AVX2 and at AVX-512 (at 16 rows, 0.69 of the small-M kernel's time on
 // all-MiniLM-L6-v2's 24 products, 0.67 on the base model's), and at AVX2 it is faster than
 // linear_gemm up to 256 rows as well (0.88 of its time at 64, 0.94 at 128).

@@ -143,8 +143,8 @@ std::string kernels_chosen() {
   s += "f32 products: ";
   if (prepack_weights())
     s += std::string("ordo's ") + (level == Isa::Avx512 ? "AVX-512" : "AVX2") +
-         " prepacked kernel at every number of rows (the weights packed once, at the first f32 pass; "
-         "ORDO_PREPACK=0 turns it off)\n";
+         " prepacked kernel up to 512 rows (the weights packed once, at the first f32 pass; "
+         "ORDO_PREPACK=0 turns it off), then packed GEMM\n";
   else if (level == Isa::Avx512)
     s += "ordo's AVX-512 kernels (small-M up to 8 rows, weight streaming up to 256 (AVX2 tiles up to 16), then "
          "packed GEMM)\n";

@@ -41,11 +41,11 @@ inline bool isa_at_least(Isa level) {
 }
 const char* isa_name(Isa level);  // "scalar", "avx2", "avx512"
 // Whether the engine packs the f32 weights of its products once, at the first f32 pass, and runs
-// them through linear_prepacked (engine/kernels/gemm.h) at every number of rows: by default at
-// AVX-512 on Intel, where it was measured (docs/performance.md: 0.69 of the time of the other kernels
-// at 8 rows, 0.75–0.85 from 16 to 512, the same beyond); the packed copy takes as much memory again
-// as those weights. The environment variable ORDO_PREPACK=1 or 0 turns it on (at AVX2 or above) or
-// off, so that both can be measured on one machine; another value is an InputError. Read once.
+// them through linear_prepacked (engine/kernels/gemm.h) up to 512 rows of x: by default at AVX-512
+// on Intel, where it was measured (docs/performance.md: 0.69 of the time of the other kernels at 8
+// rows, 0.75–0.85 from 16 to 512); the packed copy takes as much memory again as those weights.
+// The environment variable ORDO_PREPACK=1 or 0 turns it on (at AVX2 or above) or off, so that both
+// can be measured on one machine; another value is an InputError. Read once.
 bool prepack_weights();
 // The vendor and the features as one line, e.g.
 // "GenuineIntel: avx2 fma avx512f avx512bw avx512dq avx512vl avx512vnni avx512bf16".

@@ -44,6 +44,10 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
 // (gemm_blocks.h), read front to back as the vector operand while x is broadcast. Each sum runs over
 // k in order with one FMA a step, so it gives the bits linear_stream gives. prepacked_floats(N, K)
 // floats, filled by prepack from W (N, K); at AVX2 and AVX-512 only (below, prepacked_width() is 0).
+// The engine runs it up to kPrepackedRows rows of x; above, linear_gemm, whose blocks keep a block of
+// x in cache across 256 columns of y where this kernel reads all of x again for every 48 (at 2048
+// rows it took 1.04–1.06 of linear_gemm's time, docs/performance.md).
+constexpr int kPrepackedRows = 512;
 int prepacked_width();
 size_t prepacked_floats(int N, int K);
 void prepack(float* wp, const float* w, int N, int K);

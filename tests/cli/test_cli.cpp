@@ -278,6 +278,37 @@ TEST(Cli, InfoNamesTheKernelsAndOrdoIsaForcesALevel) {
     ::unsetenv("ORDO_ISA");
 }
 
+// ORDO_PREPACK (engine/kernels/cpu.h's prepack_weights): 1 runs the f32 products on weights packed
+// once, 0 does not, whatever the CPU's default, and `ordo info` says which; another value is one line.
+TEST(Cli, OrdoPrepackTurnsThePackedWeightsOnAndOff) {
+  const char* before = std::getenv("ORDO_PREPACK");
+  const std::string saved = before ? before : "";
+  const bool vector_kernels = highest_isa() != Isa::Scalar;
+  ::setenv("ORDO_PREPACK", "1", 1);
+  auto r = run_ordo("info" + kModel);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("prepacked kernel up to 512 rows") != std::string::npos, vector_kernels) << r.out;
+  const std::string encode = "encode --json" + kModel + quote("the cat sat on the mat");
+  const auto on = run_ordo(encode);
+  ASSERT_EQ(on.status, 0) << on.err;
+  ::setenv("ORDO_PREPACK", "0", 1);
+  r = run_ordo("info" + kModel);
+  EXPECT_EQ(r.out.find("prepacked"), std::string::npos) << r.out;
+  const auto off = run_ordo(encode);
+  ASSERT_EQ(off.status, 0) << off.err;
+  // The same vector either way but for the order of the sums in the products' kernels.
+  const json a = json_lines(on.out).at(0)["embedding"], b = json_lines(off.out).at(0)["embedding"];
+  ASSERT_EQ(a.size(), 64u);
+  ASSERT_EQ(b.size(), 64u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i].get<double>(), b[i].get<double>(), 1e-5) << i;
+  ::setenv("ORDO_PREPACK", "yes", 1);
+  expect_one_error(run_ordo("encode" + kModel + "cat"), "error: ORDO_PREPACK=yes: must be 0 or 1");
+  if (before)
+    ::setenv("ORDO_PREPACK", saved.c_str(), 1);
+  else
+    ::unsetenv("ORDO_PREPACK");
+}
+
 // A junk thread count for the libraries below ordo is ordo's one line and exit 2, before libgomp
 // (loaded with oneDNN) can print its own warning; good values, lists for OMP_NUM_THREADS and an
 // empty OpenBLAS variable (read as unset) run (<ordo/ordo.h>, bad_thread_variable).

@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     try {
-      ordo::isa_level();  // a bad ORDO_ISA is one line, before any work (engine/kernels/cpu.h)
+      ordo::isa_level();        // a bad ORDO_ISA is one line, before any work (engine/kernels/cpu.h)
+      ordo::prepack_weights();  // and a bad ORDO_PREPACK
       return finish(name, c.run(argc - 1, argv + 1));
     } catch (const ordo::InputError& e) {
       std::cerr << "error: " << ordo::cli::one_line(e.what()) << "\n";
