@@ -167,33 +167,23 @@ void Encoder::project(const RunState& s, Product p, int layer, float* y, const f
     product.forward(y, x, M, s.threads);
     return;
   }
-  if (s.prepacked && M <= kPrepackedRows) {
-    const PrepackedModel::Layer& packed = s.prepacked->layers[layer];
-    switch (p) {
-      case Product::InProjection:
-        return linear_prepacked(y, x, packed.in_proj, w.in_proj_bias, M, d, 3 * A);
-      case Product::OutProjection:
-        return linear_prepacked(y, x, packed.out_proj, w.out_proj_bias, M, A, d);
-      case Product::Linear1:
-        return linear_prepacked(y, x, packed.linear1, w.linear1_bias, M, d, F);
-      case Product::Linear1V:
-        return linear_prepacked(y, x, packed.linear1_v, nullptr, M, d, F);
-      case Product::Linear2:
-        return linear_prepacked(y, x, packed.linear2, w.linear2_bias, M, F, d);
-    }
-  }
-  switch (p) {
-    case Product::InProjection:
-      return linear(y, x, w.in_proj_weight, w.in_proj_bias, M, d, 3 * A);
-    case Product::OutProjection:
-      return linear(y, x, w.out_proj_weight, w.out_proj_bias, M, A, d);
-    case Product::Linear1:
-      return linear(y, x, w.linear1_weight, w.linear1_bias, M, d, F);
-    case Product::Linear1V:
-      return linear(y, x, w.linear1_v_weight, nullptr, M, d, F);
-    case Product::Linear2:
-      return linear(y, x, w.linear2_weight, w.linear2_bias, M, F, d);
-  }
+  // The product's weight (N, K), its copy packed for linear_prepacked where the pass has one, and its bias.
+  struct Weight {
+    const float *weight, *packed, *bias;
+    int K, N;
+  };
+  const PrepackedModel::Layer* packed = s.prepacked ? &s.prepacked->layers[layer] : nullptr;
+  auto pick = [&](const float* weight, const float* PrepackedModel::Layer::*copy, const float* bias, int K, int N) {
+    return Weight{weight, packed ? packed->*copy : nullptr, bias, K, N};
+  };
+  using L = PrepackedModel::Layer;
+  const Weight u = p == Product::InProjection    ? pick(w.in_proj_weight, &L::in_proj, w.in_proj_bias, d, 3 * A)
+                   : p == Product::OutProjection ? pick(w.out_proj_weight, &L::out_proj, w.out_proj_bias, A, d)
+                   : p == Product::Linear1       ? pick(w.linear1_weight, &L::linear1, w.linear1_bias, d, F)
+                   : p == Product::Linear1V      ? pick(w.linear1_v_weight, &L::linear1_v, nullptr, d, F)
+                                                 : pick(w.linear2_weight, &L::linear2, w.linear2_bias, F, d);
+  if (u.packed && M <= kPrepackedRows) return linear_prepacked(y, x, u.packed, u.bias, M, u.K, u.N);
+  linear(y, x, u.weight, u.bias, M, u.K, u.N);
 }
 
 uint64_t Encoder::activation_bytes(uint64_t B, uint64_t S, bool observed) const {

@@ -4,8 +4,6 @@
 // standard container here: their inline functions, compiled with these flags, could be the copy the
 // linker keeps for the whole program.
 #include <algorithm>
-#include <array>
-#include <utility>
 
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemm_blocks.h"
@@ -176,13 +174,9 @@ struct Stream : gemm_blocks::StreamOf<kStreamWidth, kStreamRows, pack_x, stream_
 
 // The prepacked kernel (gemm_tile.h's prepacked_tile, gemm_blocks.h's loops): 4 rows of x × 24 columns:
 // 12 accumulators, 3 vectors of Ŵ and a broadcast, all 16 ymm registers.
-template <size_t... I>
-constexpr std::array<decltype(&simd::prepacked_tile<1>), sizeof...(I)> prepacked_tiles(std::index_sequence<I...>) {
-  return {&simd::prepacked_tile<int(I) + 1>...};
-}
 struct Prepacked {
   static constexpr int kRows = 4, kWidth = simd::kPrepackVectors * simd::kLanes;
-  static constexpr auto tiles = prepacked_tiles(std::make_index_sequence<kRows>());
+  static constexpr auto tiles = simd::prepacked_tiles<kRows>();
 };
 
 }  // namespace

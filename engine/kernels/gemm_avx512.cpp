@@ -2,8 +2,6 @@
 // called only where engine/kernels/cpu.h allows AVX-512. No standard container here: their inline
 // functions, compiled with these flags, could be the copy the linker keeps for the whole program.
 #include <algorithm>
-#include <array>
-#include <utility>
 
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/gemm_blocks.h"
@@ -184,13 +182,9 @@ struct Stream : gemm_blocks::StreamOf<16 * kStreamVectors, kStreamRows, pack_x, 
 
 // The prepacked kernel (gemm_tile.h's prepacked_tile, gemm_blocks.h's loops): 8 rows of x × 48 columns:
 // 24 accumulators, 3 vectors of Ŵ and a broadcast, 28 of the 32 zmm registers.
-template <size_t... I>
-constexpr std::array<decltype(&simd::prepacked_tile<1>), sizeof...(I)> prepacked_tiles(std::index_sequence<I...>) {
-  return {&simd::prepacked_tile<int(I) + 1>...};
-}
 struct Prepacked {
   static constexpr int kRows = 8, kWidth = simd::kPrepackVectors * simd::kLanes;
-  static constexpr auto tiles = prepacked_tiles(std::make_index_sequence<kRows>());
+  static constexpr auto tiles = simd::prepacked_tiles<kRows>();
 };
 
 }  // namespace

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <utility>
 
 #include "engine/kernels/simd.h"
 
@@ -65,6 +67,16 @@ void prepacked_tile(float* acc, const float* x, int ldx, const float* wp, int kc
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < V; ++v) vstore(acc + i * NR + v * kLanes, c[i][v]);
+}
+
+// prepacked_tiles<MR>()[mr − 1] is prepacked_tile<mr>, for mr = 1 .. MR: the rows left at the edge.
+template <size_t... I>
+constexpr std::array<decltype(&prepacked_tile<1>), sizeof...(I)> prepacked_tile_table(std::index_sequence<I...>) {
+  return {&prepacked_tile<int(I) + 1>...};
+}
+template <int MR>
+constexpr auto prepacked_tiles() {
+  return prepacked_tile_table(std::make_index_sequence<MR>());
 }
 
 }  // namespace ORDO_SIMD_NS
