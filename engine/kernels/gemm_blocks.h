@@ -172,8 +172,8 @@ size_t prepacked_floats(int N, int K) {
   return size_t((std::max(N, 0) + P::kWidth - 1) / P::kWidth) * P::kWidth * size_t(std::max(K, 0));
 }
 
-// The panels are packed by the engine's threads, a panel a task, 16 steps of k at a time (16 floats
-// of a row of W read, one line of each of 16 rows of the panel written).
+// The panels are packed by the engine's threads, a panel a task, 16 steps of k at a time: 16 floats
+// of each row of W read at once, each written to its step of the panel.
 template <class P>
 void prepack(float* dst, const float* w, int N, int K) {
   constexpr int NR = P::kWidth;
