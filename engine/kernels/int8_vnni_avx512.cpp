@@ -43,12 +43,19 @@ void quantize_rows_t(T* q, float* s, const float* x, int M, int K, int ld, int t
       continue;
     }
     s[m] = largest / float(top);
-    const __m512d scale = _mm512_set1_pd(s[m]);
+    const __m512d scale = _mm512_set1_pd(s[m]), inverse = _mm512_set1_pd(1.0 / double(s[m]));
     const __m256i lo = _mm256_set1_epi32(-top), hi = _mm256_set1_epi32(top);
     for (k = 0; k < K; k += 8) {
       const __mmask8 lanes = __mmask8(K - k >= 8 ? 0xFF : (1u << (K - k)) - 1);
       const __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, row + k));
-      const __m256i r = _mm256_min_epi32(hi, _mm256_max_epi32(lo, _mm512_cvtpd_epi32(_mm512_div_pd(d, scale))));
+      // x / s without the division (reduced.h, quantize_rows16_plain): t = x·(1/s), or the half nearest
+      // t, floor(t) + ½, where s·(floor(t) + ½) is x exactly
+      const __m512d t = _mm512_mul_pd(d, inverse);
+      const __m512d half =
+          _mm512_add_pd(_mm512_roundscale_pd(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), _mm512_set1_pd(0.5));
+      const __mmask8 tie = _mm512_cmp_pd_mask(_mm512_fmsub_pd(scale, half, d), _mm512_setzero_pd(), _CMP_EQ_OQ);
+      const __m512d q = _mm512_mask_blend_pd(tie, t, half);
+      const __m256i r = _mm256_min_epi32(hi, _mm256_max_epi32(lo, _mm512_cvtpd_epi32(q)));
       if constexpr (sizeof(T) == 1)  // u8 = s8 + 128: the sign bit flipped
         _mm_mask_storeu_epi8(out + k, lanes, _mm_xor_si128(_mm256_cvtepi32_epi8(r), _mm_set1_epi8(char(0x80))));
       else

@@ -137,12 +137,18 @@ void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld,
       continue;
     }
     s[m] = largest / float(top);
-    const __m256d scale = _mm256_set1_pd(s[m]);
+    const __m256d scale = _mm256_set1_pd(s[m]), inverse = _mm256_set1_pd(1.0 / double(s[m]));
     const __m128i lo = _mm_set1_epi32(-top), hi = _mm_set1_epi32(top);
     for (k = 0; k + 4 <= K; k += 4) {
-      // q = round(x / s) in double: vcvtpd2dq rounds to nearest even, as nearbyint does
+      // q = round(x / s) in double (vcvtpd2dq rounds to nearest even, as nearbyint does), the
+      // quotient without the division (reduced.h, quantize_rows16_plain): t = x·(1/s), or the half
+      // nearest t, floor(t) + ½, where s·(floor(t) + ½) is x exactly
       const __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(row + k));
-      const __m128i r = _mm_min_epi32(hi, _mm_max_epi32(lo, _mm256_cvtpd_epi32(_mm256_div_pd(d, scale))));
+      const __m256d t = _mm256_mul_pd(d, inverse);
+      const __m256d half = _mm256_add_pd(_mm256_floor_pd(t), _mm256_set1_pd(0.5));
+      const __m256d tie = _mm256_cmp_pd(_mm256_fmsub_pd(scale, half, d), _mm256_setzero_pd(), _CMP_EQ_OQ);
+      const __m256d q = _mm256_blendv_pd(t, half, tie);
+      const __m128i r = _mm_min_epi32(hi, _mm_max_epi32(lo, _mm256_cvtpd_epi32(q)));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(out + k), _mm_packs_epi32(r, r));
     }
     for (; k < K; ++k) {

@@ -99,12 +99,15 @@ TEST(Reduced, QuantizationMatchesThePlainOne) {
   EXPECT_EQ(h[1], -32);  // −31.75
 }
 
-// Eight rows of K for the quantization tests, at a grid of `top` steps each side: random, zeros, an
+// Nine rows of K for the quantization tests, at a grid of `top` steps each side: random, zeros, an
 // infinity, a NaN (last), the largest float, values halfway between two integers, s = 1 (max = top)
-// with x/s exactly a half (a tie that rounds to even), and x/s a float rounding away from a half
-// (s = 3/top, x = (n + ½)·s).
+// with x/s exactly a half (a tie that rounds to even), x/s a float rounding away from a half
+// (s = 3/top, x = (n + ½)·s), and x/s exactly a half where x·(1/s) in double falls beside it
+// (s = 12.0390625, x = s·(n + ½): for n = −126, −510, −1024 and −2046, among others, at the four grids
+// of the tests, x·(1/s) rounds to the odd neighbour where x/s rounds to the even one).
+constexpr int kHostileRows = 9;
 std::vector<float> hostile_rows(int K, int seed, int top) {
-  auto x = test::random_floats(size_t(8) * K, seed, 3.0f);
+  auto x = test::random_floats(size_t(kHostileRows) * K, seed, 3.0f);
   std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);
   x[2 * K + K / 2] = std::numeric_limits<float>::infinity();
   x[3 * K + K - 1] = std::numeric_limits<float>::quiet_NaN();
@@ -115,6 +118,7 @@ std::vector<float> hostile_rows(int K, int seed, int top) {
     x[5 * K + k] = float(k % (2 * top + 1) - top) + 0.5f;
     x[6 * K + k] = k == 0 ? t : n - 0.5f;
     x[7 * K + k] = k == 0 ? 3.0f : (n + 0.5f) * (3.0f / t);
+    x[8 * K + k] = 12.0390625f * (k == 0 ? t : n + 0.5f);
   }
   return x;
 }
@@ -123,7 +127,7 @@ std::vector<float> hostile_rows(int K, int seed, int top) {
 // one's scales and integers: row lengths around its 8- and 16-lane steps and the hostile rows.
 TEST(Reduced, QuantizationU8MatchesThePlainOne) {
   for (int K : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
-    const int M = 8, K4 = (K + 3) / 4 * 4;
+    const int M = kHostileRows, K4 = (K + 3) / 4 * 4;
     const auto x = hostile_rows(K, 40 + K, 127);
     std::vector<int8_t> q(x.size());
     std::vector<float> s(M), su(M);
@@ -145,7 +149,7 @@ TEST(Reduced, QuantizationU8MatchesThePlainOne) {
 TEST(Reduced, Quantization16MatchesThePlainOne) {
   for (int top : {2047, 511, 1026})
     for (int K : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
-      const int M = 8, ld = (K + 1) / 2 * 2 + 2;
+      const int M = kHostileRows, ld = (K + 1) / 2 * 2 + 2;
       const auto x = hostile_rows(K, 80 + K, top);
       std::vector<int16_t> q(x.size()), fast(size_t(M) * ld, 7);
       std::vector<float> s(M), sf(M);
