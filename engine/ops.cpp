@@ -90,12 +90,17 @@ void residual(float* x, const float* r, int M, int d) {
 }
 
 void activation(float* x, size_t n, Activation act) {
-  // Blocks of 2^16 values (32 rows of F = 2048) spread over the threads; fewer values stay on
-  // the calling thread.
-  constexpr size_t kBlock = size_t(1) << 16;
-  parallel_for(int((n + kBlock - 1) / kBlock), [&](int block, int) {
-    float* xi = x + size_t(block) * kBlock;
-    const size_t len = std::min(kBlock, n - size_t(block) * kBlock);
+  // Spread over the threads by split_tasks, in pieces of whole vectors. A GELU costs about what
+  // 32 FLOPs do (an exponential, a division and a polynomial per value), so one short text's
+  // 16 × 1536 values are split and a single token's 1536 are not.
+  constexpr double kFlopsPerValue = 32;
+  constexpr size_t kVector = 16;
+  const int tasks = split_tasks(double(n) * kFlopsPerValue, int((n + kVector - 1) / kVector), kernel_threads());
+  const size_t per = ((n + size_t(tasks) - 1) / size_t(tasks) + kVector - 1) / kVector * kVector;
+  parallel_for(tasks, [&](int task, int) {
+    if (size_t(task) * per >= n) return;
+    float* xi = x + size_t(task) * per;
+    const size_t len = std::min(per, n - size_t(task) * per);
     if (act == Activation::ReLU) {
       for (size_t i = 0; i < len; ++i) xi[i] = std::max(xi[i], 0.0f);
     } else if (act == Activation::GELUTanh) {

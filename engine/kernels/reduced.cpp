@@ -407,16 +407,27 @@ void over_tiles(int M, int N, int threads, const Job& job) {
 }  // namespace
 
 namespace {
-// job(m0, rows) for blocks of 16 rows spread over the threads: x's rows quantized or rounded.
+// job(m0, rows) for runs of rows spread over the threads, as many as split_tasks says for `flops`,
+// the job's work: x's rows quantized or rounded, or the plain product.
 template <class Job>
-void over_row_blocks(int M, int threads, const Job& job) {
-  constexpr int kBlock = 16;
-  const int blocks = (M + kBlock - 1) / kBlock;
-  auto task = [&](int i, int) { job(i * kBlock, std::min(kBlock, M - i * kBlock)); };
-  if (threads <= 1 || blocks == 1)
-    for (int i = 0; i < blocks; ++i) task(i, 0);
+void over_row_blocks(int M, int threads, double flops, const Job& job) {
+  const int tasks = split_tasks(flops, M, threads), per = (M + tasks - 1) / std::max(tasks, 1);
+  auto task = [&](int i, int) {
+    if (i * per < M) job(i * per, std::min(per, M - i * per));
+  };
+  if (tasks <= 1)
+    for (int i = 0; i * per < M; ++i) task(i, 0);
   else
-    parallel_for(blocks, task);
+    parallel_for(tasks, task);
+}
+
+// The work of quantizing or rounding x (M, K) for over_row_blocks: the scale's quotient is a
+// division in double, 8 values per 16 cycles or so at AVX-512, which is what about 64 vectorised
+// FLOPs take. So one short text's 16 rows of 384 are split over the threads, a single token's row
+// is not.
+double rows_work(int M, int K) {
+  constexpr double kFlopsPerValue = 64;
+  return double(M) * K * kFlopsPerValue;
 }
 
 // The int8 kernel: ordo's own wherever the build has VNNI. It was the faster at every row count
@@ -447,7 +458,7 @@ Own bf16_path(ReducedKernel kernel) {
 // apart (int8, or the finer grid's int16).
 template <class X, class W>
 void int_plain(int32_t* acc, const X* xq, int ldx, const W* wq, int M, int N, int K, int threads) {
-  over_row_blocks(M, threads, [&](int m0, int rows) {
+  over_row_blocks(M, threads, 2.0 * M * N * K, [&](int m0, int rows) {
     for (int m = m0; m < m0 + rows; ++m)
       for (int n = 0; n < N; ++n) {
         int32_t sum = 0;
@@ -540,7 +551,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
       grow(s.x16, size_t(M) * K2), grow(s.xs16, size_t(M));
       int16_t* xq = s.x16.data();
       float* xs = s.xs16.data();
-      over_row_blocks(M, threads, [&](int m0, int rows) {
+      over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
         quantize_rows16(xq + size_t(m0) * K2, xs + m0, x + size_t(m0) * K_, rows, K_, K2, wide_x_top(K_));
       });
       wide_products(nullptr, y + wide_, N_, xq, xs, w16_.data(), w16_panels_.data(), ws_.data() + wide_,
@@ -556,7 +567,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
       grow(s.xq, size_t(M) * K_), grow(s.xw, size_t(M) * K2);
       int8_t* xq = s.xq.data();
       int16_t* xw = s.xw.data();
-      over_row_blocks(M, threads, [&](int m0, int rows) {
+      over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
         quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
         widen_rows(xw + size_t(m0) * K2, xq + size_t(m0) * K_, rows, K_, K2);
       });
@@ -566,7 +577,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
     if (path == Own::Avx512) {
       grow(s.xu, size_t(M) * packed_.KG);
       uint8_t* xu = s.xu.data();
-      over_row_blocks(M, threads, [&](int m0, int rows) {
+      over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
         quantize_rows_u8(xu + size_t(m0) * packed_.KG, xs + m0, x + size_t(m0) * K_, rows, K_, packed_.KG);
       });
       int8_vnni_linear(y, xu, xs, packed_, ws_.data(), b_, M, N_, threads);
@@ -575,7 +586,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
     grow(s.xq, size_t(M) * K_), grow(s.acc, size_t(M) * Nn);
     int8_t* xq = s.xq.data();
     int32_t* acc = s.acc.data();
-    over_row_blocks(M, threads, [&](int m0, int rows) {
+    over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
       quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
     });
     if (path == Own::Plain) {
@@ -602,7 +613,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
   if (bf16 == Own::Avx2) {
     grow(s.xr, size_t(M) * K_);
     float* xr = s.xr.data();
-    over_row_blocks(M, threads, [&](int m0, int rows) {
+    over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
       for (size_t i = size_t(m0) * K_; i < size_t(m0 + rows) * K_; ++i) xr[i] = from_bf16(to_bf16(x[i]));
     });
     avx2::bf16_linear(y, xr, wh_panels_.data(), b_, M, N_, K_, threads);
@@ -611,7 +622,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
   if (bf16 == Own::Avx512) {
     grow(s.xh, size_t(M) * packed_bf16_.KG);
     uint16_t* xh = s.xh.data();
-    over_row_blocks(M, threads, [&](int m0, int rows) {
+    over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
       to_bf16_rows(xh + size_t(m0) * packed_bf16_.KG, x + size_t(m0) * K_, rows, K_, packed_bf16_.KG);
     });
     bf16_dot_linear(y, xh, packed_bf16_, b_, M, threads);
@@ -619,7 +630,7 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
   }
   grow(s.xh, size_t(M) * K_);
   uint16_t* xh = s.xh.data();
-  over_row_blocks(M, threads, [&](int m0, int rows) {
+  over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
     for (size_t i = size_t(m0) * K_; i < size_t(m0 + rows) * K_; ++i) xh[i] = to_bf16(x[i]);
   });
   std::vector<float> zeros;  // a Linear without bias (nn.TransformerEncoderLayer's have one, but allowed)

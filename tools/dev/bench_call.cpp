@@ -2,11 +2,11 @@
 // (tools/dev/bench_python.py, docs/python.md): Pipeline::encode({text}, Mean), the call
 // Model.encode([text]) makes, and Encoder::forward on the text's ids alone (what `ordo bench` times).
 //
-//   env -u OPENBLAS_CORETYPE build/bench_call MODEL_DIR "a short text" [CALLS [THREADS]]
+//   env -u OPENBLAS_CORETYPE build/bench_call MODEL_DIR "a short text" [CALLS [THREADS [COMPUTE_TYPE]]]
 //
 // Prints one JSON object: the median and minimum of each, in microseconds, over CALLS calls each
 // (default 20000) after 1000 of warm-up; the two take turns call by call. THREADS: the engine's
-// threads (default 0, one per core).
+// threads (default 0, one per core). COMPUTE_TYPE: f32 (default), bf16 or int8.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,13 +29,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_call MODEL_DIR TEXT [CALLS [THREADS]]\n");
+    std::fprintf(stderr, "usage: bench_call MODEL_DIR TEXT [CALLS [THREADS [COMPUTE_TYPE]]]\n");
     return 2;
   }
   const std::string text = argv[2];
   const int calls = argc > 3 ? std::max(1, std::atoi(argv[3])) : 20000;
   ordo::set_num_threads(argc > 4 ? std::max(0, std::atoi(argv[4])) : 0);
   ordo::Pipeline pipeline(argv[1]);
+  if (argc > 5) pipeline.set_compute_type(ordo::compute_type_from_name(argv[5]));
   const std::vector<int32_t> ids = pipeline.tokenize(text).ids;
   std::vector<double> encode_us, forward_us;
   float sink = 0;  // a use of each result, so that no call is optimised away
