@@ -421,10 +421,10 @@ void over_row_blocks(int M, int threads, double flops, const Job& job) {
     parallel_for(tasks, task);
 }
 
-// The work of quantizing or rounding x (M, K) for over_row_blocks: the scale's quotient is a
-// division in double, 8 values per 16 cycles or so at AVX-512, which is what about 64 vectorised
-// FLOPs take. So one short text's 16 rows of 384 are split over the threads, a single token's row
-// is not.
+// The work of quantizing or rounding x (M, K) for over_row_blocks: a dozen vector instructions per
+// 8 values (widening to double, the quotient and its halves, narrowing, the clamp), about what 64
+// vectorised FLOPs take. So one short text's 16 rows of 384 are split over the threads, a single
+// token's row of 1536 is not.
 double rows_work(int M, int K) {
   constexpr double kFlopsPerValue = 64;
   return double(M) * K * kFlopsPerValue;
