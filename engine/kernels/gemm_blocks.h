@@ -158,7 +158,7 @@ void linear_stream(float* y, const float* x, const float* w, const float* b, int
 // The prepacked kernel's loops (gemm.h's linear_prepacked). Each instruction set's file supplies a
 // struct Prepacked of its own:
 //   Prepacked::kRows, Prepacked::kWidth   rows of x in a tile (MR), columns of y in a panel (NR)
-//   Prepacked::tiles[mr - 1](acc, x, ldx, wp, kc, first, prefetch)   gemm_tile.h's prepacked_tile<mr>
+//   Prepacked::tiles[mr - 1](acc, x, ldx, wp, kc, first, part, parts)   gemm_tile.h's prepacked_tile<mr>
 // The weight is packed once, when the model is (prepack): panel p holds columns p·NR .. p·NR + NR − 1
 // of y at p·NR·K, k-major, Ŵ[p][k][j] = W[p·NR + j][k], zeros past N. Each panel is met by every
 // tile of rows of x in blocks of kPrepackDepth steps of k (a block of the panel, 24 KB at AVX-512,
@@ -198,7 +198,7 @@ void linear_prepacked(float* y, const float* x, const float* wp, const float* b,
     return;
   }
   const int panels = (N + NR - 1) / NR, runs = split_tasks(2.0 * M * K * N, panels, kernel_threads());
-  const int per_run = (panels + runs - 1) / runs;
+  const int per_run = (panels + runs - 1) / runs, tiles = (M + MR - 1) / MR;
   parallel_for((panels + per_run - 1) / per_run, [&](int run, int) {
     float* acc = thread_scratch(0, size_t(M) * NR);
     for (int p = run * per_run; p < std::min(panels, (run + 1) * per_run); ++p) {
@@ -206,7 +206,7 @@ void linear_prepacked(float* y, const float* x, const float* wp, const float* b,
       for (int k0 = 0; k0 < K; k0 += kPrepackDepth)
         for (int m = 0; m < M; m += MR)
           P::tiles[std::min(MR, M - m) - 1](acc + size_t(m) * NR, x + size_t(m) * K + k0, K, panel + size_t(k0) * NR,
-                                            std::min(kPrepackDepth, K - k0), k0 == 0, m == 0);
+                                            std::min(kPrepackDepth, K - k0), k0 == 0, m / MR, tiles);
       const int n0 = p * NR, nr = std::min(NR, N - n0);
       for (int m = 0; m < M; ++m)
         for (int j = 0; j < nr; ++j) y[size_t(m) * N + n0 + j] = acc[size_t(m) * NR + j] + (b ? b[n0 + j] : 0.0f);

@@ -43,19 +43,37 @@ void micro_kernel(float* C, int ldc, const float* A, int lda, const float* Bp, i
 // columns side by side) and x is read in place (row stride ldx), one value of each row broadcast a
 // step: 3 loads of Ŵ and mr broadcasts for 3·mr FMAs. acc (row stride NR) carries the sums from one
 // block of K to the next (first: from zero). Each sum runs over k in order with one FMA a step, as the
-// stream kernel's do, so the two give the same bits. prefetch asks for the lines of Ŵ kPrepackAhead
-// floats on: the panels lie one after another, so that is the weight read next, in this panel or the next.
+// stream kernel's do, so the two give the same bits.
+//
+// The tile is tile `part` of the `parts` tiles of rows that meet this block of Ŵ in turn. The first
+// reads the block from memory and asks for its lines kPrepackAhead floats ahead; the others read it
+// from L1. With more than one, they also ask between them for the next block (the next kc steps, in
+// this panel or the next: the panels lie one after another) to be brought into L2, a step every
+// `parts` steps of theirs, so memory is busy while the later tiles compute. Asking in the first tile
+// alone left memory idle through the others: at 16 rows the products took about the reads' time
+// plus the sums' rather than the larger of the two (docs/performance.md). A single tile streams
+// the block and keeps the near request only: the far one cost it 3–10% there.
 constexpr int kPrepackVectors = 3, kPrepackAhead = 1024;
 template <int MR>
-void prepacked_tile(float* acc, const float* x, int ldx, const float* wp, int kc, bool first, bool prefetch) {
+void prepacked_tile(float* acc, const float* x, int ldx, const float* wp, int kc, bool first, int part, int parts) {
   constexpr int V = kPrepackVectors, NR = V * kLanes;
   Vec c[MR][V];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < V; ++v) c[i][v] = first ? vzero() : vload(acc + i * NR + v * kLanes);
+  // The tiles' steps counted in turn, e = part·kc + k: at every e that is a multiple of parts, step
+  // e / parts of the next block. `wait` steps to the next such e (none when there is one tile).
+  const int e0 = part * kc;
+  int wait = parts > 1 ? (parts - e0 % parts) % parts : kc;
+  const float* far = wp + size_t(kc) * NR + size_t((e0 + parts - 1) / parts) * NR;
   for (int k = 0; k < kc; ++k, wp += NR) {
-    if (prefetch)
+    if (part == 0)
       for (int line = 0; line < NR; line += 16) __builtin_prefetch(wp + kPrepackAhead + line);
+    if (wait-- == 0) {
+      for (int line = 0; line < NR; line += 16) __builtin_prefetch(far + line, 0, 2);
+      far += NR;
+      wait = parts - 1;
+    }
     Vec w[V];
     for (int v = 0; v < V; ++v) w[v] = vload(wp + v * kLanes);
 #pragma GCC unroll 8
