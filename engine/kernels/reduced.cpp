@@ -411,14 +411,10 @@ namespace {
 // the job's work: x's rows quantized or rounded, or the plain product.
 template <class Job>
 void over_row_blocks(int M, int threads, double flops, const Job& job) {
-  const int tasks = split_tasks(flops, M, threads), per = (M + tasks - 1) / std::max(tasks, 1);
-  auto task = [&](int i, int) {
-    if (i * per < M) job(i * per, std::min(per, M - i * per));
-  };
-  if (tasks <= 1)
-    for (int i = 0; i * per < M; ++i) task(i, 0);
-  else
-    parallel_for(tasks, task);
+  if (M <= 0) return;
+  const int tasks = split_tasks(flops, M, threads), per = (M + tasks - 1) / tasks;
+  if (tasks == 1) return job(0, M);
+  parallel_for((M + per - 1) / per, [&](int i, int) { job(i * per, std::min(per, M - i * per)); });
 }
 
 // The work of quantizing or rounding x (M, K) for over_row_blocks: a dozen vector instructions per
