@@ -18,9 +18,13 @@ void quantize(T* q, float* s, const float* x, int M, int K, int top) {
       finite = finite && std::isfinite(x[size_t(m) * K + k]);
     }
     s[m] = finite ? static_cast<float>(max / top) : std::numeric_limits<float>::quiet_NaN();
-    for (int k = 0; k < K; ++k)  // zeros for a row of zeros, and for one that is not finite (its scale NaN)
-      q[size_t(m) * K + k] =
-          s[m] == 0.0f || !finite ? 0 : static_cast<T>(std::nearbyint(x[size_t(m) * K + k] / double(s[m])));
+    // zeros for a row of zeros, and for one that is not finite (its scale NaN); clamped, for a row so
+    // small that s is subnormal: its few bits can put max / s well past top
+    for (int k = 0; k < K; ++k)
+      q[size_t(m) * K + k] = s[m] == 0.0f || !finite
+                                 ? 0
+                                 : static_cast<T>(std::clamp(std::nearbyint(x[size_t(m) * K + k] / double(s[m])),
+                                                             -double(top), double(top)));
   }
 }
 }  // namespace

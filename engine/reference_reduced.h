@@ -13,7 +13,7 @@ namespace ordo::reference {
 // Float inputs, as the fast encoder hands them to its products.
 //
 // int8, symmetric, per row: s = max_k |v_k| / 127 (rounded to a float), q_k = round(v_k / s) to
-// nearest even (s = 0: all q 0). x is quantized per row (token), W per row (output channel), then
+// nearest even, in [−127, 127] (s = 0: all q 0). x is quantized per row (token), W per row (output channel), then
 //   acc[m][n] = Σ_k qx[m][k]·qw[n][k]   (exact)      y[m][n] = acc[m][n]·sx[m]·sw[n] + b[n]
 //
 // The output channels from `wide` on (wide < N: in BERT's terms `value`, `intermediate` and `output` whole; see

@@ -77,7 +77,8 @@ void quantize_any(T* q, float* s, const float* x, int M, int K, int ld, int top)
       std::fill(out, out + K, T(0));
       continue;
     }
-    // |row[k]| ≤ max ≤ top·s (within a float rounding), so the rounded value stays in [−top, top]
+    // |row[k]| ≤ max ≤ top·s within a float rounding, or, where s is subnormal, within its few bits:
+    // clamped to [−top, top], as in the plain twin
     for (int k = 0; k < K; ++k)
       out[k] = static_cast<T>(std::clamp(std::nearbyint(double(row[k]) / scale), -double(top), double(top)));
   }

@@ -99,13 +99,14 @@ TEST(Reduced, QuantizationMatchesThePlainOne) {
   EXPECT_EQ(h[1], -32);  // −31.75
 }
 
-// Nine rows of K for the quantization tests, at a grid of `top` steps each side: random, zeros, an
+// Eleven rows of K for the quantization tests, at a grid of `top` steps each side: random, zeros, an
 // infinity, a NaN (last), the largest float, values halfway between two integers, s = 1 (max = top)
 // with x/s exactly a half (a tie that rounds to even), x/s a float rounding away from a half
 // (s = 3/top, x = (n + ½)·s), and x/s exactly a half where x·(1/s) in double falls beside it
 // (s = 12.0390625, x = s·(n + ½): for n = −126, −510, −1024 and −2046, among others, at the four grids
-// of the tests, x·(1/s) rounds to the odd neighbour where x/s rounds to the even one).
-constexpr int kHostileRows = 9;
+// of the tests, x·(1/s) rounds to the odd neighbour where x/s rounds to the even one); then random
+// rows so small that s is subnormal (1/s past the largest float), and that s is just normal.
+constexpr int kHostileRows = 11;
 std::vector<float> hostile_rows(int K, int seed, int top) {
   auto x = test::random_floats(size_t(kHostileRows) * K, seed, 3.0f);
   std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);
@@ -119,6 +120,8 @@ std::vector<float> hostile_rows(int K, int seed, int top) {
     x[6 * K + k] = k == 0 ? t : n - 0.5f;
     x[7 * K + k] = k == 0 ? 3.0f : (n + 0.5f) * (3.0f / t);
     x[8 * K + k] = 12.0390625f * (k == 0 ? t : n + 0.5f);
+    x[9 * K + k] *= 1e-41f;
+    x[10 * K + k] *= std::numeric_limits<float>::min() * t / 2.0f;
   }
   return x;
 }
