@@ -32,7 +32,7 @@ PackedInt8 pack_int8(const int8_t* w /* (N, K) */, int N, int K);
 // padded to K4 bytes (the pad meets zero weights).
 void to_u8_rows(uint8_t* xu /* (M, K4) */, const int8_t* xq /* (M, K) */, int M, int K, int K4);
 
-// quantize_rows (engine/kernels/reduced.h) and to_u8_rows in one pass, 8 values a step in AVX-512:
+// quantize_rows (engine/kernels/reduced.h) and to_u8_rows in one pass, 16 values a step in AVX-512:
 // the same scales and the same integers (the division in double, rounded to nearest even).
 void quantize_rows_u8(uint8_t* xu /* (M, K4) */, float* s /* (M) */, const float* x /* (M, K) */, int M, int K, int K4);
 

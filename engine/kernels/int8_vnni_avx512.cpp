@@ -3,6 +3,7 @@
 // container here (gemm_avx512.cpp says why).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/kernels/dot_tile_avx512.h"
 #include "engine/kernels/int8_vnni.h"
@@ -14,8 +15,8 @@ namespace ordo::avx512 {
 namespace {
 
 // quantize_rows_u8 (T = uint8_t: 127 steps, stored as s8 + 128) and quantize_rows16 (T = int16_t,
-// `top` steps), 8 values a step: max |x| and finiteness in 16 lanes, then q = round(x / s) in
-// double, rounded to nearest even by vcvtpd2dq as nearbyint does. Rows ld apart, padded.
+// `top` steps): max |x| and finiteness in 16 lanes, then q = round(x / s), 16 values a step in float
+// where that is exact, else 8 in double. Rows ld apart, padded.
 template <class T>
 void quantize_rows_t(T* q, float* s, const float* x, int M, int K, int ld, int top) {
   for (int m = 0; m < M; ++m) {
@@ -45,8 +46,9 @@ void quantize_rows_t(T* q, float* s, const float* x, int M, int K, int ld, int t
     s[m] = largest / float(top);
     const __m512d scale = _mm512_set1_pd(s[m]), inverse = _mm512_set1_pd(1.0 / double(s[m]));
     const __m256i lo = _mm256_set1_epi32(-top), hi = _mm256_set1_epi32(top);
-    for (k = 0; k < K; k += 8) {
-      const __mmask8 lanes = __mmask8(K - k >= 8 ? 0xFF : (1u << (K - k)) - 1);
+    // 8 values from k, exactly: q = round(x / s) in double, rounded to nearest even by vcvtpd2dq as
+    // nearbyint does
+    const auto exact = [&](int k, __mmask8 lanes) {
       const __m512d d = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, row + k));
       // x / s without the division (reduced.h, quantize_rows16_plain): t = x·(1/s), or the half nearest
       // t, floor(t) + ½, where s·(floor(t) + ½) is x exactly
@@ -60,6 +62,33 @@ void quantize_rows_t(T* q, float* s, const float* x, int M, int K, int ld, int t
         _mm_mask_storeu_epi8(out + k, lanes, _mm_xor_si128(_mm256_cvtepi32_epi8(r), _mm_set1_epi8(char(0x80))));
       else
         _mm_mask_storeu_epi16(out + k, lanes, _mm256_cvtepi32_epi16(r));
+    };
+    // 16 values a step in float where that gives the same integers: t = x·(1/s) is within
+    // |x/s|·2⁻²³ ≤ 2⁻¹² of x/s (|x/s| ≤ top ≤ 2,047, 1/s rounded once and the product once), so where
+    // t is more than 2⁻¹⁰ from a half, x/s rounds to t's nearest integer. The 16 go the exact way
+    // when one of them is that near a half (about one step in 32), or when s is so
+    // small that 1/s would not be a normal float.
+    const bool fast = s[m] >= std::numeric_limits<float>::min();
+    const __m512 inverse_f = _mm512_set1_ps(float(1.0 / double(s[m])));
+    const __m512i lo16 = _mm512_set1_epi32(-top), hi16 = _mm512_set1_epi32(top);
+    for (k = 0; k < K; k += 16) {
+      const __mmask16 lanes = __mmask16(K - k >= 16 ? 0xFFFF : (1u << (K - k)) - 1);
+      if (fast) {
+        const __m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, row + k), inverse_f);
+        const __m512 from_half = _mm512_sub_ps(
+            _mm512_sub_ps(t, _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)), _mm512_set1_ps(0.5f));
+        if (!_mm512_cmp_ps_mask(_mm512_abs_ps(from_half), _mm512_set1_ps(0x1p-10f), _CMP_LT_OQ)) {
+          const __m512i r = _mm512_min_epi32(
+              hi16, _mm512_max_epi32(lo16, _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+          if constexpr (sizeof(T) == 1)
+            _mm_mask_storeu_epi8(out + k, lanes, _mm_xor_si128(_mm512_cvtepi32_epi8(r), _mm_set1_epi8(char(0x80))));
+          else
+            _mm256_mask_storeu_epi16(out + k, lanes, _mm512_cvtepi32_epi16(r));
+          continue;
+        }
+      }
+      exact(k, __mmask8(lanes));
+      if (lanes >> 8) exact(k + 8, __mmask8(lanes >> 8));
     }
     for (k = K; k < ld; ++k) out[k] = sizeof(T) == 1 ? T(0x80) : T(0);
   }

@@ -561,12 +561,11 @@ void ReducedLinear::forward(float* y, const float* x, int M, int threads, Reduce
     const Own path = int8_path(kernel);
     if (path == Own::Avx2) {
       const int K2 = (K_ + 1) / 2 * 2;
-      grow(s.xq, size_t(M) * K_), grow(s.xw, size_t(M) * K2);
-      int8_t* xq = s.xq.data();
+      grow(s.xw, size_t(M) * K2);
       int16_t* xw = s.xw.data();
       over_row_blocks(M, threads, rows_work(M, K_), [&](int m0, int rows) {
-        quantize_rows(xq + size_t(m0) * K_, xs + m0, x + size_t(m0) * K_, rows, K_);
-        widen_rows(xw + size_t(m0) * K2, xq + size_t(m0) * K_, rows, K_, K2);
+        // int8's grid (127 steps) straight into the kernel's int16 rows: quantize_rows's integers, widened
+        avx2::quantize_rows16(xw + size_t(m0) * K2, xs + m0, x + size_t(m0) * K_, rows, K_, K2, 127);
       });
       avx2::int8_products(nullptr, y, xw, xs, wq_pairs_.data(), ws_.data(), b_, M, Nn, K2, N_, threads);
       return;

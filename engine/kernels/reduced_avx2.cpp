@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "engine/kernels/simd.h"  // <immintrin.h>, with GCC 12's false warnings silenced
 #include "engine/kernels/tiles.h"
@@ -139,10 +140,10 @@ void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld,
     s[m] = largest / float(top);
     const __m256d scale = _mm256_set1_pd(s[m]), inverse = _mm256_set1_pd(1.0 / double(s[m]));
     const __m128i lo = _mm_set1_epi32(-top), hi = _mm_set1_epi32(top);
-    for (k = 0; k + 4 <= K; k += 4) {
-      // q = round(x / s) in double (vcvtpd2dq rounds to nearest even, as nearbyint does), the
-      // quotient without the division (reduced.h, quantize_rows16_plain): t = x·(1/s), or the half
-      // nearest t, floor(t) + ½, where s·(floor(t) + ½) is x exactly
+    // 4 values from k, exactly: q = round(x / s) in double (vcvtpd2dq rounds to nearest even, as
+    // nearbyint does), the quotient without the division (reduced.h, quantize_rows16_plain): t = x·(1/s),
+    // or the half nearest t, floor(t) + ½, where s·(floor(t) + ½) is x exactly
+    const auto exact = [&](int k) {
       const __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(row + k));
       const __m256d t = _mm256_mul_pd(d, inverse);
       const __m256d half = _mm256_add_pd(_mm256_floor_pd(t), _mm256_set1_pd(0.5));
@@ -150,7 +151,28 @@ void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld,
       const __m256d q = _mm256_blendv_pd(t, half, tie);
       const __m128i r = _mm_min_epi32(hi, _mm_max_epi32(lo, _mm256_cvtpd_epi32(q)));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(out + k), _mm_packs_epi32(r, r));
+    };
+    // 8 values a step in float where that gives the same integers, as int8_vnni_avx512.cpp's
+    // quantize_rows_t says why: t = x·(1/s) within 2⁻¹² of x/s, and more than 2⁻¹⁰ from a half
+    const bool fast = s[m] >= std::numeric_limits<float>::min();
+    const __m256 inverse_f = _mm256_set1_ps(float(1.0 / double(s[m])));
+    const __m256i lo8 = _mm256_set1_epi32(-top), hi8 = _mm256_set1_epi32(top);
+    for (k = 0; k + 8 <= K; k += 8) {
+      if (fast) {
+        const __m256 t = _mm256_mul_ps(_mm256_loadu_ps(row + k), inverse_f);
+        const __m256 from_half = _mm256_sub_ps(_mm256_sub_ps(t, _mm256_floor_ps(t)), _mm256_set1_ps(0.5f));
+        const __m256 near = _mm256_cmp_ps(_mm256_andnot_ps(sign, from_half), _mm256_set1_ps(0x1p-10f), _CMP_LT_OQ);
+        if (!_mm256_movemask_ps(near)) {
+          const __m256i r = _mm256_min_epi32(hi8, _mm256_max_epi32(lo8, _mm256_cvtps_epi32(t)));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(out + k),
+                           _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+          continue;
+        }
+      }
+      exact(k);
+      exact(k + 4);
     }
+    for (; k + 4 <= K; k += 4) exact(k);
     for (; k < K; ++k) {
       const double r = std::nearbyint(double(row[k]) / double(s[m]));
       out[k] = int16_t(r < -top ? -top : r > top ? top : r);

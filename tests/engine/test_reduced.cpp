@@ -126,8 +126,9 @@ std::vector<float> hostile_rows(int K, int seed, int top) {
   return x;
 }
 
-// The VNNI path's quantization (8 values a step, u8 = s8 + 128, rows padded to K4) gives the plain
-// one's scales and integers: row lengths around its 8- and 16-lane steps and the hostile rows.
+// The VNNI path's quantization (16 values a step in float, 8 in double near a half, u8 = s8 + 128,
+// rows padded to K4) gives the plain one's scales and integers: row lengths around its 8- and
+// 16-lane steps and the hostile rows.
 TEST(Reduced, QuantizationU8MatchesThePlainOne) {
   for (int K : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
     const int M = kHostileRows, K4 = (K + 3) / 4 * 4;
@@ -147,10 +148,10 @@ TEST(Reduced, QuantizationU8MatchesThePlainOne) {
 }
 
 // The finer grids' quantization (reduced.h: 16-bit, `top` steps each side, rows padded to ld) at
-// every level (ORDO_ISA picks: 8 values a step at AVX-512, 4 at AVX2, one at the plain level)
+// every level (ORDO_ISA picks: 16 values a step at AVX-512, 4 at AVX2, one at the plain level)
 // gives the plain twin's scales and integers, on the same hostile rows.
 TEST(Reduced, Quantization16MatchesThePlainOne) {
-  for (int top : {2047, 511, 1026})
+  for (int top : {2047, 511, 1026, 127})  // 127: int8's grid, which the AVX2 int8 path takes this way
     for (int K : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 512, 2048}) {
       const int M = kHostileRows, ld = (K + 1) / 2 * 2 + 2;
       const auto x = hostile_rows(K, 80 + K, top);
