@@ -22,20 +22,24 @@ void quantize_rows_t(T* q, float* s, const float* x, int M, int K, int ld, int t
   for (int m = 0; m < M; ++m) {
     const float* row = x + size_t(m) * K;
     T* out = q + size_t(m) * ld;
-    // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN
-    __m512 max = _mm512_setzero_ps(), nonfinite = _mm512_setzero_ps();
+    // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN; four of each, 64 values
+    // a step, so that the max's and the sum's latencies overlap
+    __m512 max[4], nonfinite[4];
+    for (int j = 0; j < 4; ++j) max[j] = nonfinite[j] = _mm512_setzero_ps();
+    const auto scan = [&](int j, __m512 v) {
+      max[j] = _mm512_max_ps(max[j], _mm512_abs_ps(v));
+      nonfinite[j] = _mm512_add_ps(nonfinite[j], _mm512_mul_ps(v, _mm512_setzero_ps()));
+    };
     int k = 0;
-    for (; k + 16 <= K; k += 16) {
-      const __m512 v = _mm512_loadu_ps(row + k);
-      max = _mm512_max_ps(max, _mm512_abs_ps(v));
-      nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
-    }
-    const __mmask16 tail = __mmask16((1u << (K - k)) - 1);
-    const __m512 v = _mm512_maskz_loadu_ps(tail, row + k);
-    max = _mm512_max_ps(max, _mm512_abs_ps(v));
-    nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
-    const float largest = _mm512_reduce_max_ps(max);
-    if (largest == 0.0f || std::isnan(_mm512_reduce_add_ps(nonfinite))) {
+    for (; k + 64 <= K; k += 64)
+      for (int j = 0; j < 4; ++j) scan(j, _mm512_loadu_ps(row + k + 16 * j));
+    for (; k + 16 <= K; k += 16) scan(0, _mm512_loadu_ps(row + k));
+    scan(1, _mm512_maskz_loadu_ps(__mmask16((1u << (K - k)) - 1), row + k));
+    const float largest =
+        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(max[0], max[1]), _mm512_max_ps(max[2], max[3])));
+    const __m512 bad =
+        _mm512_add_ps(_mm512_add_ps(nonfinite[0], nonfinite[1]), _mm512_add_ps(nonfinite[2], nonfinite[3]));
+    if (largest == 0.0f || std::isnan(_mm512_reduce_add_ps(bad))) {
       // zeros or not finite: the plain function's rules (zeros; a NaN scale for the latter)
       if constexpr (sizeof(T) == 1)
         quantize_row_u8_plain(out, s + m, row, K, ld);

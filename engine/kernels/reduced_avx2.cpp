@@ -117,20 +117,25 @@ void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld,
   for (int m = 0; m < M; ++m) {
     const float* row = x + size_t(m) * K;
     int16_t* out = q + size_t(m) * ld;
-    // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN
+    // max |x|, and x·0 summed: NaN when the row holds an infinity or a NaN; four of each, 32 values
+    // a step, so that the max's and the sum's latencies overlap
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 max = _mm256_setzero_ps(), nonfinite = _mm256_setzero_ps();
+    __m256 max[4], nonfinite[4];
+    for (int j = 0; j < 4; ++j) max[j] = nonfinite[j] = _mm256_setzero_ps();
+    const auto scan = [&](int j, __m256 v) {
+      max[j] = _mm256_max_ps(max[j], _mm256_andnot_ps(sign, v));
+      nonfinite[j] = _mm256_add_ps(nonfinite[j], _mm256_mul_ps(v, _mm256_setzero_ps()));
+    };
     int k = 0;
-    for (; k + 8 <= K; k += 8) {
-      const __m256 v = _mm256_loadu_ps(row + k);
-      max = _mm256_max_ps(max, _mm256_andnot_ps(sign, v));
-      nonfinite = _mm256_add_ps(nonfinite, _mm256_mul_ps(v, _mm256_setzero_ps()));
-    }
+    for (; k + 32 <= K; k += 32)
+      for (int j = 0; j < 4; ++j) scan(j, _mm256_loadu_ps(row + k + 8 * j));
+    for (; k + 8 <= K; k += 8) scan(0, _mm256_loadu_ps(row + k));
     alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, max);
+    _mm256_store_ps(lanes, _mm256_max_ps(_mm256_max_ps(max[0], max[1]), _mm256_max_ps(max[2], max[3])));
     float largest = 0.0f, bad = 0.0f;
     for (float l : lanes) largest = std::max(largest, l);
-    _mm256_store_ps(lanes, nonfinite);
+    _mm256_store_ps(
+        lanes, _mm256_add_ps(_mm256_add_ps(nonfinite[0], nonfinite[1]), _mm256_add_ps(nonfinite[2], nonfinite[3])));
     for (float l : lanes) bad += l;
     for (int t = k; t < K; ++t) largest = std::max(largest, std::fabs(row[t])), bad += row[t] * 0.0f;
     if (largest == 0.0f || std::isnan(bad)) {  // zeros or not finite: the plain function's rules
