@@ -33,7 +33,7 @@ PackedInt8 pack_int8(const int8_t* w /* (N, K) */, int N, int K);
 void to_u8_rows(uint8_t* xu /* (M, K4) */, const int8_t* xq /* (M, K) */, int M, int K, int K4);
 
 // quantize_rows (engine/kernels/reduced.h) and to_u8_rows in one pass, 16 values a step in AVX-512:
-// the same scales and the same integers (the division in double, rounded to nearest even).
+// the same scales and the same integers (reduced.h, quantize_rows16_plain, says how).
 void quantize_rows_u8(uint8_t* xu /* (M, K4) */, float* s /* (M) */, const float* x /* (M, K) */, int M, int K, int K4);
 
 // acc[m][n] = Σ_k xq[m][k]·W[n][k], exact: |acc| ≤ 127²·K fits int32 for K < 133,000, and the u8

@@ -67,11 +67,8 @@ void quantize_rows_t(T* q, float* s, const float* x, int M, int K, int ld, int t
       else
         _mm_mask_storeu_epi16(out + k, lanes, _mm256_cvtepi32_epi16(r));
     };
-    // 16 values a step in float where that gives the same integers: t = x·(1/s) is within
-    // |x/s|·2⁻²³ ≤ 2⁻¹² of x/s (|x/s| ≤ top ≤ 2,047, 1/s rounded once and the product once), so where
-    // t is more than 2⁻¹⁰ from a half, x/s rounds to t's nearest integer. The 16 go the exact way
-    // when one of them is that near a half (about one step in 32), or when s is so
-    // small that 1/s would not be a normal float.
+    // 16 values a step in float where that gives the same integers (reduced.h, quantize_rows16_plain):
+    // t = x·(1/s) more than 2⁻¹⁰ from every half; else, or where s is subnormal, the exact steps
     const bool fast = s[m] >= std::numeric_limits<float>::min();
     const __m512 inverse_f = _mm512_set1_ps(float(1.0 / double(s[m])));
     const __m512i lo16 = _mm512_set1_epi32(-top), hi16 = _mm512_set1_epi32(top);

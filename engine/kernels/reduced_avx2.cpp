@@ -157,8 +157,8 @@ void quantize_rows16(int16_t* q, float* s, const float* x, int M, int K, int ld,
       const __m128i r = _mm_min_epi32(hi, _mm_max_epi32(lo, _mm256_cvtpd_epi32(q)));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(out + k), _mm_packs_epi32(r, r));
     };
-    // 8 values a step in float where that gives the same integers, as int8_vnni_avx512.cpp's
-    // quantize_rows_t says why: t = x·(1/s) within 2⁻¹² of x/s, and more than 2⁻¹⁰ from a half
+    // 8 values a step in float where that gives the same integers (reduced.h, quantize_rows16_plain):
+    // t = x·(1/s) more than 2⁻¹⁰ from every half; else, or where s is subnormal, the exact steps
     const bool fast = s[m] >= std::numeric_limits<float>::min();
     const __m256 inverse_f = _mm256_set1_ps(float(1.0 / double(s[m])));
     const __m256i lo8 = _mm256_set1_epi32(-top), hi8 = _mm256_set1_epi32(top);
