@@ -13,7 +13,10 @@ the second quantizing what the first left), "g32" int8 per group of 32 along a r
 "topK" each row's K entries of largest |v| kept exact and the rest int8 on their own scale (the outlier
 decomposition of Dettmers et al. 2022, per row), "gtT" the entries above T kept exact the same way,
 "colK" the K columns of largest max |v| kept exact (a fixed set, for W). "x-top4-w-top16": x by top4, W by
-top16; "x-top4-output-f32": x by top4, W per row, and `output` (linear2) left in float.
+top16; "x-top4-output-f32": x by top4, W per row, and `output` (linear2) left in float. "smoothA"
+divides x's channel k by c_k = max|x_k|^A / max|W_k|^(1 − A) and multiplies W's column k by it (the
+product unchanged in exact arithmetic; Xiao et al. 2023, SmoothQuant), then int8 as above; max|x_k| is
+taken over the texts of --calibrate, and q, k and v share theirs as they share x.
 BERT's Linear layers: query, key, value (ordo's in_proj, one product over one quantized x), the
 attention output (out_proj), intermediate (linear1, GELU after it) and output (linear2, GELU's output in).
 Runs offline (HF_HUB_OFFLINE=1) with the reference environment of tools/dev/install-deps.sh.
@@ -137,6 +140,11 @@ SCHEMES = {
     **{f"{r}-x-i{a}-w-i{b}": (lambda r, a, b: lambda p: (f"i{a}", f"i{b}") if p in ROLES[r] else ("row", "row"))(r, a, b)
        for r in ROLES for a in (12,) for b in (10,)},
     "output-f32": lambda p: ("none", "none") if p == "output" else ("row", "row"),
+    # smoothing (Xiao et al. 2023, SmoothQuant): x's channel k divided by c_k and W's column k multiplied
+    # by it, c_k = max|x_k|^a / max|W_k|^(1 − a), max|x_k| over the --calibrate texts; then int8 as above
+    **{f"smooth{a}": everywhere(f"smooth{a}", "row") for a in ("0.3", "0.4", "0.5", "0.6", "0.7", "0.8")},
+    **{f"smooth{a}-{r}-x-i12-w-i10": (lambda a, r: lambda p: ("i12", "i10") if p in ROLES[r] else (f"smooth{a}", "row"))(a, r)
+       for a in ("0.3", "0.4", "0.5", "0.6", "0.7") for r in ("o", "io", "vo")},
 }
 
 
@@ -146,6 +154,7 @@ def main():
     ap.add_argument("--input", required=True, help="texts, one per line")
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--scheme", action="append", choices=sorted(SCHEMES), help="default: all of them")
+    ap.add_argument("--calibrate", help="texts for the smoothing schemes' max|x_k| (not the --input lines)")
     ap.add_argument("--outliers", action="store_true",
                     help="instead: for the first text, each product's input per token: its largest |entry| "
                          "over its root mean square, and that entry's dimension")
@@ -162,12 +171,29 @@ def main():
     scheme = SCHEMES["int8"]
     weights = {}
 
+    xmax = {}  # the input's group (q, k and v share theirs, as in ordo's in_proj) -> max|x_k| over calibration
+    calibrating = [False]
+    mask = [None]
+
+    def group_of(name):
+        return name.rsplit(".", 1)[0] if ".attention.self." in name else name
+
     def wrap(name, layer, product):
         weights[name] = layer.weight.data.clone()
 
         def forward(x):
             xm, wm = scheme(product) if product else ("none", "none")
-            return torch.nn.functional.linear(quantize(x, xm), quantize(weights[name], wm), layer.bias)
+            g = group_of(name)
+            if calibrating[0] and product:
+                seen = (x.abs() * mask[0]).reshape(-1, x.shape[-1]).amax(0)
+                xmax[g] = seen if g not in xmax else torch.maximum(xmax[g], seen)
+            w = weights[name]
+            if xm.startswith("smooth"):
+                a = float(xm[6:])
+                wcols = torch.cat([weights[n] for n in weights if group_of(n) == g]).abs().amax(0)
+                c = (xmax[g].clamp(min=1e-5) ** a / wcols.clamp(min=1e-5) ** (1 - a)).clamp(min=1e-5)
+                return torch.nn.functional.linear(quantize(x / c, "row"), quantize(w * c, wm), layer.bias)
+            return torch.nn.functional.linear(quantize(x, xm), quantize(w, wm), layer.bias)
         layer.forward = forward
 
     for name, layer in model.named_modules():
@@ -192,18 +218,23 @@ def main():
             model(**b)
         return 0
 
-    def vectors():
+    def vectors(texts=texts):
         out = []
         with torch.no_grad():
             for i in range(0, len(texts), 32):
                 b = tok(texts[i:i + 32], padding=True, truncation=True, max_length=args.max_length,
                         return_tensors="pt")
+                mask[0] = b["attention_mask"].unsqueeze(-1).float()
                 h = model(**b).last_hidden_state
                 m = b["attention_mask"].unsqueeze(-1).float()
                 out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1))
         return torch.cat(out).double().numpy()
 
     scheme = everywhere("none", "none")
+    if args.calibrate:
+        calibrating[0] = True
+        vectors([t for t in open(args.calibrate, encoding="utf-8").read().split("\n") if t])
+        calibrating[0] = False
     f32 = vectors()
     print(f"# {args.model}: {len(texts)} texts; cosine of mean-pooled vectors to f32: "
           "min / 1st percentile / median / lines below 0.999")
