@@ -20,6 +20,7 @@ template <int MR, int NR>
 void dot_tile(const uint16_t* x, int K2, const uint16_t* w, size_t panel_elems, const float* b, int cols, float* y,
               int ldy) {
   alignas(64) float sums[MR][NR * 16];
+  prefetch_output<MR, NR>(y, size_t(ldy));
   dot_sums<MR, NR>(sums, reinterpret_cast<const uint8_t*>(x), size_t(K2) * 2, reinterpret_cast<const uint8_t*>(w),
                    panel_elems * 2, [](__m512i acc, __m512i xv, __m512i wv) {
                      return _mm512_castps_si512(_mm512_dpbf16_ps(_mm512_castsi512_ps(acc), (__m512bh)xv, (__m512bh)wv));

@@ -25,6 +25,8 @@ namespace {
 // The sums leave the registers through a tile of memory (L1), sums[i][16·j + c] for row i, panel j,
 // column c: taken off and scaled straight from the registers, the epilogue's operands made GCC 12
 // move a few accumulators to the stack and back at every step of the loop.
+constexpr size_t kPanelAhead = 1024;  // bytes; measured against 256, 512 and 2048 (docs/performance.md)
+
 template <int MR, int NR, class T, class Dot>
 inline void dot_sums(T (*sums)[NR * 16], const uint8_t* x, size_t row_bytes, const uint8_t* w, size_t panel_bytes,
                      Dot dot) {
@@ -32,7 +34,12 @@ inline void dot_sums(T (*sums)[NR * 16], const uint8_t* x, size_t row_bytes, con
   ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_si512();
   for (size_t k = 0; k < row_bytes; k += 4) {  // byte k of each row, byte 16·k of each panel
     __m512i wv[NR];
-    ORDO_UNROLL for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_si512(w + j * panel_bytes + k * 16);
+    ORDO_UNROLL for (int j = 0; j < NR; ++j) {
+      wv[j] = _mm512_loadu_si512(w + j * panel_bytes + k * 16);
+      // each step takes a new line of every panel: the line 16 steps on asked for now (a prefetch
+      // past the panel's end is harmless, it never faults)
+      _mm_prefetch(reinterpret_cast<const char*>(w + j * panel_bytes + k * 16 + kPanelAhead), _MM_HINT_T0);
+    }
     ORDO_UNROLL for (int i = 0; i < MR; ++i) {
       int32_t four;
       std::memcpy(&four, x + i * row_bytes + k, 4);
@@ -42,6 +49,16 @@ inline void dot_sums(T (*sums)[NR * 16], const uint8_t* x, size_t row_bytes, con
   }
   ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j)
       _mm512_store_si512(sums[i] + 16 * j, acc[i][j]);
+}
+
+// The tile's lines of the output (rows ld elements apart from `first`, 16·NR elements each) asked
+// for, for writing, before the tile's k loop: the output of a wide product (linear1's 1,536 columns)
+// is not in cache, and the tile's stores would otherwise wait for them all at its end.
+template <int MR, int NR, class T>
+inline void prefetch_output(T* first, size_t ld) {
+  static_assert(sizeof(T) == 4, "16 elements are a line");
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < NR; ++j)
+      __builtin_prefetch(first + i * ld + 16 * j, 1, 3);
 }
 
 }  // namespace

@@ -126,6 +126,10 @@ template <int MR, int NR, bool Wide>
 void dot_tile(const uint8_t* x, size_t row_bytes, const int8_t* w, size_t panel_bytes, const int32_t* compensation,
               int cols, const Out& out) {
   alignas(64) int32_t sums[MR][NR * 16];
+  if (out.acc)
+    prefetch_output<MR, NR>(out.acc, size_t(out.ld));
+  else
+    prefetch_output<MR, NR>(out.y, size_t(out.ld));
   dot_sums<MR, NR>(sums, x, row_bytes, reinterpret_cast<const uint8_t*>(w), panel_bytes,
                    [](__m512i acc, __m512i xv, __m512i wv) {
                      return Wide ? _mm512_dpwssd_epi32(acc, xv, wv) : _mm512_dpbusd_epi32(acc, xv, wv);
