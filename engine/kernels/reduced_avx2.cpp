@@ -26,18 +26,28 @@ __m256i pairs(const W* group) {  // 8 columns × 2 k of W as 16 int16
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group));
 }
 
+constexpr size_t kPanelAhead = 1024;  // bytes of W ahead of the step asked for
+
 template <int MR, int NP, class W>
 void int_tile(const int16_t* x, int K2, const W* w, size_t panel_elems, int cols, int32_t* acc_out, float* y,
               const float* xs, const float* ws, const float* b, int ld) {
   __m256i acc[MR][2 * NP];
   ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < 2 * NP; ++j) acc[i][j] =
       _mm256_setzero_si256();
+  // the tile's lines of the output asked for before the k loop (as dot_tile_avx512.h does; a read
+  // here, where not every CPU has PREFETCHW): its first and last element of each row
+  const char* out = acc_out ? reinterpret_cast<const char*>(acc_out) : reinterpret_cast<const char*>(y);
+  ORDO_UNROLL for (int i = 0; i < MR; ++i) {  // int32 or float: 4 bytes an element
+    _mm_prefetch(out + 4 * size_t(i) * ld, _MM_HINT_T0);
+    _mm_prefetch(out + 4 * (size_t(i) * ld + 16 * NP - 1), _MM_HINT_T0);
+  }
   for (int k = 0; k < K2; k += 2) {
     __m256i wv[2 * NP];
     ORDO_UNROLL for (int j = 0; j < NP; ++j) {
       const W* group = w + j * panel_elems + size_t(k) * 16;  // columns 0-7, then 8-15, a pair each
       wv[2 * j] = pairs(group);
       wv[2 * j + 1] = pairs(group + 16);
+      _mm_prefetch(reinterpret_cast<const char*>(group + kPanelAhead / sizeof(W)), _MM_HINT_T0);  // never faults
     }
     ORDO_UNROLL for (int i = 0; i < MR; ++i) {
       int32_t pair;
@@ -50,6 +60,17 @@ void int_tile(const int16_t* x, int K2, const W* w, size_t panel_elems, int cols
   alignas(32) int32_t sums[MR][16 * NP];
   ORDO_UNROLL for (int i = 0; i < MR; ++i) ORDO_UNROLL for (int j = 0; j < 2 * NP; ++j)
       _mm256_store_si256(reinterpret_cast<__m256i*>(sums[i] + 8 * j), acc[i][j]);
+  if (y && cols == 16 * NP) {  // whole panels: 8 columns a step, the same steps as the loop below
+    for (int n = 0; n < cols; n += 8) {
+      const __m256 wsv = _mm256_loadu_ps(ws + n), bv = b ? _mm256_loadu_ps(b + n) : _mm256_setzero_ps();
+      ORDO_UNROLL for (int i = 0; i < MR; ++i) {
+        const __m256 v = _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sums[i] + n)));
+        _mm256_storeu_ps(y + size_t(i) * ld + n,
+                         _mm256_add_ps(_mm256_mul_ps(v, _mm256_mul_ps(_mm256_set1_ps(xs[i]), wsv)), bv));
+      }
+    }
+    return;
+  }
   for (int i = 0; i < MR; ++i)
     for (int n = 0; n < cols; ++n) {
       if (acc_out)
