@@ -163,8 +163,8 @@ void bench_linear(const std::vector<int>& ms, int rounds) {
 
 // int8 and bf16: the same 24 products at M rows through ReducedLinear, ordo's own kernel (VNNI,
 // AVX-512 BF16) against oneDNN's tiles, with f32's linear (the engine's choice at M) beside them.
-// int8 as convert_model makes it (in_proj's value third and linear2 on the finer 16-bit grids,
-// engine/kernels/reduced.h), and "own-8bit" with every product at 8 bits, as it was before those.
+// int8 as convert_model makes it (in_proj's value third, linear1 and linear2 on the finer 16-bit
+// grids, engine/kernels/reduced.h), and "own-8bit" with every product at 8 bits, as it was before those.
 void bench_reduced(ComputeType type, const std::vector<int>& ms, int rounds) {
   const char* name = compute_type_name(type);
   if (!have_onednn()) {
@@ -177,7 +177,7 @@ void bench_reduced(ComputeType type, const std::vector<int>& ms, int rounds) {
   for (const Layer& l : layers)
     for (auto [w, b, N, K, wide] :
          {std::tuple{&l.in_w, &l.in_b, 3 * D, D, 2 * D}, std::tuple{&l.out_w, &l.out_b, D, D, -1},
-          std::tuple{&l.w1, &l.b1, F, D, -1}, std::tuple{&l.w2, &l.b2, D, F, 0}}) {
+          std::tuple{&l.w1, &l.b1, F, D, 0}, std::tuple{&l.w2, &l.b2, D, F, 0}}) {
       converted[w->data()] = std::make_unique<ReducedLinear>(type, w->data(), b->data(), N, K, wide);
       if (type == ComputeType::Int8)
         all8[w->data()] = std::make_unique<ReducedLinear>(type, w->data(), b->data(), N, K);
