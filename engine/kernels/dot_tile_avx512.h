@@ -15,6 +15,10 @@ namespace ordo::avx512 {
 
 namespace {
 
+// How far ahead of each step dot_sums asks for a panel's line, in bytes (16 steps); 256, 512 and 2,048
+// measured much the same (docs/performance.md, "The tiles' loads").
+constexpr size_t kPanelAhead = 1024;
+
 // The sums of an MR × (16·NR) tile: MR rows of x against NR panels of W, MR·NR vectors of 16 sums
 // kept in registers along K. Each step loads NR panels' 64 bytes once and broadcasts 4 bytes of
 // each row of x to all 16 lanes (vpbroadcastd), and dot(acc, x, w) is the instruction: 4 k of u8
@@ -25,8 +29,6 @@ namespace {
 // The sums leave the registers through a tile of memory (L1), sums[i][16·j + c] for row i, panel j,
 // column c: taken off and scaled straight from the registers, the epilogue's operands made GCC 12
 // move a few accumulators to the stack and back at every step of the loop.
-constexpr size_t kPanelAhead = 1024;  // bytes; measured against 256, 512 and 2048 (docs/performance.md)
-
 template <int MR, int NR, class T, class Dot>
 inline void dot_sums(T (*sums)[NR * 16], const uint8_t* x, size_t row_bytes, const uint8_t* w, size_t panel_bytes,
                      Dot dot) {
